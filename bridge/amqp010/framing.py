@@ -1,0 +1,376 @@
+"""AMQP 0-10 framing: protocol header, frames, segments and assemblies.
+
+Wire layout of a frame (12-octet header, then the payload)::
+
+    0        1        2    3    4        5        6    7    8 .. 11
+    00FFffff type     size      reserved 0000trak channel   reserved
+        B E b e
+
+``B``/``E``: first/last segment of the assembly; ``b``/``e``: first/last frame of
+the segment; ``size`` counts the header too.  An assembly is one control, or one
+command followed (for message.transfer) by a header segment and a body segment.
+
+Everything here is sans-IO: :class:`FrameDecoder` takes bytes in any chunking and
+yields frames; :class:`Assembler` turns frames into :class:`Assembly` objects;
+:func:`encode_assembly` turns an assembly into the bytes of its frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from .base import Command, Control, Struct
+from .codec import decode_command, decode_control, decode_header, encode_command, encode_control
+from .codec import encode_header
+from .errors import DecodeError, FramingError
+
+PROTOCOL_HEADER = b"AMQP\x01\x01\x00\x0a"
+"""AMQP 0-10's 8-octet protocol header: 'AMQP', class 1, instance 1, version 0-10."""
+FRAME_HEADER_SIZE = 12
+MAX_FRAME_SIZE = 0xFFFF
+"""The largest frame the 16-bit size field allows."""
+MIN_MAX_FRAME_SIZE = 4096
+"""The smallest max-frame-size a peer may negotiate (spec constant)."""
+
+FIRST_SEGMENT = 0x08
+LAST_SEGMENT = 0x04
+FIRST_FRAME = 0x02
+LAST_FRAME = 0x01
+
+
+class SegmentType(IntEnum):
+    """Segment types (spec domain segment-type)."""
+
+    CONTROL = 0
+    COMMAND = 1
+    HEADER = 2
+    BODY = 3
+
+
+class Track(IntEnum):
+    """Tracks (spec domain track): controls on 0, commands and their segments on 1."""
+
+    CONTROL = 0
+    COMMAND = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolHeader:
+    """The 8-octet protocol header a peer opened with."""
+
+    raw: bytes
+
+    @property
+    def supported(self) -> bool:
+        """True if this is AMQP 0-10."""
+        return self.raw == PROTOCOL_HEADER
+
+    @property
+    def version(self) -> str:
+        """The peer's protocol id, e.g. ``'AMQP 1.1 0-10'`` or ``'AMQP 0 1.0.0'``."""
+        if self.raw[:4] != b"AMQP":
+            return repr(self.raw)
+        a, b, c, d = self.raw[4:8]
+        return f"AMQP {a}.{b} {c}-{d}"
+
+
+@dataclass(slots=True)
+class Frame:
+    """One frame: flags, segment type, track, channel and payload."""
+
+    flags: int
+    segment_type: int
+    track: int
+    channel: int
+    payload: bytes
+    offset: int = 0
+    """Stream offset of this frame's first octet (for error reports)."""
+
+    @property
+    def first_segment(self) -> bool:
+        return bool(self.flags & FIRST_SEGMENT)
+
+    @property
+    def last_segment(self) -> bool:
+        return bool(self.flags & LAST_SEGMENT)
+
+    @property
+    def first_frame(self) -> bool:
+        return bool(self.flags & FIRST_FRAME)
+
+    @property
+    def last_frame(self) -> bool:
+        return bool(self.flags & LAST_FRAME)
+
+    def encode(self) -> bytes:
+        """This frame's bytes."""
+        return frame_header(self.flags, self.segment_type, self.track, self.channel,
+                            len(self.payload)) + self.payload
+
+
+def frame_header(flags: int, segment_type: int, track: int, channel: int, payload_len: int) -> bytes:
+    """The 12-octet frame header."""
+    size = payload_len + FRAME_HEADER_SIZE
+    return bytes((flags, segment_type, size >> 8, size & 0xFF, 0, track,
+                  channel >> 8, channel & 0xFF, 0, 0, 0, 0))
+
+
+class FrameDecoder:
+    """Incremental frame decoder: bytes in (any chunking), frames out.
+
+    ``feed()`` appends bytes; iterating ``frames()`` yields each complete frame
+    once and keeps only the unconsumed tail (at most one partial frame).  With
+    ``expect_protocol_header`` the stream must start with the 8-octet header,
+    yielded first as a :class:`ProtocolHeader`.
+    """
+
+    def __init__(self, max_frame_size: int = MAX_FRAME_SIZE, *,
+                 expect_protocol_header: bool = True) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._pos = 0
+        self._offset = 0  # stream offset of _buf[0]
+        self._need_header = expect_protocol_header
+        self._failed: DecodeError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Octets received but not yet returned as frames."""
+        return len(self._buf) - self._pos
+
+    @property
+    def stream_offset(self) -> int:
+        """Stream offset of the next octet to decode."""
+        return self._offset + self._pos
+
+    def feed(self, data: bytes) -> None:
+        """Append received bytes."""
+        if self._pos and self._pos >= len(self._buf) // 2:
+            del self._buf[: self._pos]
+            self._offset += self._pos
+            self._pos = 0
+        self._buf += data
+
+    def frames(self) -> Iterator[Frame | ProtocolHeader]:
+        """Yield every complete frame (and the protocol header) buffered so far.
+
+        Raises :class:`FramingError` at the first invalid frame; the decoder then
+        stays failed (every later call raises the same error).
+        """
+        if self._failed is not None:
+            raise self._failed
+        buf = self._buf
+        while True:
+            pos = self._pos
+            avail = len(buf) - pos
+            if self._need_header:
+                if avail < 8:
+                    if avail and not PROTOCOL_HEADER.startswith(bytes(buf[pos:pos + 4])[:avail]):
+                        self._fail(pos, f"stream does not start with 'AMQP': {bytes(buf[pos:])!r}")
+                    return
+                raw = bytes(buf[pos:pos + 8])
+                if raw[:4] != b"AMQP":
+                    self._fail(pos, f"stream does not start with an AMQP protocol header: {raw!r}")
+                self._pos = pos + 8
+                self._need_header = False
+                yield ProtocolHeader(raw)
+                continue
+            if avail < FRAME_HEADER_SIZE:
+                return
+            flags = buf[pos]
+            size = buf[pos + 2] << 8 | buf[pos + 3]
+            if flags & 0xF0:
+                self._fail(pos, f"frame flags {flags:#04x}: unsupported frame format version")
+            seg = buf[pos + 1]
+            if seg > 3:
+                self._fail(pos + 1, f"unknown segment type {seg}")
+            if size < FRAME_HEADER_SIZE:
+                self._fail(pos + 2, f"frame size {size} is smaller than the frame header")
+            if size > self.max_frame_size:
+                self._fail(pos + 2, f"frame size {size} exceeds max-frame-size {self.max_frame_size}")
+            if buf[pos + 4] or buf[pos + 5] & 0xF0 or any(buf[pos + 8:pos + 12]):
+                self._fail(pos + 4, "reserved frame header bits are set")
+            track = buf[pos + 5]
+            if track > 1:
+                self._fail(pos + 5, f"unknown track {track}")
+            if avail < size:
+                return
+            channel = buf[pos + 6] << 8 | buf[pos + 7]
+            payload = bytes(buf[pos + FRAME_HEADER_SIZE:pos + size])
+            self._pos = pos + size
+            yield Frame(flags, seg, track, channel, payload, self._offset + pos)
+
+    def _fail(self, pos: int, reason: str) -> None:
+        self._failed = FramingError(self._offset + pos, reason)
+        raise self._failed
+
+
+@dataclass(slots=True)
+class Assembly:
+    """A complete control, or a command with its header structs and body."""
+
+    channel: int
+    op: Control | Command
+    header: tuple[Struct, ...] = ()
+    body: bytes = b""
+    offset: int = 0
+    """Stream offset of the assembly's first frame."""
+    segments: int = 1
+    """How many segments it arrived in (1 for a bare control or command)."""
+
+    @property
+    def track(self) -> int:
+        return Track.CONTROL if isinstance(self.op, Control) else Track.COMMAND
+
+    def header_struct(self, cls: type[Any]) -> Any:
+        """The header struct of type ``cls``, or None."""
+        for s in self.header:
+            if type(s) is cls:
+                return s
+        return None
+
+
+@dataclass(slots=True)
+class _Partial:
+    segment_type: int
+    offset: int
+    parts: list[bytes] = field(default_factory=list)
+    op: Control | Command | None = None
+    header: tuple[Struct, ...] = ()
+    body: list[bytes] = field(default_factory=list)
+    segments: int = 0
+    expect_first_frame: bool = True
+
+
+class Assembler:
+    """Collects frames into assemblies, one assembly in progress per channel and track.
+
+    ``max_assembly_size`` bounds the octets one assembly may hold (header plus
+    body); a larger one raises :class:`FramingError` instead of growing memory.
+    """
+
+    def __init__(self, max_assembly_size: int = 1 << 30) -> None:
+        self.max_assembly_size = max_assembly_size
+        self._partial: dict[tuple[int, int], _Partial] = {}
+        self._sizes: dict[tuple[int, int], int] = {}
+
+    def add(self, frame: Frame) -> Assembly | None:
+        """Take one frame; return the assembly it completes, if any."""
+        key = (frame.channel, frame.track)
+        p = self._partial.get(key)
+        if p is None:
+            if not frame.first_segment or not frame.first_frame:
+                raise FramingError(frame.offset, "frame continues an assembly that never started")
+            expected = SegmentType.CONTROL if frame.track == Track.CONTROL else SegmentType.COMMAND
+            if frame.segment_type != expected:
+                raise FramingError(frame.offset, f"an assembly on track {frame.track} cannot start "
+                                                 f"with a {SegmentType(frame.segment_type).name} segment")
+            p = _Partial(frame.segment_type, frame.offset)
+            self._partial[key] = p
+            self._sizes[key] = 0
+        elif p.expect_first_frame:
+            if frame.first_segment or not frame.first_frame:
+                raise FramingError(frame.offset, "segment does not start where the previous one ended")
+            if frame.segment_type <= p.segment_type and p.segments > 0:
+                raise FramingError(frame.offset, f"{SegmentType(frame.segment_type).name} segment "
+                                                 f"out of order in assembly")
+            p.segment_type = frame.segment_type
+        elif (frame.first_frame or frame.segment_type != p.segment_type
+              or frame.first_segment != (p.segments == 0)):
+            raise FramingError(frame.offset, "frame interrupts an unfinished segment")
+        size = self._sizes[key] + len(frame.payload)
+        if size > self.max_assembly_size:
+            del self._partial[key]
+            raise FramingError(frame.offset, f"assembly exceeds {self.max_assembly_size} octets")
+        self._sizes[key] = size
+        if p.segment_type == SegmentType.BODY:
+            p.body.append(frame.payload)
+        else:
+            p.parts.append(frame.payload)
+        p.expect_first_frame = frame.last_frame
+        if frame.last_frame:
+            self._end_segment(p, frame)
+        if frame.last_segment and frame.last_frame:
+            del self._partial[key]
+            del self._sizes[key]
+            if p.op is None:
+                raise FramingError(p.offset, "assembly has no control or command")
+            return Assembly(frame.channel, p.op, p.header, b"".join(p.body), p.offset, p.segments)
+        return None
+
+    def _end_segment(self, p: _Partial, frame: Frame) -> None:
+        p.segments += 1
+        if p.segment_type == SegmentType.BODY:
+            return
+        data = p.parts[0] if len(p.parts) == 1 else b"".join(p.parts)
+        p.parts = []
+        try:
+            if p.segment_type == SegmentType.CONTROL:
+                p.op = decode_control(data)
+                if not frame.last_segment:
+                    raise FramingError(frame.offset, f"{p.op.NAME} control is followed by more segments")
+            elif p.segment_type == SegmentType.COMMAND:
+                p.op = decode_command(data)
+                if not frame.last_segment and not p.op.HAS_PAYLOAD:
+                    raise FramingError(frame.offset, f"{p.op.NAME} takes no header or body segments")
+            else:
+                p.header = decode_header(data)
+        except DecodeError as exc:
+            offset = frame.offset + FRAME_HEADER_SIZE if len(p.parts) <= 1 else frame.offset
+            raise exc.shifted(offset) from None
+
+    @property
+    def pending(self) -> int:
+        """Assemblies in progress."""
+        return len(self._partial)
+
+
+def encode_assembly(channel: int, op: Control | Command, header: tuple[Struct, ...] | None = None,
+                    body: bytes | None = None, max_frame_size: int = MAX_FRAME_SIZE) -> bytes:
+    """Encode one assembly as frames no larger than ``max_frame_size``.
+
+    For commands that carry content (``HAS_PAYLOAD``), a header segment is sent
+    when ``header`` is not None and a body segment when ``body`` is not None.
+    """
+    if isinstance(op, Control):
+        return encode_segments(channel, Track.CONTROL,
+                               [(SegmentType.CONTROL, encode_control(op))], max_frame_size)
+    segments: list[tuple[int, bytes]] = [(SegmentType.COMMAND, encode_command(op))]
+    if header is not None or body is not None:
+        if not op.HAS_PAYLOAD:
+            raise ValueError(f"{op.NAME} carries no header or body")
+        segments.append((SegmentType.HEADER, encode_header(header or ())))
+        if body is not None:
+            segments.append((SegmentType.BODY, body))
+    return encode_segments(channel, Track.COMMAND, segments, max_frame_size)
+
+
+def encode_segments(channel: int, track: int, segments: list[tuple[int, bytes]],
+                    max_frame_size: int = MAX_FRAME_SIZE) -> bytes:
+    """Frame a list of ``(segment_type, payload)`` as one assembly."""
+    room = max_frame_size - FRAME_HEADER_SIZE
+    if room <= 0:
+        raise ValueError(f"max_frame_size {max_frame_size} leaves no room for a payload")
+    out: list[bytes] = []
+    last_seg = len(segments) - 1
+    for i, (seg, payload) in enumerate(segments):
+        seg_flags = (FIRST_SEGMENT if i == 0 else 0) | (LAST_SEGMENT if i == last_seg else 0)
+        n = len(payload)
+        if n <= room:
+            out.append(frame_header(seg_flags | FIRST_FRAME | LAST_FRAME, seg, track, channel, n))
+            out.append(payload)
+            continue
+        view = memoryview(payload)
+        for start in range(0, n, room):
+            chunk = view[start:start + room]
+            flags = seg_flags
+            if start == 0:
+                flags |= FIRST_FRAME
+            if start + room >= n:
+                flags |= LAST_FRAME
+            out.append(frame_header(flags, seg, track, channel, len(chunk)))
+            out.append(bytes(chunk))
+    return b"".join(out)

@@ -1,0 +1,429 @@
+"""A real RabbitMQ (AMQP 1.0) for the tests, and small blocking proton helpers.
+
+The broker is the project's own node started by ``scripts/rabbitmq start``
+(Debian's rabbitmq-server 3.10 with the ``rabbitmq_amqp1_0`` plugin, listening
+on 127.0.0.1 only). Tests never skip when it is missing: :func:`ensure_rabbitmq`
+installs and starts it, or raises with the script's output.
+
+Addresses on RabbitMQ 3.10: ``/queue/NAME`` declares the queue ``NAME`` if
+needed, ``/amq/queue/NAME`` refers to an existing queue only. Give each test its
+own queue with :func:`unique_queue`; such queues are deleted by the broker after
+ten idle minutes (a policy set by the script), so nothing needs purging.
+
+Every helper opens its own connection, does its work and closes it, so a helper
+call is self-contained and a broken connection never leaks into the next test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from proton import Array, Condition, Data, Delivery, Described, Message, ulong
+from proton.handlers import MessagingHandler
+from proton.reactor import Container
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RABBITMQ_SCRIPT = REPO_ROOT / "scripts" / "rabbitmq"
+
+#: Prefix of the queues made by :func:`unique_queue`; the broker expires idle
+#: queues whose name starts with it (see ``scripts/rabbitmq``).
+TEST_QUEUE_PREFIX = "test."
+
+#: Names of the AMQP 1.0 message sections, by descriptor code.
+SECTION_NAMES = {
+    0x70: "header",
+    0x71: "delivery-annotations",
+    0x72: "message-annotations",
+    0x73: "properties",
+    0x74: "application-properties",
+    0x75: "data",
+    0x76: "amqp-sequence",
+    0x77: "amqp-value",
+    0x78: "footer",
+}
+
+# Installing (~11 s) plus starting (~10 s) on a cold machine, with headroom.
+_START_TIMEOUT = 300.0
+
+
+class AmqpError(RuntimeError):
+    """The broker refused a link, ended the session or closed the connection.
+
+    ``where`` is the endpoint that failed: ``"link"``, ``"session"`` or
+    ``"connection"``. ``condition`` is the AMQP error condition: the one the
+    broker sent, or the one proton reports for a dropped socket
+    (``amqp:connection:framing-error``, "connection aborted"); ``None`` if
+    there was none.
+    """
+
+    def __init__(self, where: str, condition: Condition | None, context: str) -> None:
+        self.where = where
+        self.condition = condition
+        if condition is None:
+            text = f"{context}: {where} closed without an error condition"
+        else:
+            text = f"{context}: {where} error {condition.name}: {condition.description}"
+        super().__init__(text)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the broker settled one sent message.
+
+    ``state`` is ``"accepted"``, ``"rejected"``, ``"released"`` or
+    ``"modified"``; ``condition`` is set for a rejection that carried one.
+    """
+
+    state: str
+    condition: Condition | None = None
+
+
+@dataclass(frozen=True)
+class Received:
+    """One received (and accepted) message.
+
+    ``message`` is proton's decoding; ``raw`` the bytes exactly as the broker
+    sent them, for assertions proton's :class:`~proton.Message` cannot express
+    (absent versus default header fields, section order, body section kind).
+    """
+
+    message: Message
+    raw: bytes
+
+    @property
+    def sections(self) -> list[tuple[str, Any]]:
+        """The message's sections in wire order, as ``(name, value)``."""
+        return decode_sections(self.raw)
+
+    def section(self, name: str) -> Any:
+        """The value of the section called ``name`` (``KeyError`` if absent)."""
+        for section_name, value in self.sections:
+            if section_name == name:
+                return value
+        raise KeyError(name)
+
+
+# --- the broker -------------------------------------------------------------
+
+
+def ensure_rabbitmq() -> str:
+    """Install and start the project's RabbitMQ if needed; return its AMQP URL.
+
+    Idempotent and cheap when the broker is already up (about a second: it
+    runs ``scripts/rabbitmq start``, which checks the running node). Returns
+    a URL such as ``amqp://guest:guest@127.0.0.1:5672``; the port comes from
+    ``AMQP_BRIDGE_RABBITMQ_PORT``.
+
+    Raises :class:`RuntimeError` with the script's output if the broker cannot
+    be installed or started: tests that need it must fail, never skip.
+    """
+    try:
+        proc = subprocess.run(
+            [str(RABBITMQ_SCRIPT), "start"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=_START_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError(
+            f"`scripts/rabbitmq start` did not finish within {_START_TIMEOUT:.0f}s:\n"
+            f"{_text(exc.stdout)}{_text(exc.stderr)}"
+        ) from exc
+    url = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    if proc.returncode != 0 or not url.startswith("amqp://"):
+        raise RuntimeError(
+            f"`scripts/rabbitmq start` failed (exit {proc.returncode}); the tests "
+            f"need a RabbitMQ broker:\n{proc.stdout}{proc.stderr}"
+        )
+    return url
+
+
+def _text(data: str | bytes | None) -> str:
+    if isinstance(data, bytes):
+        return data.decode(errors="replace")
+    return data or ""
+
+
+def unique_queue(prefix: str = "q") -> str:
+    """A fresh queue name, ``test.PREFIX.<random>``, for one test's own use.
+
+    Use it as ``/queue/NAME`` (declares it on first use) or declare it with
+    :func:`declare_queue` and use ``/amq/queue/NAME``.
+    """
+    return f"{TEST_QUEUE_PREFIX}{prefix}.{uuid.uuid4().hex[:12]}"
+
+
+def queue_address(name: str) -> str:
+    """The AMQP 1.0 address that declares (if needed) and uses queue ``name``."""
+    return f"/queue/{name}"
+
+
+# --- proton helpers ---------------------------------------------------------
+
+
+class _Client(MessagingHandler):
+    """One connection, one link, bounded in time; errors become AmqpError."""
+
+    def __init__(self, url: str, address: str, timeout: float) -> None:
+        super().__init__(prefetch=0, auto_accept=False, auto_settle=True)
+        self.url = url
+        self.address = address
+        self.timeout = timeout
+        self.error: Exception | None = None
+        self.connection: Any = None
+        self._timer: Any = None
+
+    def on_start(self, event: Any) -> None:
+        self.connection = event.container.connect(self.url, reconnect=False)
+        self._timer = event.container.schedule(self.timeout, self)
+        self.open_link(event.container)
+
+    def open_link(self, container: Container) -> None:
+        raise NotImplementedError
+
+    def on_timer_task(self, event: Any) -> None:
+        self._timer = None
+        self.fail(TimeoutError(self.timeout_message()))
+
+    def timeout_message(self) -> str:
+        return f"no answer from {self.url} within {self.timeout}s"
+
+    def fail(self, error: Exception) -> None:
+        if self.error is None:
+            self.error = error
+        self.finish()
+
+    def finish(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.connection is not None:
+            self.connection.close()
+
+    def _error(self, where: str, condition: Condition | None) -> AmqpError:
+        return AmqpError(where, condition, f"{self.url} {self.address!r}")
+
+    def on_link_error(self, event: Any) -> None:
+        self.fail(self._error("link", event.link.remote_condition))
+
+    def on_session_error(self, event: Any) -> None:
+        self.fail(self._error("session", event.session.remote_condition))
+
+    def on_connection_error(self, event: Any) -> None:
+        self.fail(self._error("connection", event.connection.remote_condition))
+
+    def on_transport_error(self, event: Any) -> None:
+        self.fail(self._error("connection", event.transport.condition))
+
+    def on_disconnected(self, event: Any) -> None:
+        if self.error is None and not self.done():
+            self.fail(self._error("connection", event.transport.condition))
+
+    def done(self) -> bool:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        Container(self).run()
+        if self.error is not None:
+            raise self.error
+
+
+class _Sender(_Client):
+    def __init__(
+        self, url: str, address: str, messages: Sequence[Message | bytes], timeout: float
+    ) -> None:
+        super().__init__(url, address, timeout)
+        self.messages = list(messages)
+        self.next = 0
+        self.deliveries: list[Delivery] = []
+        self.outcomes: dict[Delivery, Outcome] = {}
+
+    def open_link(self, container: Container) -> None:
+        container.create_sender(self.connection, self.address)
+
+    def timeout_message(self) -> str:
+        return (
+            f"sending to {self.address!r}: {len(self.outcomes)} of {len(self.messages)} "
+            f"messages settled within {self.timeout}s"
+        )
+
+    def on_sendable(self, event: Any) -> None:
+        sender = event.sender
+        while sender.credit and self.next < len(self.messages):
+            item = self.messages[self.next]
+            if isinstance(item, Message):
+                delivery = sender.send(item)
+            else:  # an already encoded message
+                delivery = sender.delivery(sender.delivery_tag())
+                sender.stream(bytes(item))
+                sender.advance()
+            self.deliveries.append(delivery)
+            self.next += 1
+
+    def _settled(self, event: Any, state: str) -> None:
+        condition = event.delivery.remote.condition if state == "rejected" else None
+        self.outcomes[event.delivery] = Outcome(state, condition)
+        if self.done():
+            self.finish()
+
+    def on_accepted(self, event: Any) -> None:
+        self._settled(event, "accepted")
+
+    def on_rejected(self, event: Any) -> None:
+        self._settled(event, "rejected")
+
+    def on_released(self, event: Any) -> None:
+        state = "modified" if event.delivery.remote_state == Delivery.MODIFIED else "released"
+        self._settled(event, state)
+
+    def on_link_opened(self, event: Any) -> None:
+        if not self.messages:
+            self.finish()
+
+    def done(self) -> bool:
+        return len(self.outcomes) == len(self.messages)
+
+
+class _Receiver(_Client):
+    def __init__(self, url: str, address: str, count: int, timeout: float):
+        super().__init__(url, address, timeout)
+        self.count = count
+        self.received: list[Received] = []
+
+    def open_link(self, container: Container) -> None:
+        receiver = container.create_receiver(self.connection, self.address)
+        receiver.flow(self.count)
+
+    def timeout_message(self) -> str:
+        return (
+            f"receiving from {self.address!r}: got {len(self.received)} of "
+            f"{self.count} messages within {self.timeout}s"
+        )
+
+    def on_delivery(self, event: Any) -> None:
+        # Replaces MessagingHandler's own decoding so the raw bytes are kept.
+        delivery = event.delivery
+        if not delivery.readable or delivery.partial:
+            return
+        link = delivery.link
+        raw = link.recv(delivery.pending)
+        link.advance()
+        message = Message()
+        message.decode(raw)
+        delivery.update(Delivery.ACCEPTED)
+        delivery.settle()
+        self.received.append(Received(message, raw))
+        if self.done():
+            self.finish()
+
+    def done(self) -> bool:
+        return len(self.received) >= self.count
+
+
+def send_messages(
+    url: str, address: str, messages: Iterable[Message | bytes], *, timeout: float = 10.0
+) -> list[Outcome]:
+    """Send ``messages`` unsettled on one link and wait for every outcome.
+
+    A ``bytes`` item is sent as it is, as an already encoded message: build it
+    with ``Message.encode()`` plus :func:`encode_section` for what proton's
+    :class:`~proton.Message` cannot express (a footer, repeated body sections).
+
+    Returns the broker's :class:`Outcome` for each message, in order. Raises
+    :class:`AmqpError` if the broker refuses the link or closes the connection,
+    :class:`TimeoutError` if not every message is settled within ``timeout``.
+    """
+    sender = _Sender(url, address, list(messages), timeout)
+    sender.run()
+    return [sender.outcomes[d] for d in sender.deliveries]
+
+
+def receive_messages(
+    url: str, address: str, count: int, *, timeout: float = 10.0
+) -> list[Received]:
+    """Receive exactly ``count`` messages from ``address``, accepting each one.
+
+    Grants the broker exactly ``count`` credits, so no further message is taken
+    from the queue. Raises :class:`TimeoutError` (saying how many arrived) if
+    fewer than ``count`` arrive within ``timeout``, :class:`AmqpError` if the
+    broker refuses the link or closes the connection.
+    """
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    receiver = _Receiver(url, address, count, timeout)
+    receiver.run()
+    return receiver.received
+
+
+def assert_no_message(url: str, address: str, *, wait: float = 0.5) -> None:
+    """Assert that ``address`` delivers no message within ``wait`` seconds."""
+    try:
+        got = receive_messages(url, address, 1, timeout=wait)
+    except TimeoutError:
+        return
+    raise AssertionError(f"expected no message on {address!r}, got {got[0].message}")
+
+
+def declare_queue(url: str, name: str, *, timeout: float = 10.0) -> None:
+    """Make sure queue ``name`` exists (attaching to ``/queue/NAME`` declares it)."""
+    send_messages(url, queue_address(name), [], timeout=timeout)
+
+
+def encode_section(name: str, value: Any) -> bytes:
+    """Encode one message section, e.g. ``encode_section("footer", {...})``.
+
+    ``name`` is a key of :data:`SECTION_NAMES`' values; ``value`` is put with
+    proton's codec (a dict becomes a map; use proton's types to pick others).
+    """
+    codes = {section: code for code, section in SECTION_NAMES.items()}
+    data = Data()
+    data.put_object(Described(ulong(codes[name]), value))
+    return data.encode()
+
+
+def decode_sections(raw: bytes) -> list[tuple[str, Any]]:
+    """Split an encoded AMQP 1.0 message into ``(section name, value)`` pairs.
+
+    Composite sections (header, properties) come back as lists of fields in
+    spec order, with trailing absent fields dropped as they are on the wire;
+    map sections as dicts; binaries, at any depth, as bytes. Unknown
+    descriptors are named ``"0xNN"``.
+    """
+    sections: list[tuple[str, Any]] = []
+    offset = 0
+    while offset < len(raw):
+        data = Data()
+        used = data.decode(raw[offset:])
+        if used <= 0:
+            raise ValueError(f"undecodable bytes at offset {offset}")
+        offset += used
+        data.rewind()
+        data.next()
+        value = data.get_object()
+        if not isinstance(value, Described):
+            raise ValueError(f"section at offset {offset - used} is not described: {value!r}")
+        code = int(value.descriptor)
+        sections.append((SECTION_NAMES.get(code, f"0x{code:02x}"), _plain(value.value)))
+    return sections
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with proton's memoryviews turned into bytes, at any depth."""
+    if isinstance(value, memoryview):
+        return bytes(value)
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, Described):
+        return Described(value.descriptor, _plain(value.value))
+    if isinstance(value, Array):
+        return Array(value.descriptor, value.type, *(_plain(item) for item in value.elements))
+    return value
