@@ -27,7 +27,8 @@ DEFAULT_OUT = ROOT / "bridge" / "amqp010" / "spec.py"
 NS = "{http://www.amqp.org/schema/amqp.xsd}"
 
 # Wire types a field may have, with (python annotation, decode snippet, encode snippet).
-# In snippets, V is the field's local variable; decoders advance ``pos``.
+# In snippets, V is the field's local variable; decoders advance ``pos``; "; " separates
+# lines and a line starting with "> " is indented one level under the previous one.
 FIELD_TYPES: dict[str, tuple[str, str, str]] = {
     "uint8": ("int", "V = buf[pos]; pos += 1", "out.append(V)"),
     "uint16": ("int", "V = _u16(buf, pos)[0]; pos += 2", "out += _p16(V)"),
@@ -35,11 +36,17 @@ FIELD_TYPES: dict[str, tuple[str, str, str]] = {
     "sequence-no": ("int", "V = _u32(buf, pos)[0]; pos += 4", "out += _p32(V)"),
     "uint64": ("int", "V = _u64(buf, pos)[0]; pos += 8", "out += _p64(V)"),
     "datetime": ("int", "V = _i64(buf, pos)[0]; pos += 8", "out += _pi64(V)"),
-    "uuid": ("UUID", "V, pos = T.dec_uuid(buf, pos)", "out += V.bytes"),
-    "str8": ("str", "V, pos = T.dec_str8(buf, pos)", "T.enc_str8(out, V)"),
-    "str16": ("str", "V, pos = T.dec_str16(buf, pos)", "T.enc_str16(out, V)"),
+    "uuid": ("UUID", "e = pos + 16; if e > len(buf):; > raise IndexError; "
+                     "V = T.make_uuid(int.from_bytes(buf[pos:e], 'big')); pos = e",
+             "out += V.bytes"),
+    "str8": ("str", "e = pos + 1 + buf[pos]; if e > len(buf):; > raise IndexError; "
+                    "V = buf[pos + 1:e].decode('utf-8'); pos = e", "T.enc_str8(out, V)"),
+    "str16": ("str", "e = pos + 2 + (buf[pos] << 8 | buf[pos + 1]); if e > len(buf):; "
+                     "> raise IndexError; V = buf[pos + 2:e].decode('utf-8'); pos = e",
+              "T.enc_str16(out, V)"),
     "vbin8": ("bytes", "V, pos = T.dec_vbin8(buf, pos)", "T.enc_vbin8(out, V)"),
-    "vbin16": ("bytes", "V, pos = T.dec_vbin16(buf, pos)", "T.enc_vbin16(out, V)"),
+    "vbin16": ("bytes", "e = pos + 2 + (buf[pos] << 8 | buf[pos + 1]); if e > len(buf):; "
+                        "> raise IndexError; V = buf[pos + 2:e]; pos = e", "T.enc_vbin16(out, V)"),
     "vbin32": ("bytes", "V, pos = T.dec_vbin32(buf, pos)", "T.enc_vbin32(out, V)"),
     "map": ("dict[str, Any]", "V, pos = _DEC_MAP(buf, pos, depth)", "T.encode_map(out, V)"),
     "array": ("T.Array", "V, pos = _DEC_ARRAY(buf, pos, depth)", "T.encode_array(out, V)"),
@@ -334,6 +341,9 @@ def emit_class(spec: Spec, s: StructDef, w: list[str]) -> None:
     emit_encode(spec, s, w)
     p("")
     emit_decode(spec, s, w)
+    if s.kind == "struct" and s.size and s.code is None:
+        p("")
+        emit_decode_sized(s, w)
 
 
 def emit_encode(spec: Spec, s: StructDef, w: list[str]) -> None:
@@ -373,6 +383,23 @@ def emit_encode(spec: Spec, s: StructDef, w: list[str]) -> None:
     p("            raise self._bad_field(exc) from None")
 
 
+def emit_decode_sized(s: StructDef, w: list[str]) -> None:
+    """A specialised decode_sized for code-less structs used as field values (reply-to)."""
+    p = w.append
+    size_expr = {1: "buf[pos]", 2: "buf[pos] << 8 | buf[pos + 1]", 4: "_u32(buf, pos)[0]"}[s.size]
+    p("    @classmethod")
+    p(f"    def decode_sized(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[{s.pyname}, int]:")
+    p(f"        if pos + {s.size} > len(buf):")
+    p(f"            raise DecodeError(pos, 'truncated {s.qname} size')")
+    p(f"        end = pos + {s.size} + ({size_expr})")
+    p("        if end > len(buf):")
+    p(f"            raise DecodeError(pos, '{s.qname} size overruns its container')")
+    p(f"        value, p = cls.decode_fields(buf[:end], pos + {s.size}, depth + 1)")
+    p("        if p != end:")
+    p(f"            raise DecodeError(p, '{s.qname}: size does not match its fields')")
+    p("        return value, end")
+
+
 def emit_decode(spec: Spec, s: StructDef, w: list[str]) -> None:
     p = w.append
     p("    @classmethod")
@@ -408,17 +435,20 @@ def emit_decode(spec: Spec, s: StructDef, w: list[str]) -> None:
             snippet = f"f{i}, pos = {spec.structs[f.wire].pyname}.decode_sized(buf, pos, depth)"
         else:
             snippet = FIELD_TYPES[f.wire][1].replace("V", f"f{i}")
+        indent = "            "
         if s.pack:
             p(f"            if flags & {1 << i:#x}:")
-            for line in snippet.split("; "):
-                p(f"                {line}")
+            indent += "    "
+        for line in snippet.split("; "):
+            p(indent + ("    " + line[2:] if line.startswith("> ") else line))
+        if s.pack:
             p("            else:")
             p(f"                f{i} = None")
-        else:
-            for line in snippet.split("; "):
-                p(f"            {line}")
     p("        except _SHORT:")
     p(f"            raise DecodeError(pos, 'truncated {s.qname}') from None")
+    if any(f.wire in ("str8", "str16") for f in s.fields):
+        p("        except UnicodeDecodeError:")
+        p(f"            raise DecodeError(pos, 'invalid UTF-8 in {s.qname}') from None")
     args = ", ".join(f"f{i}" for i in range(len(s.fields)))
     p(f"        return cls({args}), pos")
 

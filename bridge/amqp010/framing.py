@@ -17,8 +17,9 @@ yields frames; :class:`Assembler` turns frames into :class:`Assembly` objects;
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -35,6 +36,7 @@ MAX_FRAME_SIZE = 0xFFFF
 MIN_MAX_FRAME_SIZE = 4096
 """The smallest max-frame-size a peer may negotiate (spec constant)."""
 
+_FRAME_HEADER = struct.Struct(">BBHBBHI").unpack_from
 FIRST_SEGMENT = 0x08
 LAST_SEGMENT = 0x04
 FIRST_FRAME = 0x02
@@ -180,28 +182,31 @@ class FrameDecoder:
                 continue
             if avail < FRAME_HEADER_SIZE:
                 return
-            flags = buf[pos]
-            size = buf[pos + 2] << 8 | buf[pos + 3]
-            if flags & 0xF0:
-                self._fail(pos, f"frame flags {flags:#04x}: unsupported frame format version")
-            seg = buf[pos + 1]
-            if seg > 3:
-                self._fail(pos + 1, f"unknown segment type {seg}")
-            if size < FRAME_HEADER_SIZE:
-                self._fail(pos + 2, f"frame size {size} is smaller than the frame header")
-            if size > self.max_frame_size:
-                self._fail(pos + 2, f"frame size {size} exceeds max-frame-size {self.max_frame_size}")
-            if buf[pos + 4] or buf[pos + 5] & 0xF0 or any(buf[pos + 8:pos + 12]):
-                self._fail(pos + 4, "reserved frame header bits are set")
-            track = buf[pos + 5]
-            if track > 1:
-                self._fail(pos + 5, f"unknown track {track}")
+            flags, seg, size, reserved, track, channel, reserved2 = _FRAME_HEADER(buf, pos)
+            if flags & 0xF0 or seg > 3 or size < FRAME_HEADER_SIZE or size > self.max_frame_size \
+                    or reserved or reserved2 or track > 1:
+                self._bad_header(pos, flags, seg, size, reserved, track, reserved2)
             if avail < size:
                 return
-            channel = buf[pos + 6] << 8 | buf[pos + 7]
-            payload = bytes(buf[pos + FRAME_HEADER_SIZE:pos + size])
             self._pos = pos + size
-            yield Frame(flags, seg, track, channel, payload, self._offset + pos)
+            yield Frame(flags, seg, track, channel, bytes(buf[pos + FRAME_HEADER_SIZE:pos + size]),
+                        self._offset + pos)
+
+    def _bad_header(self, pos: int, flags: int, seg: int, size: int, reserved: int, track: int,
+                    reserved2: int) -> None:
+        if flags & 0xF0:
+            self._fail(pos, f"frame flags {flags:#04x}: unsupported frame format version")
+        if seg > 3:
+            self._fail(pos + 1, f"unknown segment type {seg}")
+        if size < FRAME_HEADER_SIZE:
+            self._fail(pos + 2, f"frame size {size} is smaller than the frame header")
+        if size > self.max_frame_size:
+            self._fail(pos + 2, f"frame size {size} exceeds max-frame-size {self.max_frame_size}")
+        if track > 0x0F:
+            self._fail(pos + 4, "reserved frame header bits are set")
+        if track > 1:
+            self._fail(pos + 5, f"unknown track {track}")
+        self._fail(pos + 4, "reserved frame header bits are set")
 
     def _fail(self, pos: int, reason: str) -> None:
         self._failed = FramingError(self._offset + pos, reason)
@@ -225,6 +230,12 @@ class Assembly:
     def track(self) -> int:
         return Track.CONTROL if isinstance(self.op, Control) else Track.COMMAND
 
+    def encode(self, max_frame_size: int = MAX_FRAME_SIZE) -> bytes:
+        """Frames of this assembly, with as many segments as it arrived in."""
+        return encode_assembly(self.channel, self.op,
+                               self.header if self.segments > 1 else None,
+                               self.body if self.segments > 2 else None, max_frame_size)
+
     def header_struct(self, cls: type[Any]) -> Any:
         """The header struct of type ``cls``, or None."""
         for s in self.header:
@@ -233,16 +244,25 @@ class Assembly:
         return None
 
 
-@dataclass(slots=True)
 class _Partial:
-    segment_type: int
-    offset: int
-    parts: list[bytes] = field(default_factory=list)
-    op: Control | Command | None = None
-    header: tuple[Struct, ...] = ()
-    body: list[bytes] = field(default_factory=list)
-    segments: int = 0
-    expect_first_frame: bool = True
+    """An assembly in progress."""
+
+    __slots__ = ("segment_type", "offset", "parts", "op", "header", "body", "segments",
+                 "expect_first_frame", "size")
+
+    def __init__(self, segment_type: int, offset: int) -> None:
+        self.segment_type = segment_type
+        self.offset = offset
+        self.parts: list[bytes] = []
+        self.op: Control | Command | None = None
+        self.header: tuple[Struct, ...] = ()
+        self.body: list[bytes] = []
+        self.segments = 0
+        self.expect_first_frame = True
+        self.size = 0
+
+
+_CONTROL, _COMMAND, _HEADER, _BODY = 0, 1, 2, 3
 
 
 class Assembler:
@@ -254,73 +274,88 @@ class Assembler:
 
     def __init__(self, max_assembly_size: int = 1 << 30) -> None:
         self.max_assembly_size = max_assembly_size
-        self._partial: dict[tuple[int, int], _Partial] = {}
-        self._sizes: dict[tuple[int, int], int] = {}
+        self._partial: dict[int, _Partial] = {}
 
     def add(self, frame: Frame) -> Assembly | None:
         """Take one frame; return the assembly it completes, if any."""
-        key = (frame.channel, frame.track)
+        flags = frame.flags
+        seg = frame.segment_type
+        key = frame.channel << 1 | frame.track
         p = self._partial.get(key)
         if p is None:
-            if not frame.first_segment or not frame.first_frame:
+            if flags & 0x0A != 0x0A:  # FIRST_SEGMENT | FIRST_FRAME
                 raise FramingError(frame.offset, "frame continues an assembly that never started")
-            expected = SegmentType.CONTROL if frame.track == Track.CONTROL else SegmentType.COMMAND
-            if frame.segment_type != expected:
+            if seg != frame.track:  # controls start track 0, commands track 1
                 raise FramingError(frame.offset, f"an assembly on track {frame.track} cannot start "
-                                                 f"with a {SegmentType(frame.segment_type).name} segment")
-            p = _Partial(frame.segment_type, frame.offset)
+                                                 f"with a {SegmentType(seg).name} segment")
+            if flags & 0x05 == 0x05:  # the whole assembly is one frame: fast path
+                return self._single(frame)
+            p = _Partial(seg, frame.offset)
             self._partial[key] = p
-            self._sizes[key] = 0
         elif p.expect_first_frame:
-            if frame.first_segment or not frame.first_frame:
+            if flags & FIRST_SEGMENT or not flags & FIRST_FRAME:
                 raise FramingError(frame.offset, "segment does not start where the previous one ended")
-            if frame.segment_type <= p.segment_type and p.segments > 0:
-                raise FramingError(frame.offset, f"{SegmentType(frame.segment_type).name} segment "
-                                                 f"out of order in assembly")
-            p.segment_type = frame.segment_type
-        elif (frame.first_frame or frame.segment_type != p.segment_type
-              or frame.first_segment != (p.segments == 0)):
+            if seg <= p.segment_type:
+                raise FramingError(frame.offset, f"{SegmentType(seg).name} segment out of order "
+                                                 f"in assembly")
+            p.segment_type = seg
+        elif (flags & FIRST_FRAME or seg != p.segment_type
+              or bool(flags & FIRST_SEGMENT) != (p.segments == 0)):
             raise FramingError(frame.offset, "frame interrupts an unfinished segment")
-        size = self._sizes[key] + len(frame.payload)
-        if size > self.max_assembly_size:
+        payload = frame.payload
+        p.size += len(payload)
+        if p.size > self.max_assembly_size:
             del self._partial[key]
             raise FramingError(frame.offset, f"assembly exceeds {self.max_assembly_size} octets")
-        self._sizes[key] = size
-        if p.segment_type == SegmentType.BODY:
-            p.body.append(frame.payload)
+        if seg == _BODY:
+            p.body.append(payload)
         else:
-            p.parts.append(frame.payload)
-        p.expect_first_frame = frame.last_frame
-        if frame.last_frame:
+            p.parts.append(payload)
+        last_frame = flags & LAST_FRAME
+        p.expect_first_frame = bool(last_frame)
+        if last_frame:
             self._end_segment(p, frame)
-        if frame.last_segment and frame.last_frame:
-            del self._partial[key]
-            del self._sizes[key]
-            if p.op is None:
-                raise FramingError(p.offset, "assembly has no control or command")
-            return Assembly(frame.channel, p.op, p.header, b"".join(p.body), p.offset, p.segments)
+            if flags & LAST_SEGMENT:
+                del self._partial[key]
+                if p.op is None:  # pragma: no cover - segment order checks prevent it
+                    raise FramingError(p.offset, "assembly has no control or command")
+                body = p.body
+                return Assembly(frame.channel, p.op, p.header,
+                                body[0] if len(body) == 1 else b"".join(body), p.offset, p.segments)
         return None
+
+    def _single(self, frame: Frame) -> Assembly:
+        """A control or command that is a whole assembly in one frame."""
+        try:
+            op = (decode_control if frame.segment_type == _CONTROL else decode_command)(frame.payload)
+        except DecodeError as exc:
+            raise exc.shifted(frame.offset + FRAME_HEADER_SIZE) from None
+        return Assembly(frame.channel, op, (), b"", frame.offset, 1)
 
     def _end_segment(self, p: _Partial, frame: Frame) -> None:
         p.segments += 1
-        if p.segment_type == SegmentType.BODY:
+        seg = p.segment_type
+        if seg == _BODY:
             return
-        data = p.parts[0] if len(p.parts) == 1 else b"".join(p.parts)
+        parts = p.parts
+        single = len(parts) == 1
+        data = parts[0] if single else b"".join(parts)
         p.parts = []
         try:
-            if p.segment_type == SegmentType.CONTROL:
+            if seg == _CONTROL:
                 p.op = decode_control(data)
-                if not frame.last_segment:
+                if not frame.flags & LAST_SEGMENT:
                     raise FramingError(frame.offset, f"{p.op.NAME} control is followed by more segments")
-            elif p.segment_type == SegmentType.COMMAND:
+            elif seg == _COMMAND:
                 p.op = decode_command(data)
-                if not frame.last_segment and not p.op.HAS_PAYLOAD:
+                if not frame.flags & LAST_SEGMENT and not p.op.HAS_PAYLOAD:
                     raise FramingError(frame.offset, f"{p.op.NAME} takes no header or body segments")
             else:
                 p.header = decode_header(data)
+        except FramingError:
+            raise
         except DecodeError as exc:
-            offset = frame.offset + FRAME_HEADER_SIZE if len(p.parts) <= 1 else frame.offset
-            raise exc.shifted(offset) from None
+            raise exc.shifted(frame.offset + FRAME_HEADER_SIZE if single else frame.offset) from None
 
     @property
     def pending(self) -> int:

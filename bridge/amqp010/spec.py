@@ -220,6 +220,18 @@ class SessionHeader(Struct):
             raise DecodeError(pos, 'truncated session.header') from None
         return cls(f0), pos
 
+    @classmethod
+    def decode_sized(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionHeader, int]:
+        if pos + 1 > len(buf):
+            raise DecodeError(pos, 'truncated session.header size')
+        end = pos + 1 + (buf[pos])
+        if end > len(buf):
+            raise DecodeError(pos, 'session.header size overruns its container')
+        value, p = cls.decode_fields(buf[:end], pos + 1, depth + 1)
+        if p != end:
+            raise DecodeError(p, 'session.header: size does not match its fields')
+        return value, end
+
 class CommandFragment(Struct):
     """Struct session.command-fragment (no code, size 0, pack 0)."""
 
@@ -390,15 +402,27 @@ class DeliveryProperties(Struct):
             else:
                 f7 = None
             if flags & 0x100:
-                f8, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f8 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f8 = None
             if flags & 0x200:
-                f9, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f9 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f9 = None
             if flags & 0x400:
-                f10, pos = T.dec_str16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f10 = buf[pos + 2:e].decode('utf-8')
+                pos = e
             else:
                 f10 = None
             if flags & 0x800:
@@ -408,6 +432,8 @@ class DeliveryProperties(Struct):
                 f11 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.delivery-properties') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.delivery-properties') from None
         return cls(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11), pos
 
 class FragmentProperties(Struct):
@@ -507,16 +533,38 @@ class ReplyTo(Struct):
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'message.reply-to: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.reply-to') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.reply-to') from None
         return cls(f0, f1), pos
+
+    @classmethod
+    def decode_sized(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ReplyTo, int]:
+        if pos + 2 > len(buf):
+            raise DecodeError(pos, 'truncated message.reply-to size')
+        end = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+        if end > len(buf):
+            raise DecodeError(pos, 'message.reply-to size overruns its container')
+        value, p = cls.decode_fields(buf[:end], pos + 2, depth + 1)
+        if p != end:
+            raise DecodeError(p, 'message.reply-to: size does not match its fields')
+        return value, end
 
 class MessageProperties(Struct):
     """Struct message.message-properties (code 0x0403, size 4, pack 2)."""
@@ -614,11 +662,19 @@ class MessageProperties(Struct):
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_uuid(buf, pos)
+                e = pos + 16
+                if e > len(buf):
+                    raise IndexError
+                f1 = T.make_uuid(int.from_bytes(buf[pos:e], 'big'))
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
-                f2, pos = T.dec_vbin16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f2 = buf[pos + 2:e]
+                pos = e
             else:
                 f2 = None
             if flags & 0x8:
@@ -626,19 +682,35 @@ class MessageProperties(Struct):
             else:
                 f3 = None
             if flags & 0x10:
-                f4, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f4 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f4 = None
             if flags & 0x20:
-                f5, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f5 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f5 = None
             if flags & 0x40:
-                f6, pos = T.dec_vbin16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f6 = buf[pos + 2:e]
+                pos = e
             else:
                 f6 = None
             if flags & 0x80:
-                f7, pos = T.dec_vbin16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f7 = buf[pos + 2:e]
+                pos = e
             else:
                 f7 = None
             if flags & 0x100:
@@ -647,6 +719,8 @@ class MessageProperties(Struct):
                 f8 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.message-properties') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.message-properties') from None
         return cls(f0, f1, f2, f3, f4, f5, f6, f7, f8), pos
 
 class Acquired(Struct):
@@ -979,7 +1053,11 @@ class ExchangeQueryResult(Struct):
             if flags & 0xfff0:
                 raise DecodeError(pos - 2, f'exchange.exchange-query-result: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             f1 = flags & 0x2 != 0
@@ -990,6 +1068,8 @@ class ExchangeQueryResult(Struct):
                 f3 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.exchange-query-result') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in exchange.exchange-query-result') from None
         return cls(f0, f1, f2, f3), pos
 
 class ExchangeBoundResult(Struct):
@@ -1128,11 +1208,19 @@ class QueueQueryResult(Struct):
             if flags & 0xff00:
                 raise DecodeError(pos - 2, f'queue.queue-query-result: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             f2 = flags & 0x4 != 0
@@ -1154,6 +1242,8 @@ class QueueQueryResult(Struct):
                 f7 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated queue.queue-query-result') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in queue.queue-query-result') from None
         return cls(f0, f1, f2, f3, f4, f5, f6, f7), pos
 
 class FileProperties(Struct):
@@ -1247,11 +1337,19 @@ class FileProperties(Struct):
             if flags & 0xfe00:
                 raise DecodeError(pos - 2, f'file.file-properties: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
@@ -1264,15 +1362,27 @@ class FileProperties(Struct):
             else:
                 f3 = None
             if flags & 0x10:
-                f4, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f4 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f4 = None
             if flags & 0x20:
-                f5, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f5 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f5 = None
             if flags & 0x40:
-                f6, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f6 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f6 = None
             if flags & 0x80:
@@ -1281,11 +1391,17 @@ class FileProperties(Struct):
             else:
                 f7 = None
             if flags & 0x100:
-                f8, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f8 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f8 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.file-properties') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in file.file-properties') from None
         return cls(f0, f1, f2, f3, f4, f5, f6, f7, f8), pos
 
 class StreamProperties(Struct):
@@ -1351,11 +1467,19 @@ class StreamProperties(Struct):
             if flags & 0xffe0:
                 raise DecodeError(pos - 2, f'stream.stream-properties: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
@@ -1374,6 +1498,8 @@ class StreamProperties(Struct):
                 f4 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.stream-properties') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in stream.stream-properties') from None
         return cls(f0, f1, f2, f3, f4), pos
 
 class ConnectionStart(Control):
@@ -1500,7 +1626,11 @@ class ConnectionStartOk(Control):
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
@@ -1508,11 +1638,17 @@ class ConnectionStartOk(Control):
             else:
                 f2 = None
             if flags & 0x8:
-                f3, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f3 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f3 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.start-ok') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in connection.start-ok') from None
         return cls(f0, f1, f2, f3), pos
 
 class ConnectionSecure(Control):
@@ -1792,7 +1928,11 @@ class ConnectionOpen(Control):
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'connection.open: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
@@ -1802,6 +1942,8 @@ class ConnectionOpen(Control):
             f2 = flags & 0x4 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.open') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in connection.open') from None
         return cls(f0, f1, f2), pos
 
 class ConnectionOpenOk(Control):
@@ -1888,7 +2030,11 @@ class ConnectionRedirect(Control):
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'connection.redirect: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 2:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
@@ -1897,6 +2043,8 @@ class ConnectionRedirect(Control):
                 f1 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.redirect') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in connection.redirect') from None
         return cls(f0, f1), pos
 
 class ConnectionHeartbeat(Control):
@@ -1969,11 +2117,17 @@ class ConnectionClose(Control):
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.close') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in connection.close') from None
         return cls(f0, f1), pos
 
 class ConnectionCloseOk(Control):
@@ -2039,7 +2193,11 @@ class SessionAttach(Control):
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'session.attach: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_vbin16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 2:e]
+                pos = e
             else:
                 f0 = None
             f1 = flags & 0x2 != 0
@@ -2082,7 +2240,11 @@ class SessionAttached(Control):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'session.attached: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_vbin16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 2:e]
+                pos = e
             else:
                 f0 = None
         except _SHORT:
@@ -2124,7 +2286,11 @@ class SessionDetach(Control):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'session.detach: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_vbin16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 2:e]
+                pos = e
             else:
                 f0 = None
         except _SHORT:
@@ -2173,7 +2339,11 @@ class SessionDetached(Control):
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'session.detached: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_vbin16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 2:e]
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
@@ -2791,7 +2961,11 @@ class ExecutionException(Command):
             else:
                 f4 = None
             if flags & 0x20:
-                f5, pos = T.dec_str16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f5 = buf[pos + 2:e].decode('utf-8')
+                pos = e
             else:
                 f5 = None
             if flags & 0x40:
@@ -2800,6 +2974,8 @@ class ExecutionException(Command):
                 f6 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated execution.exception') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in execution.exception') from None
         return cls(f0, f1, f2, f3, f4, f5, f6), pos
 
 class MessageTransfer(Command):
@@ -2853,7 +3029,11 @@ class MessageTransfer(Command):
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'message.transfer: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
@@ -2868,6 +3048,8 @@ class MessageTransfer(Command):
                 f2 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.transfer') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.transfer') from None
         return cls(f0, f1, f2), pos
 
 class MessageAccept(Command):
@@ -2972,11 +3154,17 @@ class MessageReject(Command):
             else:
                 f1 = None
             if flags & 0x4:
-                f2, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f2 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f2 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.reject') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.reject') from None
         return cls(f0, f1, f2), pos
 
 class MessageRelease(Command):
@@ -3114,15 +3302,25 @@ class MessageResume(Command):
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'message.resume: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 2:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.resume') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.resume') from None
         return cls(f0, f1), pos
 
 class MessageSubscribe(Command):
@@ -3208,11 +3406,19 @@ class MessageSubscribe(Command):
             if flags & 0xff00:
                 raise DecodeError(pos - 2, f'message.subscribe: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
@@ -3227,7 +3433,11 @@ class MessageSubscribe(Command):
                 f3 = None
             f4 = flags & 0x10 != 0
             if flags & 0x20:
-                f5, pos = T.dec_str16(buf, pos)
+                e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+                if e > len(buf):
+                    raise IndexError
+                f5 = buf[pos + 2:e].decode('utf-8')
+                pos = e
             else:
                 f5 = None
             if flags & 0x40:
@@ -3241,6 +3451,8 @@ class MessageSubscribe(Command):
                 f7 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.subscribe') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.subscribe') from None
         return cls(f0, f1, f2, f3, f4, f5, f6, f7), pos
 
 class MessageCancel(Command):
@@ -3279,11 +3491,17 @@ class MessageCancel(Command):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'message.cancel: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.cancel') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.cancel') from None
         return cls(f0), pos
 
 class MessageSetFlowMode(Command):
@@ -3329,7 +3547,11 @@ class MessageSetFlowMode(Command):
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'message.set-flow-mode: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
@@ -3339,6 +3561,8 @@ class MessageSetFlowMode(Command):
                 f1 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.set-flow-mode') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.set-flow-mode') from None
         return cls(f0, f1), pos
 
 class MessageFlow(Command):
@@ -3391,7 +3615,11 @@ class MessageFlow(Command):
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'message.flow: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
@@ -3406,6 +3634,8 @@ class MessageFlow(Command):
                 f2 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.flow') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.flow') from None
         return cls(f0, f1, f2), pos
 
 class MessageFlush(Command):
@@ -3444,11 +3674,17 @@ class MessageFlush(Command):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'message.flush: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.flush') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.flush') from None
         return cls(f0), pos
 
 class MessageStop(Command):
@@ -3487,11 +3723,17 @@ class MessageStop(Command):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'message.stop: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.stop') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.stop') from None
         return cls(f0), pos
 
 class TxSelect(Command):
@@ -4067,15 +4309,27 @@ class ExchangeDeclare(Command):
             if flags & 0xff80:
                 raise DecodeError(pos - 2, f'exchange.declare: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
-                f2, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f2 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f2 = None
             f3 = flags & 0x8 != 0
@@ -4087,6 +4341,8 @@ class ExchangeDeclare(Command):
                 f6 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.declare') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in exchange.declare') from None
         return cls(f0, f1, f2, f3, f4, f5, f6), pos
 
 class ExchangeDelete(Command):
@@ -4130,12 +4386,18 @@ class ExchangeDelete(Command):
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'exchange.delete: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             f1 = flags & 0x2 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.delete') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in exchange.delete') from None
         return cls(f0, f1), pos
 
 class ExchangeQuery(Command):
@@ -4174,11 +4436,17 @@ class ExchangeQuery(Command):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'exchange.query: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.query') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in exchange.query') from None
         return cls(f0), pos
 
 class ExchangeBind(Command):
@@ -4238,15 +4506,27 @@ class ExchangeBind(Command):
             if flags & 0xfff0:
                 raise DecodeError(pos - 2, f'exchange.bind: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
-                f2, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f2 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f2 = None
             if flags & 0x8:
@@ -4255,6 +4535,8 @@ class ExchangeBind(Command):
                 f3 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.bind') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in exchange.bind') from None
         return cls(f0, f1, f2, f3), pos
 
 class ExchangeUnbind(Command):
@@ -4307,19 +4589,33 @@ class ExchangeUnbind(Command):
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'exchange.unbind: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
-                f2, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f2 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f2 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.unbind') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in exchange.unbind') from None
         return cls(f0, f1, f2), pos
 
 class ExchangeBound(Command):
@@ -4379,15 +4675,27 @@ class ExchangeBound(Command):
             if flags & 0xfff0:
                 raise DecodeError(pos - 2, f'exchange.bound: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
-                f2, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f2 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f2 = None
             if flags & 0x8:
@@ -4396,6 +4704,8 @@ class ExchangeBound(Command):
                 f3 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.bound') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in exchange.bound') from None
         return cls(f0, f1, f2, f3), pos
 
 class QueueDeclare(Command):
@@ -4468,11 +4778,19 @@ class QueueDeclare(Command):
             if flags & 0xff80:
                 raise DecodeError(pos - 2, f'queue.declare: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             f2 = flags & 0x4 != 0
@@ -4485,6 +4803,8 @@ class QueueDeclare(Command):
                 f6 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated queue.declare') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in queue.declare') from None
         return cls(f0, f1, f2, f3, f4, f5, f6), pos
 
 class QueueDelete(Command):
@@ -4533,13 +4853,19 @@ class QueueDelete(Command):
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'queue.delete: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             f1 = flags & 0x2 != 0
             f2 = flags & 0x4 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated queue.delete') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in queue.delete') from None
         return cls(f0, f1, f2), pos
 
 class QueuePurge(Command):
@@ -4578,11 +4904,17 @@ class QueuePurge(Command):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'queue.purge: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated queue.purge') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in queue.purge') from None
         return cls(f0), pos
 
 class QueueQuery(Command):
@@ -4621,11 +4953,17 @@ class QueueQuery(Command):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'queue.query: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated queue.query') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in queue.query') from None
         return cls(f0), pos
 
 class FileQos(Command):
@@ -4783,11 +5121,19 @@ class FileConsume(Command):
             if flags & 0xff80:
                 raise DecodeError(pos - 2, f'file.consume: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             f2 = flags & 0x4 != 0
@@ -4800,6 +5146,8 @@ class FileConsume(Command):
                 f6 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.consume') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in file.consume') from None
         return cls(f0, f1, f2, f3, f4, f5, f6), pos
 
 class FileConsumeOk(Command):
@@ -4838,11 +5186,17 @@ class FileConsumeOk(Command):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'file.consume-ok: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.consume-ok') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in file.consume-ok') from None
         return cls(f0), pos
 
 class FileCancel(Command):
@@ -4881,11 +5235,17 @@ class FileCancel(Command):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'file.cancel: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.cancel') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in file.cancel') from None
         return cls(f0), pos
 
 class FileOpen(Command):
@@ -4931,7 +5291,11 @@ class FileOpen(Command):
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'file.open: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
@@ -4941,6 +5305,8 @@ class FileOpen(Command):
                 f1 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.open') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in file.open') from None
         return cls(f0, f1), pos
 
 class FileOpenOk(Command):
@@ -5071,21 +5437,35 @@ class FilePublish(Command):
             if flags & 0xffe0:
                 raise DecodeError(pos - 2, f'file.publish: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             f2 = flags & 0x4 != 0
             f3 = flags & 0x8 != 0
             if flags & 0x10:
-                f4, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f4 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f4 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.publish') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in file.publish') from None
         return cls(f0, f1, f2, f3, f4), pos
 
 class FileReturn(Command):
@@ -5151,19 +5531,33 @@ class FileReturn(Command):
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
-                f2, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f2 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f2 = None
             if flags & 0x8:
-                f3, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f3 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f3 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.return') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in file.return') from None
         return cls(f0, f1, f2, f3), pos
 
 class FileDeliver(Command):
@@ -5235,7 +5629,11 @@ class FileDeliver(Command):
             if flags & 0xffc0:
                 raise DecodeError(pos - 2, f'file.deliver: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
@@ -5245,19 +5643,33 @@ class FileDeliver(Command):
                 f1 = None
             f2 = flags & 0x4 != 0
             if flags & 0x8:
-                f3, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f3 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f3 = None
             if flags & 0x10:
-                f4, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f4 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f4 = None
             if flags & 0x20:
-                f5, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f5 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f5 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.deliver') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in file.deliver') from None
         return cls(f0, f1, f2, f3, f4, f5), pos
 
 class FileAck(Command):
@@ -5522,11 +5934,19 @@ class StreamConsume(Command):
             if flags & 0xffc0:
                 raise DecodeError(pos - 2, f'stream.consume: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             f2 = flags & 0x4 != 0
@@ -5538,6 +5958,8 @@ class StreamConsume(Command):
                 f5 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.consume') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in stream.consume') from None
         return cls(f0, f1, f2, f3, f4, f5), pos
 
 class StreamConsumeOk(Command):
@@ -5576,11 +5998,17 @@ class StreamConsumeOk(Command):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'stream.consume-ok: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.consume-ok') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in stream.consume-ok') from None
         return cls(f0), pos
 
 class StreamCancel(Command):
@@ -5619,11 +6047,17 @@ class StreamCancel(Command):
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'stream.cancel: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.cancel') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in stream.cancel') from None
         return cls(f0), pos
 
 class StreamPublish(Command):
@@ -5680,17 +6114,27 @@ class StreamPublish(Command):
             if flags & 0xfff0:
                 raise DecodeError(pos - 2, f'stream.publish: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             f2 = flags & 0x4 != 0
             f3 = flags & 0x8 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.publish') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in stream.publish') from None
         return cls(f0, f1, f2, f3), pos
 
 class StreamReturn(Command):
@@ -5756,19 +6200,33 @@ class StreamReturn(Command):
             else:
                 f0 = None
             if flags & 0x2:
-                f1, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f1 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f1 = None
             if flags & 0x4:
-                f2, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f2 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f2 = None
             if flags & 0x8:
-                f3, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f3 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f3 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.return') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in stream.return') from None
         return cls(f0, f1, f2, f3), pos
 
 class StreamDeliver(Command):
@@ -5829,7 +6287,11 @@ class StreamDeliver(Command):
             if flags & 0xfff0:
                 raise DecodeError(pos - 2, f'stream.deliver: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f0 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f0 = None
             if flags & 0x2:
@@ -5838,15 +6300,25 @@ class StreamDeliver(Command):
             else:
                 f1 = None
             if flags & 0x4:
-                f2, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f2 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f2 = None
             if flags & 0x8:
-                f3, pos = T.dec_str8(buf, pos)
+                e = pos + 1 + buf[pos]
+                if e > len(buf):
+                    raise IndexError
+                f3 = buf[pos + 1:e].decode('utf-8')
+                pos = e
             else:
                 f3 = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.deliver') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in stream.deliver') from None
         return cls(f0, f1, f2, f3), pos
 
 MessageAcquire.RESULT = Acquired

@@ -57,6 +57,8 @@ _S_F64 = struct.Struct(">d")
 u16_unpack = _S_U16.unpack_from
 u32_unpack = _S_U32.unpack_from
 u64_unpack = _S_U64.unpack_from
+_I64 = _S_I64.unpack_from
+_S_II = struct.Struct(">II").unpack_from
 u16_pack = _S_U16.pack
 u32_pack = _S_U32.pack
 u64_pack = _S_U64.pack
@@ -395,10 +397,23 @@ def dec_vbin32(buf: bytes, pos: int) -> tuple[bytes, int]:
     return buf[start:end], end
 
 
+_new_uuid = uuid.UUID.__new__
+_set = object.__setattr__
+_SAFE_UNKNOWN = uuid.SafeUUID.unknown
+
+
+def make_uuid(value: int) -> uuid.UUID:
+    """A UUID from its 128-bit integer, without UUID.__init__'s argument parsing (hot path)."""
+    u = _new_uuid(uuid.UUID)
+    _set(u, "int", value)
+    _set(u, "is_safe", _SAFE_UNKNOWN)
+    return u
+
+
 def dec_uuid(buf: bytes, pos: int) -> tuple[uuid.UUID, int]:
     """A 16-octet RFC 4122 uuid."""
     end = _need(buf, pos, 16, "uuid")
-    return uuid.UUID(bytes=bytes(buf[pos:end])), end
+    return make_uuid(int.from_bytes(buf[pos:end], "big")), end
 
 
 def dec_sequence_set(buf: bytes, pos: int) -> tuple[SequenceSet, int]:
@@ -605,31 +620,48 @@ def _dec_bit(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
 def _dec_map(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
     if depth >= MAX_NESTING:
         raise DecodeError(pos, f"map nested deeper than {MAX_NESTING} levels")
-    start = _need(buf, pos, 8, "map header")
-    size, count = struct.unpack_from(">II", buf, pos)
-    end = _need(buf, pos + 4, size, "map")
+    if pos + 8 > len(buf):
+        raise DecodeError(pos, "truncated map header")
+    size, count = _S_II(buf, pos)
+    end = pos + 4 + size
+    if end > len(buf):
+        raise DecodeError(pos, f"map size {size} overruns its container ({len(buf) - pos - 4} left)")
     if count > size:  # each entry takes at least two octets
         raise DecodeError(pos, f"map claims {count} entries in {size} octets")
     sub = buf[:end] if end < len(buf) else buf
     result: dict[str, Any] = {}
-    p = start
+    p = pos + 8
     depth += 1
-    for _ in range(count):
-        if p >= end:
-            raise DecodeError(p, "map entries overrun the map size")
-        n = sub[p]
-        kstart = p + 1
-        kend = kstart + n
-        if kend > end:
-            raise DecodeError(p, "truncated map key")
-        key = _utf8(sub[kstart:kend], kstart, "map key")
-        if kend >= end:
-            raise DecodeError(kend, "map entry has no type code")
-        code = sub[kend]
-        dec = DECODERS.get(code)
-        if dec is None:
-            raise DecodeError(kend, f"unknown type code {code:#04x} in map entry {key!r}")
-        result[key], p = dec(sub, kend + 1, depth)
+    entry = p
+    try:
+        for _ in range(count):
+            entry = p
+            kend = p + 1 + sub[p]
+            key = sub[p + 1:kend].decode("utf-8")
+            code = sub[kend]
+            p = kend + 1
+            # inline the common value types; the rest go through DECODERS
+            if code == 0x95:  # str16
+                e = p + 2 + (sub[p] << 8 | sub[p + 1])
+                if e > end:
+                    raise IndexError
+                result[key] = sub[p + 2:e].decode("utf-8")
+                p = e
+            elif code == 0x31:  # int64
+                result[key] = _I64(sub, p)[0]
+                p += 8
+            elif code == 0x08:  # boolean
+                result[key] = sub[p] != 0
+                p += 1
+            else:
+                dec = DECODERS.get(code)
+                if dec is None:
+                    raise DecodeError(kend, f"unknown type code {code:#04x} in map entry {key!r}")
+                result[key], p = dec(sub, p, depth)
+    except (IndexError, struct.error):
+        raise DecodeError(entry, "truncated map entry (entries overrun the map size)") from None
+    except UnicodeDecodeError:
+        raise DecodeError(entry, "invalid UTF-8 in map entry") from None
     if p != end:
         raise DecodeError(p, f"map size {size} does not match its {count} entries")
     return result, end

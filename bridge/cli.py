@@ -1,0 +1,52 @@
+"""The ``amqp-bridge`` command line."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from . import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="amqp-bridge")
+def main() -> None:
+    """Bridge AMQP 1.0 and legacy AMQP 0-10 messaging, with CloudEvents mapping."""
+
+
+@main.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--assemble", is_flag=True,
+              help="One line per assembly (a command with its header and body) instead of per frame.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "jsonl", "raw"]), default="auto",
+              show_default=True, help="Capture JSON lines, or a raw one-direction byte stream.")
+@click.option("--direction", type=click.Choice(["c2s", "s2c"]), default="c2s", show_default=True,
+              help="Direction to label a raw stream with.")
+def inspect(file: str, assemble: bool, fmt: str, direction: str) -> None:
+    """Decode a recorded AMQP 0-10 conversation, printing one JSON line per frame.
+
+    FILE is a capture in the JSON-lines format ({"dir", "t", "hex"} per read, as
+    written by protocol tracing) or a raw byte stream of one direction.  Exits 1
+    after printing what did decode if the input cannot be decoded.
+    """
+    from .inspector import dumps, inspect_file
+
+    records, inspector = inspect_file(file, assemble=assemble, fmt=fmt, direction=direction)
+    out = sys.stdout
+    try:
+        for rec in records:
+            out.write(dumps(rec))
+            out.write("\n")
+    except ValueError as exc:  # malformed capture file
+        raise click.ClickException(str(exc)) from None
+    problems = inspector.finish()
+    if problems:
+        out.flush()
+        for p in problems:
+            click.echo(f"amqp-bridge inspect: {file}: {p}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
