@@ -9,17 +9,13 @@ message-properties with message-id, correlation-id, reply-to, content-type and
 
 from __future__ import annotations
 
-import sys
 import uuid
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _timing import rate, report  # benchmarks/ is on sys.path when run as a script
+from proton import Message, symbol
 
-from proton import Message, symbol  # noqa: E402
-
-from benchmarks._timing import rate, report  # noqa: E402
-from bridge.amqp010.framing import Assembler, FrameDecoder, encode_assembly  # noqa: E402
-from bridge.amqp010.spec import (  # noqa: E402
+from bridge.amqp010.framing import Assembler, FrameDecoder, encode_assembly
+from bridge.amqp010.spec import (
     DeliveryProperties,
     MessageProperties,
     MessageTransfer,

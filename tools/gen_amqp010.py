@@ -378,6 +378,8 @@ def emit_encode(spec: Spec, s: StructDef, w: list[str]) -> None:
             p(f"            if f{i} is not None:")
             p(f"                {snippet}")
         else:
+            p(f"            if f{i} is None:")
+            p(f"                raise TypeError('{s.qname}.{f.name} is required')")
             p(f"            {snippet}")
     p("        except Exception as exc:")
     p("            raise self._bad_field(exc) from None")

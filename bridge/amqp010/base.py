@@ -55,7 +55,8 @@ class Struct:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        slots: tuple[str, ...] = self.__slots__
+        return all(getattr(self, s) == getattr(other, s) for s in slots)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -68,7 +69,7 @@ class Struct:
         out = []
         for f in self.FIELDS:
             v = getattr(self, f.attr)
-            if v is None or v is False and f.type == "bit":
+            if v is None or (v is False and f.type == "bit"):
                 continue
             out.append((f.attr, v))
         return out

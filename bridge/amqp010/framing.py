@@ -24,8 +24,14 @@ from enum import IntEnum
 from typing import Any
 
 from .base import Command, Control, Struct
-from .codec import decode_command, decode_control, decode_header, encode_command, encode_control
-from .codec import encode_header
+from .codec import (
+    decode_command,
+    decode_control,
+    decode_header,
+    encode_command,
+    encode_control,
+    encode_header,
+)
 from .errors import DecodeError, FramingError
 
 PROTOCOL_HEADER = b"AMQP\x01\x01\x00\x0a"

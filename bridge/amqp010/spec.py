@@ -253,7 +253,11 @@ class CommandFragment(Struct):
         f0 = self.command_id
         f1 = self.byte_ranges
         try:
+            if f0 is None:
+                raise TypeError('session.command-fragment.command-id is required')
             out += _p32(f0)
+            if f1 is None:
+                raise TypeError('session.command-fragment.byte-ranges is required')
             T.enc_byte_ranges(out, f1)
         except Exception as exc:
             raise self._bad_field(exc) from None
