@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import struct
+
 from .base import Command, Control, Struct
 from .errors import DecodeError, EncodeError
 from .spec import COMMANDS, CONTROLS, STRUCTS_BY_CODE
-from .types import u16_unpack, u32_pack_into, u32_unpack
+from .types import u32_pack_into
 
+_SIZE_CODE = struct.Struct(">IH").unpack_from
 _SYNC = b"\x01\x01"
 _NO_SYNC = b"\x01\x00"
 
@@ -83,16 +86,14 @@ def decode_header(payload: bytes) -> tuple[Struct, ...]:
     while pos < end:
         if pos + 6 > end:
             raise DecodeError(pos, "truncated struct in header segment")
-        size = u32_unpack(payload, pos)[0]
+        size, code = _SIZE_CODE(payload, pos)
         stop = pos + 4 + size
         if size < 2 or stop > end:
             raise DecodeError(pos, f"header struct size {size} overruns the segment")
-        code = u16_unpack(payload, pos + 4)[0]
         cls = STRUCTS_BY_CODE.get(code)
         if cls is None:
             raise DecodeError(pos + 4, f"unknown struct code {code:#06x} in header segment")
-        sub = payload[:stop] if stop < end else payload
-        value, p = cls.decode_fields(sub, pos + 6)
+        value, p = cls.decode_fields(payload if stop == end else payload[:stop], pos + 6)
         if p != stop:
             raise DecodeError(p, f"{cls.NAME}: size {size} does not match its fields")
         out.append(value)

@@ -138,8 +138,11 @@ class FrameDecoder:
     def __init__(self, max_frame_size: int = MAX_FRAME_SIZE, *,
                  expect_protocol_header: bool = True) -> None:
         self.max_frame_size = max_frame_size
-        self._buf = bytearray()
+        self._buf = b""  # joined input; decoding resumes at _pos
         self._pos = 0
+        self._pending: list[bytes] = []  # fed chunks not yet joined into _buf
+        self._pending_len = 0
+        self._need = 8 if expect_protocol_header else FRAME_HEADER_SIZE
         self._offset = 0  # stream offset of _buf[0]
         self._need_header = expect_protocol_header
         self._failed: DecodeError | None = None
@@ -147,7 +150,7 @@ class FrameDecoder:
     @property
     def buffered(self) -> int:
         """Octets received but not yet returned as frames."""
-        return len(self._buf) - self._pos
+        return len(self._buf) - self._pos + self._pending_len
 
     @property
     def stream_offset(self) -> int:
@@ -155,12 +158,21 @@ class FrameDecoder:
         return self._offset + self._pos
 
     def feed(self, data: bytes) -> None:
-        """Append received bytes."""
-        if self._pos and self._pos >= len(self._buf) // 2:
-            del self._buf[: self._pos]
-            self._offset += self._pos
-            self._pos = 0
-        self._buf += data
+        """Append received bytes (copied only when they complete a frame)."""
+        if data:
+            self._pending.append(bytes(data))
+            self._pending_len += len(data)
+
+    def _join(self) -> bool:
+        """Join pending chunks once they complete what decoding needs next."""
+        if len(self._buf) - self._pos + self._pending_len < self._need:
+            return False
+        self._offset += self._pos
+        self._buf = b"".join([self._buf[self._pos:], *self._pending])
+        self._pos = 0
+        self._pending = []
+        self._pending_len = 0
+        return True
 
     def frames(self) -> Iterator[Frame | ProtocolHeader]:
         """Yield every complete frame (and the protocol header) buffered so far.
@@ -168,35 +180,55 @@ class FrameDecoder:
         Raises :class:`FramingError` at the first invalid frame; the decoder then
         stays failed (every later call raises the same error).
         """
+        for item in self._split():
+            yield item if type(item) is ProtocolHeader else Frame(*item)  # type: ignore[misc]
+
+    def assemblies(self, assembler: Assembler) -> Iterator[Assembly | ProtocolHeader]:
+        """Yield the protocol header and every assembly the buffered frames complete."""
+        add = assembler.add_parts
+        for item in self._split():
+            if type(item) is ProtocolHeader:
+                yield item
+            else:
+                assembly = add(*item)  # type: ignore[misc]
+                if assembly is not None:
+                    yield assembly
+
+    def _split(self) -> Iterator[ProtocolHeader | tuple[int, int, int, int, bytes, int]]:
         if self._failed is not None:
             raise self._failed
-        buf = self._buf
         while True:
+            if self._pending_len and not self._join():
+                return
+            buf = self._buf
             pos = self._pos
             avail = len(buf) - pos
             if self._need_header:
                 if avail < 8:
-                    if avail and not PROTOCOL_HEADER.startswith(bytes(buf[pos:pos + 4])[:avail]):
-                        self._fail(pos, f"stream does not start with 'AMQP': {bytes(buf[pos:])!r}")
+                    if avail and not buf[pos:].startswith(b"AMQP"[:avail]):
+                        self._fail(pos, f"stream does not start with 'AMQP': {buf[pos:]!r}")
                     return
-                raw = bytes(buf[pos:pos + 8])
+                raw = buf[pos:pos + 8]
                 if raw[:4] != b"AMQP":
                     self._fail(pos, f"stream does not start with an AMQP protocol header: {raw!r}")
                 self._pos = pos + 8
                 self._need_header = False
+                self._need = FRAME_HEADER_SIZE
                 yield ProtocolHeader(raw)
                 continue
             if avail < FRAME_HEADER_SIZE:
+                self._need = FRAME_HEADER_SIZE
                 return
             flags, seg, size, reserved, track, channel, reserved2 = _FRAME_HEADER(buf, pos)
             if flags & 0xF0 or seg > 3 or size < FRAME_HEADER_SIZE or size > self.max_frame_size \
                     or reserved or reserved2 or track > 1:
                 self._bad_header(pos, flags, seg, size, reserved, track, reserved2)
             if avail < size:
+                self._need = size
                 return
             self._pos = pos + size
-            yield Frame(flags, seg, track, channel, bytes(buf[pos + FRAME_HEADER_SIZE:pos + size]),
-                        self._offset + pos)
+            self._need = FRAME_HEADER_SIZE
+            yield flags, seg, track, channel, buf[pos + FRAME_HEADER_SIZE:pos + size], self._offset + pos
 
     def _bad_header(self, pos: int, flags: int, seg: int, size: int, reserved: int, track: int,
                     reserved2: int) -> None:
@@ -284,84 +316,82 @@ class Assembler:
 
     def add(self, frame: Frame) -> Assembly | None:
         """Take one frame; return the assembly it completes, if any."""
-        flags = frame.flags
-        seg = frame.segment_type
-        key = frame.channel << 1 | frame.track
+        return self.add_parts(frame.flags, frame.segment_type, frame.track, frame.channel,
+                              frame.payload, frame.offset)
+
+    def add_parts(self, flags: int, seg: int, track: int, channel: int, payload: bytes,
+                  offset: int) -> Assembly | None:
+        """:meth:`add` for a frame given by its parts (the decoder's fast path)."""
+        key = channel << 1 | track
         p = self._partial.get(key)
         if p is None:
             if flags & 0x0A != 0x0A:  # FIRST_SEGMENT | FIRST_FRAME
-                raise FramingError(frame.offset, "frame continues an assembly that never started")
-            if seg != frame.track:  # controls start track 0, commands track 1
-                raise FramingError(frame.offset, f"an assembly on track {frame.track} cannot start "
-                                                 f"with a {SegmentType(seg).name} segment")
+                raise FramingError(offset, "frame continues an assembly that never started")
+            if seg != track:  # controls start on track 0, commands on track 1
+                raise FramingError(offset, f"an assembly on track {track} cannot start "
+                                           f"with a {SegmentType(seg).name} segment")
             if flags & 0x05 == 0x05:  # the whole assembly is one frame: fast path
-                return self._single(frame)
-            p = _Partial(seg, frame.offset)
+                try:
+                    op = (decode_control if seg == _CONTROL else decode_command)(payload)
+                except DecodeError as exc:
+                    raise exc.shifted(offset + FRAME_HEADER_SIZE) from None
+                return Assembly(channel, op, (), b"", offset, 1)
+            p = _Partial(seg, offset)
             self._partial[key] = p
         elif p.expect_first_frame:
             if flags & FIRST_SEGMENT or not flags & FIRST_FRAME:
-                raise FramingError(frame.offset, "segment does not start where the previous one ended")
+                raise FramingError(offset, "segment does not start where the previous one ended")
             if seg <= p.segment_type:
-                raise FramingError(frame.offset, f"{SegmentType(seg).name} segment out of order "
-                                                 f"in assembly")
+                raise FramingError(offset, f"{SegmentType(seg).name} segment out of order in assembly")
             p.segment_type = seg
         elif (flags & FIRST_FRAME or seg != p.segment_type
               or bool(flags & FIRST_SEGMENT) != (p.segments == 0)):
-            raise FramingError(frame.offset, "frame interrupts an unfinished segment")
-        payload = frame.payload
+            raise FramingError(offset, "frame interrupts an unfinished segment")
         p.size += len(payload)
         if p.size > self.max_assembly_size:
             del self._partial[key]
-            raise FramingError(frame.offset, f"assembly exceeds {self.max_assembly_size} octets")
+            raise FramingError(offset, f"assembly exceeds {self.max_assembly_size} octets")
         if seg == _BODY:
             p.body.append(payload)
         else:
             p.parts.append(payload)
-        last_frame = flags & LAST_FRAME
-        p.expect_first_frame = bool(last_frame)
-        if last_frame:
-            self._end_segment(p, frame)
-            if flags & LAST_SEGMENT:
-                del self._partial[key]
-                if p.op is None:  # pragma: no cover - segment order checks prevent it
-                    raise FramingError(p.offset, "assembly has no control or command")
-                body = p.body
-                return Assembly(frame.channel, p.op, p.header,
-                                body[0] if len(body) == 1 else b"".join(body), p.offset, p.segments)
-        return None
-
-    def _single(self, frame: Frame) -> Assembly:
-        """A control or command that is a whole assembly in one frame."""
-        try:
-            op = (decode_control if frame.segment_type == _CONTROL else decode_command)(frame.payload)
-        except DecodeError as exc:
-            raise exc.shifted(frame.offset + FRAME_HEADER_SIZE) from None
-        return Assembly(frame.channel, op, (), b"", frame.offset, 1)
-
-    def _end_segment(self, p: _Partial, frame: Frame) -> None:
+        if not flags & LAST_FRAME:
+            p.expect_first_frame = False
+            return None
+        p.expect_first_frame = True
         p.segments += 1
-        seg = p.segment_type
-        if seg == _BODY:
-            return
+        if seg != _BODY:
+            self._end_segment(p, flags, offset)
+        if not flags & LAST_SEGMENT:
+            return None
+        del self._partial[key]
+        if p.op is None:  # pragma: no cover - segment order checks prevent it
+            raise FramingError(p.offset, "assembly has no control or command")
+        body = p.body
+        return Assembly(channel, p.op, p.header, body[0] if len(body) == 1 else b"".join(body),
+                        p.offset, p.segments)
+
+    def _end_segment(self, p: _Partial, flags: int, offset: int) -> None:
         parts = p.parts
         single = len(parts) == 1
         data = parts[0] if single else b"".join(parts)
         p.parts = []
+        seg = p.segment_type
         try:
-            if seg == _CONTROL:
-                p.op = decode_control(data)
-                if not frame.flags & LAST_SEGMENT:
-                    raise FramingError(frame.offset, f"{p.op.NAME} control is followed by more segments")
+            if seg == _HEADER:
+                p.header = decode_header(data)
             elif seg == _COMMAND:
                 p.op = decode_command(data)
-                if not frame.flags & LAST_SEGMENT and not p.op.HAS_PAYLOAD:
-                    raise FramingError(frame.offset, f"{p.op.NAME} takes no header or body segments")
+                if not flags & LAST_SEGMENT and not p.op.HAS_PAYLOAD:
+                    raise FramingError(offset, f"{p.op.NAME} takes no header or body segments")
             else:
-                p.header = decode_header(data)
+                p.op = decode_control(data)
+                if not flags & LAST_SEGMENT:
+                    raise FramingError(offset, f"{p.op.NAME} control is followed by more segments")
         except FramingError:
             raise
         except DecodeError as exc:
-            raise exc.shifted(frame.offset + FRAME_HEADER_SIZE if single else frame.offset) from None
+            raise exc.shifted(offset + FRAME_HEADER_SIZE if single else offset) from None
 
     @property
     def pending(self) -> int:

@@ -59,6 +59,7 @@ u32_unpack = _S_U32.unpack_from
 u64_unpack = _S_U64.unpack_from
 _I64 = _S_I64.unpack_from
 _S_II = struct.Struct(">II").unpack_from
+_S_II_PACK = struct.Struct(">II").pack
 u16_pack = _S_U16.pack
 u32_pack = _S_U32.pack
 u64_pack = _S_U64.pack
@@ -986,14 +987,32 @@ def _enc_map(out: bytearray, value: dict[str, Any], depth: int) -> None:
     if depth >= MAX_NESTING:
         raise EncodeError(f"map nested deeper than {MAX_NESTING} levels")
     start = len(out)
-    out += b"\x00\x00\x00\x00"
-    out += u32_pack(len(value))
+    out += _S_II_PACK(0, len(value))
     depth += 1
     for key, item in value.items():
-        if not isinstance(key, str):
+        if type(key) is not str and not isinstance(key, str):
             raise EncodeError(f"map keys are str8 strings, got {key!r}")
-        enc_str8(out, key)
-        encode_typed(out, item, depth)
+        raw = key.encode("utf-8")
+        if len(raw) > 0xFF:
+            raise EncodeError(f"map key of {len(raw)} octets does not fit str8: {key[:40]!r}...")
+        out.append(len(raw))
+        out += raw
+        t = type(item)  # inline the common value types
+        if t is str:
+            raw = item.encode("utf-8")
+            if len(raw) > 0xFFFF:
+                raise EncodeError(f"map value {key!r}: str16 holds at most 65535 octets")
+            out.append(0x95)
+            out += u16_pack(len(raw))
+            out += raw
+        elif t is int and -0x8000000000000000 <= item <= 0x7FFFFFFFFFFFFFFF:
+            out.append(0x31)
+            out += _S_I64.pack(item)
+        elif t is bool:
+            out.append(0x08)
+            out.append(1 if item else 0)
+        else:
+            encode_typed(out, item, depth)
     u32_pack_into(out, start, len(out) - start - 4)
 
 
