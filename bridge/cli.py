@@ -48,5 +48,26 @@ def inspect(file: str, assemble: bool, fmt: str, direction: str) -> None:
         sys.exit(1)
 
 
+@main.command()
+@click.option("-c", "--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="The bridge's YAML configuration.")
+def check(config_path: str) -> None:
+    """Validate a configuration file and print the resolved routes.
+
+    Exits 2 with one line per problem (each naming the key path) if it is invalid.
+    """
+    from .config import ConfigError, describe, load_config
+
+    try:
+        cfg = load_config(config_path)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            click.echo(f"{config_path}: {problem}", err=True)
+        sys.exit(2)
+    for line in describe(cfg):
+        click.echo(line)
+    click.echo(f"{config_path}: OK ({len(cfg.routes)} routes)")
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

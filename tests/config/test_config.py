@@ -1,0 +1,125 @@
+"""Configuration loading: validation errors name the key path; secrets never printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bridge.cli import main
+from bridge.config import ConfigError, describe, load_config, parse_config, redact_url
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = """
+connections:
+  legacy: {protocol: amqp0-10, url: "amqp://guest:${LEGACY_PASSWORD}@127.0.0.1:5680", failover: ["amqp://127.0.0.1:5681"]}
+  cloud:  {protocol: amqp1.0,  url: "amqp://127.0.0.1:5672"}
+listeners:
+  facade: {protocol: amqp0-10, bind: "127.0.0.1:5682"}
+routes:
+  - name: orders-out
+    from: {connection: legacy, queue: orders}
+    to:   {connection: cloud, address: /queue/orders}
+    cloudevents: {mode: binary, type: com.example.order, source: /legacy/orders}
+    dead_letter: {connection: cloud, address: /queue/orders.dlq}
+  - name: replies-in
+    from: {connection: cloud, address: /queue/replies}
+    to:   {connection: legacy, exchange: amq.direct, routing_key: replies}
+  - name: facade-publish
+    from: {listener: facade, exchange: events}
+    to:   {connection: cloud, address: /queue/events}
+    cloudevents: {mode: structured}
+  - name: facade-consume
+    from: {connection: cloud, address: /queue/jobs}
+    to:   {listener: facade, queue: jobs}
+"""
+
+
+def problems(text: str, env: dict[str, str] | None = None) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env=env or {})
+    return info.value.problems
+
+
+def test_the_issue_example_validates_and_resolves() -> None:
+    cfg = parse_config(GOOD, env={"LEGACY_PASSWORD": "pw"})
+    assert [r.name for r in cfg.routes] == ["orders-out", "replies-in", "facade-publish", "facade-consume"]
+    assert cfg.connections["legacy"].url == "amqp://guest:pw@127.0.0.1:5680"
+    orders = cfg.routes[0]
+    assert orders.source.queue == "orders" and orders.target.address == "/queue/orders"
+    template = orders.cloudevents.template()
+    assert template is not None and template.type == "com.example.order"
+    assert cfg.routes[2].cloudevents.template() is None
+    assert cfg.protocol_of(cfg.routes[3].target) == "amqp0-10"
+
+
+def test_shipped_example_config_is_valid() -> None:
+    cfg = load_config(ROOT / "config.example.yaml", env={"LEGACY_PASSWORD": "pw"})
+    assert cfg.routes
+
+
+def test_secrets_are_redacted_in_the_description() -> None:
+    cfg = parse_config(GOOD, env={"LEGACY_PASSWORD": "hunter2-secret"})
+    text = "\n".join(describe(cfg))
+    assert "hunter2-secret" not in text
+    assert "amqp://guest:***@127.0.0.1:5680" in text
+    assert redact_url("amqps://u:p@h:1/v") == "amqps://u:***@h:1/v"
+
+
+def test_missing_environment_variable_names_the_key() -> None:
+    assert problems(GOOD) == ["connections.legacy.url: environment variable LEGACY_PASSWORD is not set"]
+    cfg = parse_config(GOOD.replace("${LEGACY_PASSWORD}", "${LEGACY_PASSWORD:-dflt}"), env={})
+    assert cfg.connections["legacy"].url.startswith("amqp://guest:dflt@")
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (("queue: orders}", "queue: orders, colour: red}"), "routes[0].from.colour: unknown key"),
+    (("protocol: amqp1.0,", "protocol: amqp9,"), "connections.cloud.protocol: Input should be 'amqp0-10' or 'amqp1.0'"),
+    (('url: "amqp://127.0.0.1:5672"', 'url: "http://127.0.0.1:5672"'),
+     "connections.cloud.url: 'http://127.0.0.1:5672' is not an amqp:// or amqps:// URL with a host"),
+    (('bind: "127.0.0.1:5682"', 'bind: "5682"'), "listeners.facade.bind: '5682' is not host:port"),
+    (("name: replies-in", "name: orders-out"), "routes[1].name: duplicate route name 'orders-out'"),
+    (("{connection: legacy, queue: orders}", "{connection: legacy}"),
+     "routes[0].from.queue: required to consume from an amqp0-10 connection"),
+    (("to:   {connection: cloud, address: /queue/orders}", "to:   {connection: clod, address: x}"),
+     "routes[0].to.connection: no connection named 'clod' (defined: cloud, legacy)"),
+    (("{listener: facade, exchange: events}", "{listener: facade}"),
+     "routes[2].from.exchange: required for a listener endpoint"),
+    (("{connection: cloud, address: /queue/replies}", "{connection: cloud}"),
+     "routes[1].from.address: required for an amqp1.0 connection"),
+    (("type: com.example.order, source: /legacy/orders", "type: com.example.order"),
+     "routes[0].cloudevents: 'source' and 'type' go together: give both to create events from "
+     "plain messages, or neither to pass CloudEvents through"),
+    (("{mode: structured}", "{mode: fancy}"), "routes[2].cloudevents.mode: Input should be 'binary' or 'structured'"),
+    (("{connection: cloud, address: /queue/jobs}", "{connection: cloud, listener: facade, address: /queue/jobs}"),
+     "routes[3].from: give exactly one of 'connection' or 'listener'"),
+])
+def test_each_error_names_the_key_path(edit: tuple[str, str], expected: str) -> None:
+    old, new = edit
+    assert old in GOOD
+    assert expected in problems(GOOD.replace(old, new, 1), {"LEGACY_PASSWORD": "x"})
+
+
+def test_not_yaml_and_not_a_mapping() -> None:
+    assert problems("routes: [")[0].startswith("not valid YAML")
+    assert problems("- 1\n- 2\n") == ["the top level must be a mapping with 'routes'"]
+    assert problems("connections: {}\nroutes: []\n") == ["routes: List should have at least 1 item after validation, not 0"]
+
+
+def test_cli_check_ok_and_error(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD)
+    runner = CliRunner()
+    result = runner.invoke(main, ["check", "-c", str(good)], env={"LEGACY_PASSWORD": "topsecret"})
+    assert result.exit_code == 0, result.output
+    assert "route orders-out: legacy(amqp0-10) queue 'orders' -> cloud(amqp1.0) address '/queue/orders'" in result.stdout
+    assert "OK (4 routes)" in result.stdout
+    assert "topsecret" not in result.output
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("{connection: legacy, queue: orders}", "{connection: legacy}"))
+    result = runner.invoke(main, ["check", "-c", str(bad)], env={"LEGACY_PASSWORD": "topsecret"})
+    assert result.exit_code == 2
+    assert f"{bad}: routes[0].from.queue: required to consume from an amqp0-10 connection" in result.stderr
+    result = runner.invoke(main, ["check", "-c", str(tmp_path / "missing.yaml")])
+    assert result.exit_code == 2 and "cannot read" in result.stderr
