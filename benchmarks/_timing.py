@@ -1,4 +1,9 @@
-"""Small timing helpers shared by the benchmarks (best-of-N rate measurement)."""
+"""Small timing helpers shared by the benchmarks.
+
+Rates are best-of-N over batches of at least ``min_time`` seconds, and a
+comparison interleaves the two contenders' batches so that a change in machine
+load affects both alike.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +11,40 @@ import time
 from collections.abc import Callable
 
 
-def rate(fn: Callable[[], object], *, min_time: float = 0.5, repeats: int = 5) -> float:
-    """Best calls-per-second of ``fn`` over ``repeats`` runs of at least ``min_time`` seconds."""
+def _batch_size(fn: Callable[[], object], min_time: float) -> int:
     n = 1
-    while True:  # calibrate the batch size
+    while True:
         start = time.perf_counter()
         for _ in range(n):
             fn()
         elapsed = time.perf_counter() - start
         if elapsed >= min_time / 10:
-            break
+            return max(1, int(n * (min_time / elapsed)))
         n *= 2
-    batch = max(1, int(n * (min_time / max(elapsed, 1e-9))))
-    best = 0.0
+
+
+def _run(fn: Callable[[], object], batch: int) -> float:
+    start = time.perf_counter()
+    for _ in range(batch):
+        fn()
+    return batch / (time.perf_counter() - start)
+
+
+def rate(fn: Callable[[], object], *, min_time: float = 0.3, repeats: int = 5) -> float:
+    """Best calls-per-second of ``fn`` over ``repeats`` batches."""
+    batch = _batch_size(fn, min_time)
+    return max(_run(fn, batch) for _ in range(repeats))
+
+
+def compare(ours: Callable[[], object], baseline: Callable[[], object], *,
+            min_time: float = 0.3, repeats: int = 7) -> tuple[float, float]:
+    """Best rates of ``ours`` and ``baseline``, measured in alternating batches."""
+    b_ours, b_base = _batch_size(ours, min_time), _batch_size(baseline, min_time)
+    best_ours = best_base = 0.0
     for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        best = max(best, batch / (time.perf_counter() - start))
-    return best
+        best_ours = max(best_ours, _run(ours, b_ours))
+        best_base = max(best_base, _run(baseline, b_base))
+    return best_ours, best_base
 
 
 def report(rows: list[tuple[str, float, float]]) -> None:

@@ -36,16 +36,16 @@ FIELD_TYPES: dict[str, tuple[str, str, str]] = {
     "sequence-no": ("int", "V = _u32(buf, pos)[0]; pos += 4", "out += _p32(V)"),
     "uint64": ("int", "V = _u64(buf, pos)[0]; pos += 8", "out += _p64(V)"),
     "datetime": ("int", "V = _i64(buf, pos)[0]; pos += 8", "out += _pi64(V)"),
-    "uuid": ("UUID", "e = pos + 16; if e > len(buf):; > raise IndexError; "
+    "uuid": ("UUID", "e = pos + 16; if e > end:; > raise IndexError; "
                      "V = T.make_uuid(int.from_bytes(buf[pos:e], 'big')); pos = e",
              "out += V.bytes"),
-    "str8": ("str", "e = pos + 1 + buf[pos]; if e > len(buf):; > raise IndexError; "
-                    "V = buf[pos + 1:e].decode('utf-8'); pos = e", "T.enc_str8(out, V)"),
-    "str16": ("str", "e = pos + 2 + (buf[pos] << 8 | buf[pos + 1]); if e > len(buf):; "
-                     "> raise IndexError; V = buf[pos + 2:e].decode('utf-8'); pos = e",
+    "str8": ("str", "e = pos + 1 + buf[pos]; if e > end:; > raise IndexError; "
+                    "V = buf[pos + 1:e].decode(); pos = e", "T.enc_str8(out, V)"),
+    "str16": ("str", "e = pos + 2 + (buf[pos] << 8 | buf[pos + 1]); if e > end:; "
+                     "> raise IndexError; V = buf[pos + 2:e].decode(); pos = e",
               "T.enc_str16(out, V)"),
     "vbin8": ("bytes", "V, pos = T.dec_vbin8(buf, pos)", "T.enc_vbin8(out, V)"),
-    "vbin16": ("bytes", "e = pos + 2 + (buf[pos] << 8 | buf[pos + 1]); if e > len(buf):; "
+    "vbin16": ("bytes", "e = pos + 2 + (buf[pos] << 8 | buf[pos + 1]); if e > end:; "
                         "> raise IndexError; V = buf[pos + 2:e]; pos = e", "T.enc_vbin16(out, V)"),
     "vbin32": ("bytes", "V, pos = T.dec_vbin32(buf, pos)", "T.enc_vbin32(out, V)"),
     "map": ("dict[str, Any]", "V, pos = _DEC_MAP(buf, pos, depth)", "T.encode_map(out, V)"),
@@ -396,7 +396,7 @@ def emit_decode_sized(s: StructDef, w: list[str]) -> None:
     p(f"        end = pos + {s.size} + ({size_expr})")
     p("        if end > len(buf):")
     p(f"            raise DecodeError(pos, '{s.qname} size overruns its container')")
-    p(f"        value, p = cls.decode_fields(buf[:end], pos + {s.size}, depth + 1)")
+    p(f"        value, p = cls.decode_fields(buf, pos + {s.size}, depth + 1)  # overrun: p != end")
     p("        if p != end:")
     p(f"            raise DecodeError(p, '{s.qname}: size does not match its fields')")
     p("        return value, end")
@@ -414,6 +414,7 @@ def emit_decode(spec: Spec, s: StructDef, w: list[str]) -> None:
         else:
             p("        return cls(), pos")
         return
+    p("        end = len(buf)")
     p("        try:")
     if s.pack == 1:
         p("            flags = buf[pos]")

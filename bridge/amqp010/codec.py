@@ -93,7 +93,7 @@ def decode_header(payload: bytes) -> tuple[Struct, ...]:
         cls = STRUCTS_BY_CODE.get(code)
         if cls is None:
             raise DecodeError(pos + 4, f"unknown struct code {code:#06x} in header segment")
-        value, p = cls.decode_fields(payload if stop == end else payload[:stop], pos + 6)
+        value, p = cls.decode_fields(payload, pos + 6)  # overruns show as p != stop
         if p != stop:
             raise DecodeError(p, f"{cls.NAME}: size {size} does not match its fields")
         out.append(value)

@@ -210,6 +210,7 @@ class SessionHeader(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionHeader, int]:
+        end = len(buf)
         try:
             flags = buf[pos]
             pos += 1
@@ -227,7 +228,7 @@ class SessionHeader(Struct):
         end = pos + 1 + (buf[pos])
         if end > len(buf):
             raise DecodeError(pos, 'session.header size overruns its container')
-        value, p = cls.decode_fields(buf[:end], pos + 1, depth + 1)
+        value, p = cls.decode_fields(buf, pos + 1, depth + 1)  # overrun: p != end
         if p != end:
             raise DecodeError(p, 'session.header: size does not match its fields')
         return value, end
@@ -264,6 +265,7 @@ class CommandFragment(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[CommandFragment, int]:
+        end = len(buf)
         try:
             f0 = _u32(buf, pos)[0]
             pos += 4
@@ -372,6 +374,7 @@ class DeliveryProperties(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DeliveryProperties, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -407,25 +410,25 @@ class DeliveryProperties(Struct):
                 f7 = None
             if flags & 0x100:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f8 = buf[pos + 1:e].decode('utf-8')
+                f8 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f8 = None
             if flags & 0x200:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f9 = buf[pos + 1:e].decode('utf-8')
+                f9 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f9 = None
             if flags & 0x400:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f10 = buf[pos + 2:e].decode('utf-8')
+                f10 = buf[pos + 2:e].decode()
                 pos = e
             else:
                 f10 = None
@@ -479,6 +482,7 @@ class FragmentProperties(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FragmentProperties, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -531,6 +535,7 @@ class ReplyTo(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ReplyTo, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -538,17 +543,17 @@ class ReplyTo(Struct):
                 raise DecodeError(pos - 2, f'message.reply-to: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -565,7 +570,7 @@ class ReplyTo(Struct):
         end = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
         if end > len(buf):
             raise DecodeError(pos, 'message.reply-to size overruns its container')
-        value, p = cls.decode_fields(buf[:end], pos + 2, depth + 1)
+        value, p = cls.decode_fields(buf, pos + 2, depth + 1)  # overrun: p != end
         if p != end:
             raise DecodeError(p, 'message.reply-to: size does not match its fields')
         return value, end
@@ -655,6 +660,7 @@ class MessageProperties(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageProperties, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -667,7 +673,7 @@ class MessageProperties(Struct):
                 f0 = None
             if flags & 0x2:
                 e = pos + 16
-                if e > len(buf):
+                if e > end:
                     raise IndexError
                 f1 = T.make_uuid(int.from_bytes(buf[pos:e], 'big'))
                 pos = e
@@ -675,7 +681,7 @@ class MessageProperties(Struct):
                 f1 = None
             if flags & 0x4:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
                 f2 = buf[pos + 2:e]
                 pos = e
@@ -687,23 +693,23 @@ class MessageProperties(Struct):
                 f3 = None
             if flags & 0x10:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f4 = buf[pos + 1:e].decode('utf-8')
+                f4 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f4 = None
             if flags & 0x20:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f5 = buf[pos + 1:e].decode('utf-8')
+                f5 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f5 = None
             if flags & 0x40:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
                 f6 = buf[pos + 2:e]
                 pos = e
@@ -711,7 +717,7 @@ class MessageProperties(Struct):
                 f6 = None
             if flags & 0x80:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
                 f7 = buf[pos + 2:e]
                 pos = e
@@ -756,6 +762,7 @@ class Acquired(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[Acquired, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -798,6 +805,7 @@ class MessageResumeResult(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageResumeResult, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -841,6 +849,7 @@ class XaResult(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[XaResult, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -898,6 +907,7 @@ class Xid(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[Xid, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -949,6 +959,7 @@ class GetTimeoutResult(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[GetTimeoutResult, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -992,6 +1003,7 @@ class RecoverResult(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[RecoverResult, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1051,6 +1063,7 @@ class ExchangeQueryResult(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeQueryResult, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1058,9 +1071,9 @@ class ExchangeQueryResult(Struct):
                 raise DecodeError(pos - 2, f'exchange.exchange-query-result: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -1120,6 +1133,7 @@ class ExchangeBoundResult(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeBoundResult, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1206,6 +1220,7 @@ class QueueQueryResult(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[QueueQueryResult, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1213,17 +1228,17 @@ class QueueQueryResult(Struct):
                 raise DecodeError(pos - 2, f'queue.queue-query-result: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -1335,6 +1350,7 @@ class FileProperties(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileProperties, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1342,17 +1358,17 @@ class FileProperties(Struct):
                 raise DecodeError(pos - 2, f'file.file-properties: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -1367,25 +1383,25 @@ class FileProperties(Struct):
                 f3 = None
             if flags & 0x10:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f4 = buf[pos + 1:e].decode('utf-8')
+                f4 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f4 = None
             if flags & 0x20:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f5 = buf[pos + 1:e].decode('utf-8')
+                f5 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f5 = None
             if flags & 0x40:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f6 = buf[pos + 1:e].decode('utf-8')
+                f6 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f6 = None
@@ -1396,9 +1412,9 @@ class FileProperties(Struct):
                 f7 = None
             if flags & 0x100:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f8 = buf[pos + 1:e].decode('utf-8')
+                f8 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f8 = None
@@ -1465,6 +1481,7 @@ class StreamProperties(Struct):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamProperties, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1472,17 +1489,17 @@ class StreamProperties(Struct):
                 raise DecodeError(pos - 2, f'stream.stream-properties: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -1549,6 +1566,7 @@ class ConnectionStart(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionStart, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1620,6 +1638,7 @@ class ConnectionStartOk(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionStartOk, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1631,9 +1650,9 @@ class ConnectionStartOk(Control):
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -1643,9 +1662,9 @@ class ConnectionStartOk(Control):
                 f2 = None
             if flags & 0x8:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f3 = buf[pos + 1:e].decode('utf-8')
+                f3 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f3 = None
@@ -1684,6 +1703,7 @@ class ConnectionSecure(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionSecure, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1726,6 +1746,7 @@ class ConnectionSecureOk(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionSecureOk, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1789,6 +1810,7 @@ class ConnectionTune(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionTune, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1861,6 +1883,7 @@ class ConnectionTuneOk(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionTuneOk, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1926,6 +1949,7 @@ class ConnectionOpen(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionOpen, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1933,9 +1957,9 @@ class ConnectionOpen(Control):
                 raise DecodeError(pos - 2, f'connection.open: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -1979,6 +2003,7 @@ class ConnectionOpenOk(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionOpenOk, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2028,6 +2053,7 @@ class ConnectionRedirect(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionRedirect, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2035,9 +2061,9 @@ class ConnectionRedirect(Control):
                 raise DecodeError(pos - 2, f'connection.redirect: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 2:e].decode('utf-8')
+                f0 = buf[pos + 2:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -2110,6 +2136,7 @@ class ConnectionClose(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionClose, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2122,9 +2149,9 @@ class ConnectionClose(Control):
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -2191,6 +2218,7 @@ class SessionAttach(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionAttach, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2198,7 +2226,7 @@ class SessionAttach(Control):
                 raise DecodeError(pos - 2, f'session.attach: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
                 f0 = buf[pos + 2:e]
                 pos = e
@@ -2238,6 +2266,7 @@ class SessionAttached(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionAttached, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2245,7 +2274,7 @@ class SessionAttached(Control):
                 raise DecodeError(pos - 2, f'session.attached: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
                 f0 = buf[pos + 2:e]
                 pos = e
@@ -2284,6 +2313,7 @@ class SessionDetach(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionDetach, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2291,7 +2321,7 @@ class SessionDetach(Control):
                 raise DecodeError(pos - 2, f'session.detach: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
                 f0 = buf[pos + 2:e]
                 pos = e
@@ -2337,6 +2367,7 @@ class SessionDetached(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionDetached, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2344,7 +2375,7 @@ class SessionDetached(Control):
                 raise DecodeError(pos - 2, f'session.detached: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
                 f0 = buf[pos + 2:e]
                 pos = e
@@ -2388,6 +2419,7 @@ class SessionRequestTimeout(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionRequestTimeout, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2431,6 +2463,7 @@ class SessionTimeout(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionTimeout, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2481,6 +2514,7 @@ class SessionCommandPoint(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionCommandPoint, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2536,6 +2570,7 @@ class SessionExpected(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionExpected, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2589,6 +2624,7 @@ class SessionConfirmed(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionConfirmed, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2640,6 +2676,7 @@ class SessionCompleted(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionCompleted, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2683,6 +2720,7 @@ class SessionKnownCompleted(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionKnownCompleted, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2730,6 +2768,7 @@ class SessionFlush(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionFlush, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2771,6 +2810,7 @@ class SessionGap(Control):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionGap, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2844,6 +2884,7 @@ class ExecutionResult(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExecutionResult, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2934,6 +2975,7 @@ class ExecutionException(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExecutionException, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2966,9 +3008,9 @@ class ExecutionException(Command):
                 f4 = None
             if flags & 0x20:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f5 = buf[pos + 2:e].decode('utf-8')
+                f5 = buf[pos + 2:e].decode()
                 pos = e
             else:
                 f5 = None
@@ -3027,6 +3069,7 @@ class MessageTransfer(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageTransfer, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3034,9 +3077,9 @@ class MessageTransfer(Command):
                 raise DecodeError(pos - 2, f'message.transfer: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -3086,6 +3129,7 @@ class MessageAccept(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageAccept, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3143,6 +3187,7 @@ class MessageReject(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageReject, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3159,9 +3204,9 @@ class MessageReject(Command):
                 f1 = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode('utf-8')
+                f2 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f2 = None
@@ -3206,6 +3251,7 @@ class MessageRelease(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageRelease, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3250,6 +3296,7 @@ class MessageAcquire(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageAcquire, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3300,6 +3347,7 @@ class MessageResume(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageResume, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3307,17 +3355,17 @@ class MessageResume(Command):
                 raise DecodeError(pos - 2, f'message.resume: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 2:e].decode('utf-8')
+                f1 = buf[pos + 2:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -3404,6 +3452,7 @@ class MessageSubscribe(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageSubscribe, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3411,17 +3460,17 @@ class MessageSubscribe(Command):
                 raise DecodeError(pos - 2, f'message.subscribe: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -3438,9 +3487,9 @@ class MessageSubscribe(Command):
             f4 = flags & 0x10 != 0
             if flags & 0x20:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f5 = buf[pos + 2:e].decode('utf-8')
+                f5 = buf[pos + 2:e].decode()
                 pos = e
             else:
                 f5 = None
@@ -3489,6 +3538,7 @@ class MessageCancel(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageCancel, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3496,9 +3546,9 @@ class MessageCancel(Command):
                 raise DecodeError(pos - 2, f'message.cancel: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -3545,6 +3595,7 @@ class MessageSetFlowMode(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageSetFlowMode, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3552,9 +3603,9 @@ class MessageSetFlowMode(Command):
                 raise DecodeError(pos - 2, f'message.set-flow-mode: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -3613,6 +3664,7 @@ class MessageFlow(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageFlow, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3620,9 +3672,9 @@ class MessageFlow(Command):
                 raise DecodeError(pos - 2, f'message.flow: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -3672,6 +3724,7 @@ class MessageFlush(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageFlush, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3679,9 +3732,9 @@ class MessageFlush(Command):
                 raise DecodeError(pos - 2, f'message.flush: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -3721,6 +3774,7 @@ class MessageStop(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageStop, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3728,9 +3782,9 @@ class MessageStop(Command):
                 raise DecodeError(pos - 2, f'message.stop: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -3872,6 +3926,7 @@ class DtxStart(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxStart, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3927,6 +3982,7 @@ class DtxEnd(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxEnd, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3977,6 +4033,7 @@ class DtxCommit(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxCommit, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4021,6 +4078,7 @@ class DtxForget(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxForget, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4064,6 +4122,7 @@ class DtxGetTimeout(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxGetTimeout, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4107,6 +4166,7 @@ class DtxPrepare(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxPrepare, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4173,6 +4233,7 @@ class DtxRollback(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxRollback, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4223,6 +4284,7 @@ class DtxSetTimeout(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxSetTimeout, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4307,6 +4369,7 @@ class ExchangeDeclare(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeDeclare, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4314,25 +4377,25 @@ class ExchangeDeclare(Command):
                 raise DecodeError(pos - 2, f'exchange.declare: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode('utf-8')
+                f2 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f2 = None
@@ -4384,6 +4447,7 @@ class ExchangeDelete(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeDelete, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4391,9 +4455,9 @@ class ExchangeDelete(Command):
                 raise DecodeError(pos - 2, f'exchange.delete: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -4434,6 +4498,7 @@ class ExchangeQuery(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeQuery, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4441,9 +4506,9 @@ class ExchangeQuery(Command):
                 raise DecodeError(pos - 2, f'exchange.query: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -4504,6 +4569,7 @@ class ExchangeBind(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeBind, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4511,25 +4577,25 @@ class ExchangeBind(Command):
                 raise DecodeError(pos - 2, f'exchange.bind: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode('utf-8')
+                f2 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f2 = None
@@ -4587,6 +4653,7 @@ class ExchangeUnbind(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeUnbind, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4594,25 +4661,25 @@ class ExchangeUnbind(Command):
                 raise DecodeError(pos - 2, f'exchange.unbind: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode('utf-8')
+                f2 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f2 = None
@@ -4673,6 +4740,7 @@ class ExchangeBound(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeBound, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4680,25 +4748,25 @@ class ExchangeBound(Command):
                 raise DecodeError(pos - 2, f'exchange.bound: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode('utf-8')
+                f2 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f2 = None
@@ -4776,6 +4844,7 @@ class QueueDeclare(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[QueueDeclare, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4783,17 +4852,17 @@ class QueueDeclare(Command):
                 raise DecodeError(pos - 2, f'queue.declare: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -4851,6 +4920,7 @@ class QueueDelete(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[QueueDelete, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4858,9 +4928,9 @@ class QueueDelete(Command):
                 raise DecodeError(pos - 2, f'queue.delete: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -4902,6 +4972,7 @@ class QueuePurge(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[QueuePurge, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4909,9 +4980,9 @@ class QueuePurge(Command):
                 raise DecodeError(pos - 2, f'queue.purge: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -4951,6 +5022,7 @@ class QueueQuery(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[QueueQuery, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4958,9 +5030,9 @@ class QueueQuery(Command):
                 raise DecodeError(pos - 2, f'queue.query: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -5012,6 +5084,7 @@ class FileQos(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileQos, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5119,6 +5192,7 @@ class FileConsume(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileConsume, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5126,17 +5200,17 @@ class FileConsume(Command):
                 raise DecodeError(pos - 2, f'file.consume: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -5184,6 +5258,7 @@ class FileConsumeOk(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileConsumeOk, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5191,9 +5266,9 @@ class FileConsumeOk(Command):
                 raise DecodeError(pos - 2, f'file.consume-ok: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -5233,6 +5308,7 @@ class FileCancel(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileCancel, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5240,9 +5316,9 @@ class FileCancel(Command):
                 raise DecodeError(pos - 2, f'file.cancel: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -5289,6 +5365,7 @@ class FileOpen(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileOpen, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5296,9 +5373,9 @@ class FileOpen(Command):
                 raise DecodeError(pos - 2, f'file.open: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -5343,6 +5420,7 @@ class FileOpenOk(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileOpenOk, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5435,6 +5513,7 @@ class FilePublish(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FilePublish, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5442,17 +5521,17 @@ class FilePublish(Command):
                 raise DecodeError(pos - 2, f'file.publish: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -5460,9 +5539,9 @@ class FilePublish(Command):
             f3 = flags & 0x8 != 0
             if flags & 0x10:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f4 = buf[pos + 1:e].decode('utf-8')
+                f4 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f4 = None
@@ -5524,6 +5603,7 @@ class FileReturn(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileReturn, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5536,25 +5616,25 @@ class FileReturn(Command):
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode('utf-8')
+                f2 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f2 = None
             if flags & 0x8:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f3 = buf[pos + 1:e].decode('utf-8')
+                f3 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f3 = None
@@ -5627,6 +5707,7 @@ class FileDeliver(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileDeliver, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5634,9 +5715,9 @@ class FileDeliver(Command):
                 raise DecodeError(pos - 2, f'file.deliver: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -5648,25 +5729,25 @@ class FileDeliver(Command):
             f2 = flags & 0x4 != 0
             if flags & 0x8:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f3 = buf[pos + 1:e].decode('utf-8')
+                f3 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f3 = None
             if flags & 0x10:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f4 = buf[pos + 1:e].decode('utf-8')
+                f4 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f4 = None
             if flags & 0x20:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f5 = buf[pos + 1:e].decode('utf-8')
+                f5 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f5 = None
@@ -5711,6 +5792,7 @@ class FileAck(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileAck, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5761,6 +5843,7 @@ class FileReject(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileReject, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5825,6 +5908,7 @@ class StreamQos(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamQos, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5932,6 +6016,7 @@ class StreamConsume(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamConsume, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5939,17 +6024,17 @@ class StreamConsume(Command):
                 raise DecodeError(pos - 2, f'stream.consume: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -5996,6 +6081,7 @@ class StreamConsumeOk(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamConsumeOk, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -6003,9 +6089,9 @@ class StreamConsumeOk(Command):
                 raise DecodeError(pos - 2, f'stream.consume-ok: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -6045,6 +6131,7 @@ class StreamCancel(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamCancel, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -6052,9 +6139,9 @@ class StreamCancel(Command):
                 raise DecodeError(pos - 2, f'stream.cancel: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -6112,6 +6199,7 @@ class StreamPublish(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamPublish, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -6119,17 +6207,17 @@ class StreamPublish(Command):
                 raise DecodeError(pos - 2, f'stream.publish: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
@@ -6193,6 +6281,7 @@ class StreamReturn(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamReturn, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -6205,25 +6294,25 @@ class StreamReturn(Command):
                 f0 = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode('utf-8')
+                f1 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f1 = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode('utf-8')
+                f2 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f2 = None
             if flags & 0x8:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f3 = buf[pos + 1:e].decode('utf-8')
+                f3 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f3 = None
@@ -6285,6 +6374,7 @@ class StreamDeliver(Command):
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamDeliver, int]:
+        end = len(buf)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -6292,9 +6382,9 @@ class StreamDeliver(Command):
                 raise DecodeError(pos - 2, f'stream.deliver: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode('utf-8')
+                f0 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f0 = None
@@ -6305,17 +6395,17 @@ class StreamDeliver(Command):
                 f1 = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode('utf-8')
+                f2 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f2 = None
             if flags & 0x8:
                 e = pos + 1 + buf[pos]
-                if e > len(buf):
+                if e > end:
                     raise IndexError
-                f3 = buf[pos + 1:e].decode('utf-8')
+                f3 = buf[pos + 1:e].decode()
                 pos = e
             else:
                 f3 = None

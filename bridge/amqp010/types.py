@@ -638,7 +638,7 @@ def _dec_map(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
         for _ in range(count):
             entry = p
             kend = p + 1 + sub[p]
-            key = sub[p + 1:kend].decode("utf-8")
+            key = sub[p + 1:kend].decode()
             code = sub[kend]
             p = kend + 1
             # inline the common value types; the rest go through DECODERS
@@ -646,7 +646,7 @@ def _dec_map(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
                 e = p + 2 + (sub[p] << 8 | sub[p + 1])
                 if e > end:
                     raise IndexError
-                result[key] = sub[p + 2:e].decode("utf-8")
+                result[key] = sub[p + 2:e].decode()
                 p = e
             elif code == 0x31:  # int64
                 result[key] = _I64(sub, p)[0]
