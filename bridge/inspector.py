@@ -178,9 +178,9 @@ class Inspector:
     def _assembly_record(self, direction: str, a: Assembly) -> dict[str, Any]:
         rec: dict[str, Any] = {"dir": direction, "offset": a.offset, "channel": a.channel}
         rec.update(_op_json(a.op))
-        if a.segments > 1:
+        if a.has_header:
             rec["header"] = [struct_to_json(s) for s in a.header]
-        if a.segments > 2:
+        if a.segments > 1 + a.has_header:
             rec["body_length"] = len(a.body)
             rec["body_prefix_hex"] = a.body[:BODY_PREFIX].hex()
         return rec

@@ -48,9 +48,10 @@ FIELD_TYPES: dict[str, tuple[str, str, str]] = {
     "vbin16": ("bytes", "e = pos + 2 + (buf[pos] << 8 | buf[pos + 1]); if e > end:; "
                         "> raise IndexError; V = buf[pos + 2:e]; pos = e", "T.enc_vbin16(out, V)"),
     "vbin32": ("bytes", "V, pos = T.dec_vbin32(buf, pos)", "T.enc_vbin32(out, V)"),
-    "map": ("dict[str, Any]", "V, pos = _DEC_MAP(buf, pos, depth)", "T.encode_map(out, V)"),
-    "array": ("T.Array", "V, pos = _DEC_ARRAY(buf, pos, depth)", "T.encode_array(out, V)"),
-    "struct32": ("Struct", "V, pos = _DEC_STRUCT32(buf, pos, depth)", "T.encode_struct32(out, V)"),
+    "map": ("dict[str, Any]", "V, pos = _DEC_MAP(buf, pos, depth)", "T.encode_map(out, V, depth)"),
+    "array": ("T.Array", "V, pos = _DEC_ARRAY(buf, pos, depth)", "T.encode_array(out, V, depth)"),
+    "struct32": ("Struct", "V, pos = _DEC_STRUCT32(buf, pos, depth)",
+                 "T.encode_struct32(out, V, depth)"),
     "sequence-set": ("T.SequenceSet", "V, pos = T.dec_sequence_set(buf, pos)",
                      "T.enc_sequence_set(out, V)"),
     "byte-ranges": ("T.ByteRanges", "V, pos = T.dec_byte_ranges(buf, pos)",
@@ -348,7 +349,7 @@ def emit_class(spec: Spec, s: StructDef, w: list[str]) -> None:
 
 def emit_encode(spec: Spec, s: StructDef, w: list[str]) -> None:
     p = w.append
-    p("    def encode_fields(self, out: bytearray) -> None:")
+    p("    def encode_fields(self, out: bytearray, depth: int = 0) -> None:")
     if not s.fields:
         if s.pack:
             p(f"        out += bytes({s.pack})")
@@ -372,7 +373,7 @@ def emit_encode(spec: Spec, s: StructDef, w: list[str]) -> None:
         return
     p("        try:")
     for i, f in value_fields:
-        snippet = (f"f{i}.encode_sized(out)" if f.wire in spec.structs
+        snippet = (f"f{i}.encode_sized(out, depth)" if f.wire in spec.structs
                    else FIELD_TYPES[f.wire][2].replace("V", f"f{i}"))
         if s.pack:
             p(f"            if f{i} is not None:")
@@ -410,6 +411,8 @@ def emit_decode(spec: Spec, s: StructDef, w: list[str]) -> None:
         if s.pack:
             p(f"        if pos + {s.pack} > len(buf):")
             p(f"            raise DecodeError(pos, 'truncated {s.qname} packing flags')")
+            p(f"        if any(buf[pos:pos + {s.pack}]):")
+            p(f"            raise DecodeError(pos, '{s.qname} has no fields but its packing flags are set')")
             p(f"        return cls(), pos + {s.pack}")
         else:
             p("        return cls(), pos")

@@ -42,8 +42,8 @@ class Struct:
     FIELDS: ClassVar[tuple[FieldSpec, ...]] = ()
 
     # generated per class
-    def encode_fields(self, out: bytearray) -> None:
-        """Append packing flags and present fields."""
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
+        """Append packing flags and present fields (``depth``: nesting level, bounded)."""
         raise NotImplementedError
 
     @classmethod
@@ -83,14 +83,14 @@ class Struct:
         u32_pack_into(out, 0, len(out) - 4)
         return bytes(out)
 
-    def encode_sized(self, out: bytearray) -> None:
+    def encode_sized(self, out: bytearray, depth: int = 0) -> None:
         """Append this struct as a field value: SIZE_WIDTH size prefix, code, fields."""
         width = self.SIZE_WIDTH
         start = len(out)
         out += bytes(width)
         if self.CODE is not None:
             out += u16_pack(self.CODE)
-        self.encode_fields(out)
+        self.encode_fields(out, depth + 1)
         size = len(out) - start - width
         if size >= 1 << (8 * width):
             raise EncodeError(f"{self.NAME}: {size} octets do not fit a {width}-octet size")
@@ -132,16 +132,47 @@ class Struct:
             value = getattr(self, f.attr)
             if value is None or f.type == "bit":
                 continue
-            probe = type(self)(**{f.attr: value})
             try:
-                probe.encode_fields(bytearray())
-            except EncodeError as inner:
-                if inner.args and str(inner).startswith(self.NAME):
-                    continue
-                return EncodeError(f"{self.NAME}.{f.name} ({f.type}): {inner}")
+                _encode_field(f.type, value)
             except Exception as inner:
-                return EncodeError(f"{self.NAME}.{f.name} ({f.type}) = {value!r}: {inner}")
+                shown = repr(value)
+                if len(shown) > 60:
+                    shown = shown[:57] + "..."
+                return EncodeError(f"{self.NAME}.{f.name} ({f.type}) = {shown}: {inner}")
         return EncodeError(f"{self.NAME}: {exc}")
+
+
+def _encode_field(type_name: str, value: Any) -> None:
+    """Encode one field value on its own, raising whatever its encoder raises."""
+    from . import types as T
+
+    out = bytearray()
+    simple: dict[str, Any] = {
+        "uint8": lambda v: out.append(v),
+        "uint16": lambda v: out.extend(T.u16_pack(v)),
+        "uint32": lambda v: out.extend(T.u32_pack(v)),
+        "sequence-no": lambda v: out.extend(T.u32_pack(v)),
+        "uint64": lambda v: out.extend(T.u64_pack(v)),
+        "datetime": lambda v: T.ENCODERS_BY_CODE[0x38](out, v, 0),
+        "uuid": lambda v: out.extend(v.bytes),
+        "str8": lambda v: T.enc_str8(out, v),
+        "str16": lambda v: T.enc_str16(out, v),
+        "vbin8": lambda v: T.enc_vbin8(out, v),
+        "vbin16": lambda v: T.enc_vbin16(out, v),
+        "vbin32": lambda v: T.enc_vbin32(out, v),
+        "map": lambda v: T.encode_map(out, v),
+        "array": lambda v: T.encode_array(out, v),
+        "struct32": lambda v: T.encode_struct32(out, v),
+        "sequence-set": lambda v: T.enc_sequence_set(out, v),
+        "byte-ranges": lambda v: T.enc_byte_ranges(out, v),
+    }
+    encode = simple.get(type_name)
+    if encode is not None:
+        encode(value)
+    elif type(value).__name__ != type_name:  # a struct-typed field
+        raise TypeError(f"expected a {type_name}, got {type(value).__name__}")
+    else:
+        value.encode_sized(out)
 
 
 def decode_flags(buf: bytes, pos: int, width: int) -> int:

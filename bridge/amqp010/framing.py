@@ -32,7 +32,7 @@ from .codec import (
     encode_control,
     encode_header,
 )
-from .errors import DecodeError, FramingError
+from .errors import DecodeError, EncodeError, FramingError
 
 PROTOCOL_HEADER = b"AMQP\x01\x01\x00\x0a"
 """AMQP 0-10's 8-octet protocol header: 'AMQP', class 1, instance 1, version 0-10."""
@@ -263,6 +263,8 @@ class Assembly:
     """Stream offset of the assembly's first frame."""
     segments: int = 1
     """How many segments it arrived in (1 for a bare control or command)."""
+    has_header: bool = False
+    """True if a header segment was present (possibly empty)."""
 
     @property
     def track(self) -> int:
@@ -270,9 +272,9 @@ class Assembly:
 
     def encode(self, max_frame_size: int = MAX_FRAME_SIZE) -> bytes:
         """Frames of this assembly, with as many segments as it arrived in."""
-        return encode_assembly(self.channel, self.op,
-                               self.header if self.segments > 1 else None,
-                               self.body if self.segments > 2 else None, max_frame_size)
+        has_body = self.segments > 1 + self.has_header
+        return encode_assembly(self.channel, self.op, self.header if self.has_header else None,
+                               self.body if has_body else None, max_frame_size)
 
     def header_struct(self, cls: type[Any]) -> Any:
         """The header struct of type ``cls``, or None."""
@@ -285,19 +287,22 @@ class Assembly:
 class _Partial:
     """An assembly in progress."""
 
-    __slots__ = ("segment_type", "offset", "parts", "op", "header", "body", "segments",
-                 "expect_first_frame", "size")
+    __slots__ = ("segment_type", "offset", "parts", "part_offsets", "op", "header", "body",
+                 "segments", "expect_first_frame", "size", "has_header")
 
     def __init__(self, segment_type: int, offset: int) -> None:
         self.segment_type = segment_type
         self.offset = offset
         self.parts: list[bytes] = []
+        self.part_offsets: list[int] = []
+        """Stream offset of each part's frame (to report errors at the right octet)."""
         self.op: Control | Command | None = None
         self.header: tuple[Struct, ...] = ()
         self.body: list[bytes] = []
         self.segments = 0
         self.expect_first_frame = True
         self.size = 0
+        self.has_header = False
 
 
 _CONTROL, _COMMAND, _HEADER, _BODY = 0, 1, 2, 3
@@ -355,6 +360,7 @@ class Assembler:
             p.body.append(payload)
         else:
             p.parts.append(payload)
+            p.part_offsets.append(offset)
         if not flags & LAST_FRAME:
             p.expect_first_frame = False
             return None
@@ -369,17 +375,17 @@ class Assembler:
             raise FramingError(p.offset, "assembly has no control or command")
         body = p.body
         return Assembly(channel, p.op, p.header, body[0] if len(body) == 1 else b"".join(body),
-                        p.offset, p.segments)
+                        p.offset, p.segments, p.has_header)
 
     def _end_segment(self, p: _Partial, flags: int, offset: int) -> None:
-        parts = p.parts
-        single = len(parts) == 1
-        data = parts[0] if single else b"".join(parts)
-        p.parts = []
+        parts, part_offsets = p.parts, p.part_offsets
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        p.parts, p.part_offsets = [], []
         seg = p.segment_type
         try:
             if seg == _HEADER:
                 p.header = decode_header(data)
+                p.has_header = True
             elif seg == _COMMAND:
                 p.op = decode_command(data)
                 if not flags & LAST_SEGMENT and not p.op.HAS_PAYLOAD:
@@ -391,12 +397,22 @@ class Assembler:
         except FramingError:
             raise
         except DecodeError as exc:
-            raise exc.shifted(offset + FRAME_HEADER_SIZE if single else offset) from None
+            raise exc.shifted(_stream_offset(exc.offset, parts, part_offsets) - exc.offset) from None
+
 
     @property
     def pending(self) -> int:
         """Assemblies in progress."""
         return len(self._partial)
+
+
+def _stream_offset(index: int, parts: list[bytes], frame_offsets: list[int]) -> int:
+    """Stream offset of octet ``index`` of a segment joined from ``parts``."""
+    for part, frame_offset in zip(parts, frame_offsets, strict=True):
+        if index < len(part):
+            return frame_offset + FRAME_HEADER_SIZE + index
+        index -= len(part)
+    return frame_offsets[-1] + FRAME_HEADER_SIZE + len(parts[-1]) + index
 
 
 def encode_assembly(channel: int, op: Control | Command, header: tuple[Struct, ...] | None = None,
@@ -412,8 +428,9 @@ def encode_assembly(channel: int, op: Control | Command, header: tuple[Struct, .
     segments: list[tuple[int, bytes]] = [(SegmentType.COMMAND, encode_command(op))]
     if header is not None or body is not None:
         if not op.HAS_PAYLOAD:
-            raise ValueError(f"{op.NAME} carries no header or body")
-        segments.append((SegmentType.HEADER, encode_header(header or ())))
+            raise EncodeError(f"{op.NAME} carries no header or body")
+        if header is not None:
+            segments.append((SegmentType.HEADER, encode_header(header)))
         if body is not None:
             segments.append((SegmentType.BODY, body))
     return encode_segments(channel, Track.COMMAND, segments, max_frame_size)
@@ -423,8 +440,10 @@ def encode_segments(channel: int, track: int, segments: list[tuple[int, bytes]],
                     max_frame_size: int = MAX_FRAME_SIZE) -> bytes:
     """Frame a list of ``(segment_type, payload)`` as one assembly."""
     room = max_frame_size - FRAME_HEADER_SIZE
-    if room <= 0:
-        raise ValueError(f"max_frame_size {max_frame_size} leaves no room for a payload")
+    if not FRAME_HEADER_SIZE < max_frame_size <= MAX_FRAME_SIZE:
+        raise EncodeError(f"max_frame_size {max_frame_size} is outside {FRAME_HEADER_SIZE + 1}..{MAX_FRAME_SIZE}")
+    if not 0 <= channel <= 0xFFFF:
+        raise EncodeError(f"channel {channel} is outside 0..65535")
     out: list[bytes] = []
     last_seg = len(segments) - 1
     for i, (seg, payload) in enumerate(segments):

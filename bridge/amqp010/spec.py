@@ -201,7 +201,7 @@ class SessionHeader(Struct):
     def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.sync
         flags = 0
         if f0:
@@ -250,7 +250,7 @@ class CommandFragment(Struct):
         self.command_id = command_id
         self.byte_ranges = byte_ranges
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.command_id
         f1 = self.byte_ranges
         try:
@@ -311,7 +311,7 @@ class DeliveryProperties(Struct):
         self.resume_id = resume_id
         self.resume_ttl = resume_ttl
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.discard_unroutable
         f1 = self.immediate
         f2 = self.redelivered
@@ -462,7 +462,7 @@ class FragmentProperties(Struct):
         self.last = last
         self.fragment_size = fragment_size
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.first
         f1 = self.last
         f2 = self.fragment_size
@@ -516,7 +516,7 @@ class ReplyTo(Struct):
         self.exchange = exchange
         self.routing_key = routing_key
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.exchange
         f1 = self.routing_key
         flags = 0
@@ -606,7 +606,7 @@ class MessageProperties(Struct):
         self.app_id = app_id
         self.application_headers = application_headers
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.content_length
         f1 = self.message_id
         f2 = self.correlation_id
@@ -644,7 +644,7 @@ class MessageProperties(Struct):
             if f2 is not None:
                 T.enc_vbin16(out, f2)
             if f3 is not None:
-                f3.encode_sized(out)
+                f3.encode_sized(out, depth)
             if f4 is not None:
                 T.enc_str8(out, f4)
             if f5 is not None:
@@ -654,7 +654,7 @@ class MessageProperties(Struct):
             if f7 is not None:
                 T.enc_vbin16(out, f7)
             if f8 is not None:
-                T.encode_map(out, f8)
+                T.encode_map(out, f8, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -748,7 +748,7 @@ class Acquired(Struct):
     def __init__(self, transfers: T.SequenceSet | None = None) -> None:
         self.transfers = transfers
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.transfers
         flags = 0
         if f0 is not None:
@@ -791,7 +791,7 @@ class MessageResumeResult(Struct):
     def __init__(self, offset: int | None = None) -> None:
         self.offset = offset
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.offset
         flags = 0
         if f0 is not None:
@@ -835,7 +835,7 @@ class XaResult(Struct):
     def __init__(self, status: int | None = None) -> None:
         self.status = status
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.status
         flags = 0
         if f0 is not None:
@@ -883,7 +883,7 @@ class Xid(Struct):
         self.global_id = global_id
         self.branch_id = branch_id
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.format
         f1 = self.global_id
         f2 = self.branch_id
@@ -945,7 +945,7 @@ class GetTimeoutResult(Struct):
     def __init__(self, timeout: int | None = None) -> None:
         self.timeout = timeout
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.timeout
         flags = 0
         if f0 is not None:
@@ -989,7 +989,7 @@ class RecoverResult(Struct):
     def __init__(self, in_doubt: T.Array | None = None) -> None:
         self.in_doubt = in_doubt
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.in_doubt
         flags = 0
         if f0 is not None:
@@ -997,7 +997,7 @@ class RecoverResult(Struct):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                T.encode_array(out, f0)
+                T.encode_array(out, f0, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -1038,7 +1038,7 @@ class ExchangeQueryResult(Struct):
         self.not_found = not_found
         self.arguments = arguments
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.type
         f1 = self.durable
         f2 = self.not_found
@@ -1057,7 +1057,7 @@ class ExchangeQueryResult(Struct):
             if f0 is not None:
                 T.enc_str8(out, f0)
             if f3 is not None:
-                T.encode_map(out, f3)
+                T.encode_map(out, f3, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -1112,7 +1112,7 @@ class ExchangeBoundResult(Struct):
         self.key_not_matched = key_not_matched
         self.args_not_matched = args_not_matched
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.exchange_not_found
         f1 = self.queue_not_found
         f2 = self.queue_not_matched
@@ -1177,7 +1177,7 @@ class QueueQueryResult(Struct):
         self.message_count = message_count
         self.subscriber_count = subscriber_count
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.queue
         f1 = self.alternate_exchange
         f2 = self.durable
@@ -1210,7 +1210,7 @@ class QueueQueryResult(Struct):
             if f1 is not None:
                 T.enc_str8(out, f1)
             if f5 is not None:
-                T.encode_map(out, f5)
+                T.encode_map(out, f5, depth)
             if f6 is not None:
                 out += _p32(f6)
             if f7 is not None:
@@ -1296,7 +1296,7 @@ class FileProperties(Struct):
         self.timestamp = timestamp
         self.cluster_id = cluster_id
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.content_type
         f1 = self.content_encoding
         f2 = self.headers
@@ -1332,7 +1332,7 @@ class FileProperties(Struct):
             if f1 is not None:
                 T.enc_str8(out, f1)
             if f2 is not None:
-                T.encode_map(out, f2)
+                T.encode_map(out, f2, depth)
             if f3 is not None:
                 out.append(f3)
             if f4 is not None:
@@ -1447,7 +1447,7 @@ class StreamProperties(Struct):
         self.priority = priority
         self.timestamp = timestamp
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.content_type
         f1 = self.content_encoding
         f2 = self.headers
@@ -1471,7 +1471,7 @@ class StreamProperties(Struct):
             if f1 is not None:
                 T.enc_str8(out, f1)
             if f2 is not None:
-                T.encode_map(out, f2)
+                T.encode_map(out, f2, depth)
             if f3 is not None:
                 out.append(f3)
             if f4 is not None:
@@ -1542,7 +1542,7 @@ class ConnectionStart(Control):
         self.mechanisms = mechanisms
         self.locales = locales
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.server_properties
         f1 = self.mechanisms
         f2 = self.locales
@@ -1556,11 +1556,11 @@ class ConnectionStart(Control):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                T.encode_map(out, f0)
+                T.encode_map(out, f0, depth)
             if f1 is not None:
-                T.encode_array(out, f1)
+                T.encode_array(out, f1, depth)
             if f2 is not None:
-                T.encode_array(out, f2)
+                T.encode_array(out, f2, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -1609,7 +1609,7 @@ class ConnectionStartOk(Control):
         self.response = response
         self.locale = locale
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.client_properties
         f1 = self.mechanism
         f2 = self.response
@@ -1626,7 +1626,7 @@ class ConnectionStartOk(Control):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                T.encode_map(out, f0)
+                T.encode_map(out, f0, depth)
             if f1 is not None:
                 T.enc_str8(out, f1)
             if f2 is not None:
@@ -1689,7 +1689,7 @@ class ConnectionSecure(Control):
     def __init__(self, challenge: bytes | None = None) -> None:
         self.challenge = challenge
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.challenge
         flags = 0
         if f0 is not None:
@@ -1732,7 +1732,7 @@ class ConnectionSecureOk(Control):
     def __init__(self, response: bytes | None = None) -> None:
         self.response = response
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.response
         flags = 0
         if f0 is not None:
@@ -1781,7 +1781,7 @@ class ConnectionTune(Control):
         self.heartbeat_min = heartbeat_min
         self.heartbeat_max = heartbeat_max
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.channel_max
         f1 = self.max_frame_size
         f2 = self.heartbeat_min
@@ -1859,7 +1859,7 @@ class ConnectionTuneOk(Control):
         self.max_frame_size = max_frame_size
         self.heartbeat = heartbeat
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.channel_max
         f1 = self.max_frame_size
         f2 = self.heartbeat
@@ -1927,7 +1927,7 @@ class ConnectionOpen(Control):
         self.capabilities = capabilities
         self.insist = insist
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.virtual_host
         f1 = self.capabilities
         f2 = self.insist
@@ -1943,7 +1943,7 @@ class ConnectionOpen(Control):
             if f0 is not None:
                 T.enc_str8(out, f0)
             if f1 is not None:
-                T.encode_array(out, f1)
+                T.encode_array(out, f1, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -1989,7 +1989,7 @@ class ConnectionOpenOk(Control):
     def __init__(self, known_hosts: T.Array | None = None) -> None:
         self.known_hosts = known_hosts
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.known_hosts
         flags = 0
         if f0 is not None:
@@ -1997,7 +1997,7 @@ class ConnectionOpenOk(Control):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                T.encode_array(out, f0)
+                T.encode_array(out, f0, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -2034,7 +2034,7 @@ class ConnectionRedirect(Control):
         self.host = host
         self.known_hosts = known_hosts
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.host
         f1 = self.known_hosts
         flags = 0
@@ -2047,7 +2047,7 @@ class ConnectionRedirect(Control):
             if f0 is not None:
                 T.enc_str16(out, f0)
             if f1 is not None:
-                T.encode_array(out, f1)
+                T.encode_array(out, f1, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -2091,13 +2091,15 @@ class ConnectionHeartbeat(Control):
     def __init__(self) -> None:
         pass
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionHeartbeat, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated connection.heartbeat packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'connection.heartbeat has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class ConnectionClose(Control):
@@ -2117,7 +2119,7 @@ class ConnectionClose(Control):
         self.reply_code = reply_code
         self.reply_text = reply_text
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.reply_code
         f1 = self.reply_text
         flags = 0
@@ -2175,13 +2177,15 @@ class ConnectionCloseOk(Control):
     def __init__(self) -> None:
         pass
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionCloseOk, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated connection.close-ok packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'connection.close-ok has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class SessionAttach(Control):
@@ -2201,7 +2205,7 @@ class SessionAttach(Control):
         self.name = name
         self.force = force
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.name
         f1 = self.force
         flags = 0
@@ -2252,7 +2256,7 @@ class SessionAttached(Control):
     def __init__(self, name: bytes | None = None) -> None:
         self.name = name
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.name
         flags = 0
         if f0 is not None:
@@ -2299,7 +2303,7 @@ class SessionDetach(Control):
     def __init__(self, name: bytes | None = None) -> None:
         self.name = name
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.name
         flags = 0
         if f0 is not None:
@@ -2348,7 +2352,7 @@ class SessionDetached(Control):
         self.name = name
         self.code = code
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.name
         f1 = self.code
         flags = 0
@@ -2405,7 +2409,7 @@ class SessionRequestTimeout(Control):
     def __init__(self, timeout: int | None = None) -> None:
         self.timeout = timeout
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.timeout
         flags = 0
         if f0 is not None:
@@ -2449,7 +2453,7 @@ class SessionTimeout(Control):
     def __init__(self, timeout: int | None = None) -> None:
         self.timeout = timeout
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.timeout
         flags = 0
         if f0 is not None:
@@ -2495,7 +2499,7 @@ class SessionCommandPoint(Control):
         self.command_id = command_id
         self.command_offset = command_offset
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.command_id
         f1 = self.command_offset
         flags = 0
@@ -2551,7 +2555,7 @@ class SessionExpected(Control):
         self.commands = commands
         self.fragments = fragments
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.commands
         f1 = self.fragments
         flags = 0
@@ -2564,7 +2568,7 @@ class SessionExpected(Control):
             if f0 is not None:
                 T.enc_sequence_set(out, f0)
             if f1 is not None:
-                T.encode_array(out, f1)
+                T.encode_array(out, f1, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -2605,7 +2609,7 @@ class SessionConfirmed(Control):
         self.commands = commands
         self.fragments = fragments
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.commands
         f1 = self.fragments
         flags = 0
@@ -2618,7 +2622,7 @@ class SessionConfirmed(Control):
             if f0 is not None:
                 T.enc_sequence_set(out, f0)
             if f1 is not None:
-                T.encode_array(out, f1)
+                T.encode_array(out, f1, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -2659,7 +2663,7 @@ class SessionCompleted(Control):
         self.commands = commands
         self.timely_reply = timely_reply
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.commands
         f1 = self.timely_reply
         flags = 0
@@ -2706,7 +2710,7 @@ class SessionKnownCompleted(Control):
     def __init__(self, commands: T.SequenceSet | None = None) -> None:
         self.commands = commands
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.commands
         flags = 0
         if f0 is not None:
@@ -2753,7 +2757,7 @@ class SessionFlush(Control):
         self.confirmed = confirmed
         self.completed = completed
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.expected
         f1 = self.confirmed
         f2 = self.completed
@@ -2796,7 +2800,7 @@ class SessionGap(Control):
     def __init__(self, commands: T.SequenceSet | None = None) -> None:
         self.commands = commands
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.commands
         flags = 0
         if f0 is not None:
@@ -2838,13 +2842,15 @@ class ExecutionSync(Command):
     def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExecutionSync, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated execution.sync packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'execution.sync has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class ExecutionResult(Command):
@@ -2865,7 +2871,7 @@ class ExecutionResult(Command):
         self.value = value
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.command_id
         f1 = self.value
         flags = 0
@@ -2878,7 +2884,7 @@ class ExecutionResult(Command):
             if f0 is not None:
                 out += _p32(f0)
             if f1 is not None:
-                T.encode_struct32(out, f1)
+                T.encode_struct32(out, f1, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -2931,7 +2937,7 @@ class ExecutionException(Command):
         self.error_info = error_info
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.error_code
         f1 = self.command_id
         f2 = self.class_code
@@ -2969,7 +2975,7 @@ class ExecutionException(Command):
             if f5 is not None:
                 T.enc_str16(out, f5)
             if f6 is not None:
-                T.encode_map(out, f6)
+                T.encode_map(out, f6, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -3045,7 +3051,7 @@ class MessageTransfer(Command):
         self.acquire_mode = acquire_mode
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.destination
         f1 = self.accept_mode
         f2 = self.acquire_mode
@@ -3115,7 +3121,7 @@ class MessageAccept(Command):
         self.transfers = transfers
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.transfers
         flags = 0
         if f0 is not None:
@@ -3163,7 +3169,7 @@ class MessageReject(Command):
         self.text = text
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.transfers
         f1 = self.code
         f2 = self.text
@@ -3234,7 +3240,7 @@ class MessageRelease(Command):
         self.set_redelivered = set_redelivered
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.transfers
         f1 = self.set_redelivered
         flags = 0
@@ -3282,7 +3288,7 @@ class MessageAcquire(Command):
         self.transfers = transfers
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.transfers
         flags = 0
         if f0 is not None:
@@ -3328,7 +3334,7 @@ class MessageResume(Command):
         self.resume_id = resume_id
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.destination
         f1 = self.resume_id
         flags = 0
@@ -3405,7 +3411,7 @@ class MessageSubscribe(Command):
         self.arguments = arguments
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.queue
         f1 = self.destination
         f2 = self.accept_mode
@@ -3446,7 +3452,7 @@ class MessageSubscribe(Command):
             if f6 is not None:
                 out += _p64(f6)
             if f7 is not None:
-                T.encode_map(out, f7)
+                T.encode_map(out, f7, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -3524,7 +3530,7 @@ class MessageCancel(Command):
         self.destination = destination
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.destination
         flags = 0
         if f0 is not None:
@@ -3576,7 +3582,7 @@ class MessageSetFlowMode(Command):
         self.flow_mode = flow_mode
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.destination
         f1 = self.flow_mode
         flags = 0
@@ -3640,7 +3646,7 @@ class MessageFlow(Command):
         self.value = value
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.destination
         f1 = self.unit
         f2 = self.value
@@ -3710,7 +3716,7 @@ class MessageFlush(Command):
         self.destination = destination
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.destination
         flags = 0
         if f0 is not None:
@@ -3760,7 +3766,7 @@ class MessageStop(Command):
         self.destination = destination
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.destination
         flags = 0
         if f0 is not None:
@@ -3808,13 +3814,15 @@ class TxSelect(Command):
     def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[TxSelect, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated tx.select packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'tx.select has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class TxCommit(Command):
@@ -3831,13 +3839,15 @@ class TxCommit(Command):
     def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[TxCommit, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated tx.commit packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'tx.commit has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class TxRollback(Command):
@@ -3854,13 +3864,15 @@ class TxRollback(Command):
     def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[TxRollback, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated tx.rollback packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'tx.rollback has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class DtxSelect(Command):
@@ -3877,13 +3889,15 @@ class DtxSelect(Command):
     def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxSelect, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated dtx.select packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'dtx.select has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class DtxStart(Command):
@@ -3906,7 +3920,7 @@ class DtxStart(Command):
         self.resume = resume
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.xid
         f1 = self.join
         f2 = self.resume
@@ -3920,7 +3934,7 @@ class DtxStart(Command):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                f0.encode_sized(out)
+                f0.encode_sized(out, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -3962,7 +3976,7 @@ class DtxEnd(Command):
         self.suspend = suspend
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.xid
         f1 = self.fail
         f2 = self.suspend
@@ -3976,7 +3990,7 @@ class DtxEnd(Command):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                f0.encode_sized(out)
+                f0.encode_sized(out, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -4016,7 +4030,7 @@ class DtxCommit(Command):
         self.one_phase = one_phase
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.xid
         f1 = self.one_phase
         flags = 0
@@ -4027,7 +4041,7 @@ class DtxCommit(Command):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                f0.encode_sized(out)
+                f0.encode_sized(out, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -4064,7 +4078,7 @@ class DtxForget(Command):
         self.xid = xid
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.xid
         flags = 0
         if f0 is not None:
@@ -4072,7 +4086,7 @@ class DtxForget(Command):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                f0.encode_sized(out)
+                f0.encode_sized(out, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -4108,7 +4122,7 @@ class DtxGetTimeout(Command):
         self.xid = xid
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.xid
         flags = 0
         if f0 is not None:
@@ -4116,7 +4130,7 @@ class DtxGetTimeout(Command):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                f0.encode_sized(out)
+                f0.encode_sized(out, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -4152,7 +4166,7 @@ class DtxPrepare(Command):
         self.xid = xid
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.xid
         flags = 0
         if f0 is not None:
@@ -4160,7 +4174,7 @@ class DtxPrepare(Command):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                f0.encode_sized(out)
+                f0.encode_sized(out, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -4194,13 +4208,15 @@ class DtxRecover(Command):
     def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxRecover, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated dtx.recover packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'dtx.recover has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class DtxRollback(Command):
@@ -4219,7 +4235,7 @@ class DtxRollback(Command):
         self.xid = xid
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.xid
         flags = 0
         if f0 is not None:
@@ -4227,7 +4243,7 @@ class DtxRollback(Command):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                f0.encode_sized(out)
+                f0.encode_sized(out, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -4265,7 +4281,7 @@ class DtxSetTimeout(Command):
         self.timeout = timeout
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.xid
         f1 = self.timeout
         flags = 0
@@ -4276,7 +4292,7 @@ class DtxSetTimeout(Command):
         out += flags.to_bytes(2, 'little')
         try:
             if f0 is not None:
-                f0.encode_sized(out)
+                f0.encode_sized(out, depth)
             if f1 is not None:
                 out += _p32(f1)
         except Exception as exc:
@@ -4331,7 +4347,7 @@ class ExchangeDeclare(Command):
         self.arguments = arguments
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.exchange
         f1 = self.type
         f2 = self.alternate_exchange
@@ -4363,7 +4379,7 @@ class ExchangeDeclare(Command):
             if f2 is not None:
                 T.enc_str8(out, f2)
             if f6 is not None:
-                T.encode_map(out, f6)
+                T.encode_map(out, f6, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -4430,7 +4446,7 @@ class ExchangeDelete(Command):
         self.if_unused = if_unused
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.exchange
         f1 = self.if_unused
         flags = 0
@@ -4484,7 +4500,7 @@ class ExchangeQuery(Command):
         self.name = name
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.name
         flags = 0
         if f0 is not None:
@@ -4540,7 +4556,7 @@ class ExchangeBind(Command):
         self.arguments = arguments
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.queue
         f1 = self.exchange
         f2 = self.binding_key
@@ -4563,7 +4579,7 @@ class ExchangeBind(Command):
             if f2 is not None:
                 T.enc_str8(out, f2)
             if f3 is not None:
-                T.encode_map(out, f3)
+                T.encode_map(out, f3, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -4629,7 +4645,7 @@ class ExchangeUnbind(Command):
         self.binding_key = binding_key
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.queue
         f1 = self.exchange
         f2 = self.binding_key
@@ -4711,7 +4727,7 @@ class ExchangeBound(Command):
         self.arguments = arguments
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.exchange
         f1 = self.queue
         f2 = self.binding_key
@@ -4734,7 +4750,7 @@ class ExchangeBound(Command):
             if f2 is not None:
                 T.enc_str8(out, f2)
             if f3 is not None:
-                T.encode_map(out, f3)
+                T.encode_map(out, f3, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -4808,7 +4824,7 @@ class QueueDeclare(Command):
         self.arguments = arguments
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.queue
         f1 = self.alternate_exchange
         f2 = self.passive
@@ -4838,7 +4854,7 @@ class QueueDeclare(Command):
             if f1 is not None:
                 T.enc_str8(out, f1)
             if f6 is not None:
-                T.encode_map(out, f6)
+                T.encode_map(out, f6, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -4900,7 +4916,7 @@ class QueueDelete(Command):
         self.if_empty = if_empty
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.queue
         f1 = self.if_unused
         f2 = self.if_empty
@@ -4958,7 +4974,7 @@ class QueuePurge(Command):
         self.queue = queue
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.queue
         flags = 0
         if f0 is not None:
@@ -5008,7 +5024,7 @@ class QueueQuery(Command):
         self.queue = queue
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.queue
         flags = 0
         if f0 is not None:
@@ -5062,7 +5078,7 @@ class FileQos(Command):
         self.global_ = global_
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.prefetch_size
         f1 = self.prefetch_count
         f2 = self.global_
@@ -5119,13 +5135,15 @@ class FileQosOk(Command):
     def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileQosOk, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated file.qos-ok packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'file.qos-ok has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class FileConsume(Command):
@@ -5156,7 +5174,7 @@ class FileConsume(Command):
         self.arguments = arguments
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.queue
         f1 = self.consumer_tag
         f2 = self.no_local
@@ -5186,7 +5204,7 @@ class FileConsume(Command):
             if f1 is not None:
                 T.enc_str8(out, f1)
             if f6 is not None:
-                T.encode_map(out, f6)
+                T.encode_map(out, f6, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -5244,7 +5262,7 @@ class FileConsumeOk(Command):
         self.consumer_tag = consumer_tag
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.consumer_tag
         flags = 0
         if f0 is not None:
@@ -5294,7 +5312,7 @@ class FileCancel(Command):
         self.consumer_tag = consumer_tag
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.consumer_tag
         flags = 0
         if f0 is not None:
@@ -5346,7 +5364,7 @@ class FileOpen(Command):
         self.content_size = content_size
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.identifier
         f1 = self.content_size
         flags = 0
@@ -5406,7 +5424,7 @@ class FileOpenOk(Command):
         self.staged_size = staged_size
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.staged_size
         flags = 0
         if f0 is not None:
@@ -5450,13 +5468,15 @@ class FileStage(Command):
     def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileStage, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated file.stage packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'file.stage has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class FilePublish(Command):
@@ -5483,7 +5503,7 @@ class FilePublish(Command):
         self.identifier = identifier
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.exchange
         f1 = self.routing_key
         f2 = self.mandatory
@@ -5574,7 +5594,7 @@ class FileReturn(Command):
         self.routing_key = routing_key
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.reply_code
         f1 = self.reply_text
         f2 = self.exchange
@@ -5670,7 +5690,7 @@ class FileDeliver(Command):
         self.identifier = identifier
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.consumer_tag
         f1 = self.delivery_tag
         f2 = self.redelivered
@@ -5775,7 +5795,7 @@ class FileAck(Command):
         self.multiple = multiple
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.delivery_tag
         f1 = self.multiple
         flags = 0
@@ -5826,7 +5846,7 @@ class FileReject(Command):
         self.requeue = requeue
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.delivery_tag
         f1 = self.requeue
         flags = 0
@@ -5881,7 +5901,7 @@ class StreamQos(Command):
         self.global_ = global_
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.prefetch_size
         f1 = self.prefetch_count
         f2 = self.consume_rate
@@ -5948,13 +5968,15 @@ class StreamQosOk(Command):
     def __init__(self, sync: bool = False) -> None:
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         out += bytes(2)
 
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamQosOk, int]:
         if pos + 2 > len(buf):
             raise DecodeError(pos, 'truncated stream.qos-ok packing flags')
+        if any(buf[pos:pos + 2]):
+            raise DecodeError(pos, 'stream.qos-ok has no fields but its packing flags are set')
         return cls(), pos + 2
 
 class StreamConsume(Command):
@@ -5983,7 +6005,7 @@ class StreamConsume(Command):
         self.arguments = arguments
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.queue
         f1 = self.consumer_tag
         f2 = self.no_local
@@ -6010,7 +6032,7 @@ class StreamConsume(Command):
             if f1 is not None:
                 T.enc_str8(out, f1)
             if f5 is not None:
-                T.encode_map(out, f5)
+                T.encode_map(out, f5, depth)
         except Exception as exc:
             raise self._bad_field(exc) from None
 
@@ -6067,7 +6089,7 @@ class StreamConsumeOk(Command):
         self.consumer_tag = consumer_tag
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.consumer_tag
         flags = 0
         if f0 is not None:
@@ -6117,7 +6139,7 @@ class StreamCancel(Command):
         self.consumer_tag = consumer_tag
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.consumer_tag
         flags = 0
         if f0 is not None:
@@ -6174,7 +6196,7 @@ class StreamPublish(Command):
         self.immediate = immediate
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.exchange
         f1 = self.routing_key
         f2 = self.mandatory
@@ -6252,7 +6274,7 @@ class StreamReturn(Command):
         self.routing_key = routing_key
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.reply_code
         f1 = self.reply_text
         f2 = self.exchange
@@ -6345,7 +6367,7 @@ class StreamDeliver(Command):
         self.queue = queue
         self.sync = sync
 
-    def encode_fields(self, out: bytearray) -> None:
+    def encode_fields(self, out: bytearray, depth: int = 0) -> None:
         f0 = self.consumer_tag
         f1 = self.delivery_tag
         f2 = self.exchange

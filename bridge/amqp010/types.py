@@ -41,6 +41,10 @@ from .errors import DecodeError, EncodeError
 
 MAX_NESTING = 32
 """Deepest map/list/array/struct nesting accepted when decoding."""
+MAX_EMPTY_ARRAY = 64
+"""Most elements an array of void or bit (zero-octet elements) may declare: such
+elements cost no input, so an unbounded count would let a few octets expand into
+millions of objects."""
 
 # --- struct helpers ---------------------------------------------------------
 
@@ -248,6 +252,24 @@ class Dec64(Decimal):
     """A decimal sent as dec64 (0xd8): uint8 exponent, int64 mantissa."""
 
     __slots__ = ()
+
+
+class Bit:
+    """A bit (0xf1) entry of a map or list: a present flag that carries no octets."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Bit) or other is True
+
+    def __hash__(self) -> int:
+        return hash(True)
+
+    def __repr__(self) -> str:
+        return "Bit()"
 
 
 class Array(list[Any]):
@@ -605,7 +627,7 @@ def _dec_decimal(cls: type[Decimal], s: struct.Struct, what: str) -> Decoder:
         end = _need(buf, pos, size, what)
         exponent = buf[pos]
         mantissa = s.unpack_from(buf, pos + 1)[0]
-        return cls(mantissa).scaleb(-exponent), end
+        return cls(Decimal(mantissa).scaleb(-exponent)), end
 
     return dec
 
@@ -614,8 +636,11 @@ def _dec_void(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
     return None, pos
 
 
+_BIT = Bit()
+
+
 def _dec_bit(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
-    return True, pos
+    return _BIT, pos
 
 
 def _dec_map(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
@@ -711,8 +736,8 @@ def _dec_array(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
     width = FIXED_WIDTHS.get(code)
     if width is not None and width * count != size - 5:
         raise DecodeError(pos, f"array of {count} x {width}-octet elements in {size - 5} octets")
-    if width == 0 and count > 0xFFFF:  # void/bit elements carry no bytes: cap the count
-        raise DecodeError(pos, f"array of {count} empty elements is not accepted")
+    if width == 0 and count > MAX_EMPTY_ARRAY:  # void/bit elements carry no octets
+        raise DecodeError(pos, f"array of {count} void/bit elements exceeds {MAX_EMPTY_ARRAY}")
     if width is None and count > size:
         raise DecodeError(pos, f"array claims {count} elements in {size} octets")
     sub = buf[:end] if end < len(buf) else buf
@@ -859,7 +884,7 @@ def _range_checked(s: struct.Struct, what: str) -> Encoder:
     def enc(out: bytearray, value: Any, depth: int) -> None:
         try:
             out += pack(value)
-        except struct.error:
+        except (struct.error, OverflowError, TypeError):
             raise EncodeError(f"{value!r} does not fit {what}") from None
 
     return enc
@@ -1040,19 +1065,27 @@ def _enc_array(out: bytearray, value: Array, depth: int) -> None:
     out.append(code)
     out += u32_pack(len(value))
     depth += 1
-    for item in value:
-        enc(out, item, depth)
+    for i, item in enumerate(value):
+        try:
+            enc(out, item, depth)
+        except EncodeError:
+            raise
+        except Exception as exc:
+            name = TYPE_NAMES.get(code, hex(code))
+            raise EncodeError(f"array element {i} ({item!r}) is not a valid {name}: {exc}") from None
     u32_pack_into(out, start, len(out) - start - 4)
 
 
 def _enc_struct32(out: bytearray, value: Any, depth: int) -> None:
+    if depth >= MAX_NESTING:
+        raise EncodeError(f"struct32 nested deeper than {MAX_NESTING} levels")
     code = getattr(value, "CODE", None)
     if code is None:
         raise EncodeError(f"{type(value).__name__} has no struct code and cannot be a struct32")
     start = len(out)
     out += b"\x00\x00\x00\x00"
     out += u16_pack(code)
-    value.encode_fields(out)
+    value.encode_fields(out, depth + 1)
     u32_pack_into(out, start, len(out) - start - 4)
 
 
@@ -1103,7 +1136,7 @@ _CODE_OF_TYPE: dict[type, int] = {
     Int64: 0x31, UInt64: 0x32, Datetime: 0x38, Float32: 0x23, Double: 0x33,
     Char: 0x04, CharUTF32: 0x27, Str8: 0x85, Str8Latin: 0x84, Str8UTF16: 0x86,
     Str16: 0x95, Str16Latin: 0x94, Str16UTF16: 0x96, VBin8: 0x80, VBin16: 0x90,
-    VBin32: 0xA0, Dec32: 0xC8, Dec64: 0xD8, SequenceNo: 0x22,
+    VBin32: 0xA0, Dec32: 0xC8, Dec64: 0xD8, SequenceNo: 0x22, Bit: 0xF1,
     Bin8: 0x00, Bin16: 0x10, Bin32: 0x20, Bin64: 0x30, Bin128: 0x40, Bin256: 0x50,
     Bin512: 0x60, Bin1024: 0x70, Bin40: 0xC0, Bin72: 0xD0,
 }  # fmt: skip
@@ -1113,8 +1146,13 @@ _PLAIN_ENCODERS: dict[int, Encoder] = {0x31: _enc_int, 0x90: _enc_bytes}
 
 def type_code_of(value: Any) -> int:
     """The wire type code ``value`` encodes as inside a map, list or array."""
-    code = _CODE_OF_TYPE.get(type(value))
+    t = type(value)
+    code = _CODE_OF_TYPE.get(t)
     if code is not None:
+        if t is int and value > 0x7FFFFFFFFFFFFFFF:
+            return 0x32
+        if (t is bytes or t is bytearray) and len(value) > 0xFFFF:
+            return 0xA0
         return code
     if getattr(value, "CODE", None) is not None and hasattr(value, "encode_fields"):
         return 0xAB
@@ -1139,27 +1177,29 @@ def encode_typed(out: bytearray, value: Any, depth: int = 0) -> None:
         ENCODERS_BY_CODE[code](out, value, depth)
 
 
-def encode_map(out: bytearray, value: dict[str, Any]) -> None:
+def encode_map(out: bytearray, value: dict[str, Any], depth: int = 0) -> None:
     """Append ``value`` as a map (size, count, typed entries)."""
-    _enc_map(out, value, 0)
+    _enc_map(out, value, depth)
 
 
-def encode_array(out: bytearray, value: Array | list[Any]) -> None:
+def encode_array(out: bytearray, value: Array | list[Any], depth: int = 0) -> None:
     """Append an array; a plain list must be empty or hold values of one default type."""
     if not isinstance(value, Array):
+        if not isinstance(value, list):
+            raise EncodeError(f"an array must be a list or Array, got {type(value).__name__}")
         code = type_code_of(value[0]) if value else 0xF0
         value = Array(code, value)
-    _enc_array(out, value, 0)
+    _enc_array(out, value, depth)
 
 
-def encode_list(out: bytearray, value: list[Any]) -> None:
+def encode_list(out: bytearray, value: list[Any], depth: int = 0) -> None:
     """Append a list (size, count, typed entries)."""
-    _enc_list(out, value, 0)
+    _enc_list(out, value, depth)
 
 
-def encode_struct32(out: bytearray, value: Any) -> None:
+def encode_struct32(out: bytearray, value: Any, depth: int = 0) -> None:
     """Append a struct32 (size, struct code, packed fields)."""
-    _enc_struct32(out, value, 0)
+    _enc_struct32(out, value, depth)
 
 
 def dec_map_field(buf: bytes, pos: int) -> tuple[dict[str, Any], int]:
