@@ -1,0 +1,654 @@
+"""The sans-IO AMQP 0-10 connection: bytes in → events out; method calls → bytes out.
+
+>>> conn = Connection(Role.CLIENT, ConnectionConfig(username="guest", password="guest"))
+>>> sock.sendall(conn.data_to_send())          # protocol header
+>>> conn.receive_data(sock.recv(65536))         # b"" when the transport closed
+>>> for event in conn.events(): ...
+>>> conn.tick(time.monotonic())                 # heartbeats and dead-peer detection
+
+The connection runs the handshake (protocol header, SASL start/secure, tune,
+open/redirect), close in both directions, heartbeats, and routes session
+controls and commands to :class:`~bridge.amqp010.session.Session` objects by
+channel.  It holds no socket, thread or clock: time comes in through
+:meth:`Connection.tick`.  See ``docs/amqp010-engine.md`` for the state machine.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .base import Control
+from .errors import DecodeError, FramingError
+from .events import (
+    ConnectionClosed,
+    ConnectionOpened,
+    ConnectionRedirected,
+    Event,
+    HeartbeatTimeout,
+    SessionDetached,
+)
+from .framing import (
+    MAX_FRAME_SIZE,
+    MIN_MAX_FRAME_SIZE,
+    PROTOCOL_HEADER,
+    Assembler,
+    Assembly,
+    FrameDecoder,
+    ProtocolHeader,
+    encode_assembly,
+)
+from .sasl import (
+    AuthenticationError,
+    Authenticator,
+    ClientCredentials,
+    ServerMechanism,
+    SimpleAuthenticator,
+    Step,
+)
+from .session import Session, SessionRegistry, SessionState
+from .spec import (
+    CloseCode,
+    ConnectionClose,
+    ConnectionCloseOk,
+    ConnectionHeartbeat,
+    ConnectionOpen,
+    ConnectionOpenOk,
+    ConnectionRedirect,
+    ConnectionSecure,
+    ConnectionSecureOk,
+    ConnectionStart,
+    ConnectionStartOk,
+    ConnectionTune,
+    ConnectionTuneOk,
+    DetachCode,
+    SessionAttach,
+    SessionDetach,
+)
+from .spec import (
+    SessionAttached as SessionAttachedCtl,
+)
+from .spec import (
+    SessionDetached as SessionDetachedCtl,
+)
+from .types import Array
+
+STR16 = 0x95
+
+
+class Role(Enum):
+    CLIENT = "client"
+    SERVER = "server"
+
+
+class ConnectionState(Enum):
+    """Handshake and life of a connection (see docs/amqp010-engine.md)."""
+
+    AWAIT_HEADER = "await-header"
+    AWAIT_START = "await-start"
+    AWAIT_START_OK = "await-start-ok"
+    AWAIT_SECURE_OK = "await-secure-ok"
+    AWAIT_TUNE = "await-tune"
+    """Client: start-ok sent; secure challenges or tune come next."""
+    AWAIT_TUNE_OK = "await-tune-ok"
+    AWAIT_OPEN = "await-open"
+    AWAIT_OPEN_OK = "await-open-ok"
+    OPEN = "open"
+    CLOSING = "closing"
+    """We sent connection.close and wait for close-ok."""
+    CLOSED = "closed"
+
+
+class ProtocolError(Exception):
+    """An API call that the connection's state does not allow."""
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    """Server role: answer connection.open with connection.redirect."""
+
+    host: str
+    known_hosts: list[str] = field(default_factory=list)
+
+
+OpenHandler = Callable[[str, "Connection"], "Redirect | str | None"]
+"""Server role: decides on connection.open(virtual_host): None accepts, a
+:class:`Redirect` redirects, a string refuses with close(invalid-path, string)."""
+
+
+@dataclass(slots=True)
+class ConnectionConfig:
+    """Settings of one connection; most apply to one role only (marked)."""
+
+    # both roles
+    properties: dict[str, Any] = field(default_factory=lambda: {"product": "amqp-bridge"})
+    """client-properties / server-properties."""
+    channel_max: int = 256
+    max_frame_size: int = MAX_FRAME_SIZE
+    max_message_size: int = 256 << 20
+    """Largest assembly (header + body octets) accepted; bounds receive memory."""
+    # client role
+    virtual_host: str = ""
+    credentials: ClientCredentials = field(default_factory=ClientCredentials)
+    locale: str = "en_US"
+    heartbeat: int | None = None
+    """Client: the heartbeat (seconds) to ask for; clamped to the server's range."""
+    # server role
+    authenticator: Authenticator = field(default_factory=SimpleAuthenticator)
+    external_identity: str | None = None
+    """Server: the TLS client certificate's identity (offers EXTERNAL)."""
+    locales: list[str] = field(default_factory=lambda: ["en_US"])
+    heartbeat_min: int | None = 0
+    heartbeat_max: int | None = 120
+    open_handler: OpenHandler | None = None
+    known_hosts: list[str] = field(default_factory=list)
+    max_session_timeout: int = 3600
+    """Server (and client): the longest session timeout granted to a request-timeout."""
+
+
+class Connection:
+    """One AMQP 0-10 connection in the client or server role (sans-IO)."""
+
+    def __init__(self, role: Role, config: ConnectionConfig | None = None, *,
+                 registry: SessionRegistry | None = None) -> None:
+        self.role = role
+        self.config = config or ConnectionConfig()
+        self.registry = registry if registry is not None else SessionRegistry()
+        self.state = ConnectionState.AWAIT_HEADER
+        self.max_frame_size = MIN_MAX_FRAME_SIZE
+        """Largest frame we send: MIN-MAX-FRAME-SIZE until tune, then the negotiated size."""
+        self.channel_max = self.config.channel_max
+        self.heartbeat: int | None = None
+        self.peer_properties: dict[str, Any] = {}
+        self.user: str | None = None
+        self.virtual_host = self.config.virtual_host
+        self.known_hosts: list[str] = []
+        self.close_code: int | None = None
+        self.close_text = ""
+        self.sessions: dict[int, Session] = {}
+        """Attached (or attaching/detaching) sessions by channel."""
+        self._out: list[bytes] = []
+        self._events: deque[Event] = deque()
+        self._decoder = FrameDecoder(self.config.max_frame_size)
+        self._assembler = Assembler(self.config.max_message_size)
+        self._mechanism: ServerMechanism | None = None
+        self._client_mech = ""
+        self._now: float | None = None
+        self._last_recv: float | None = None
+        self._last_send: float | None = None
+        self._recv_flag = False
+        self._send_flag = False
+        if role is Role.CLIENT:
+            self._write(PROTOCOL_HEADER)
+
+    # ------------------------------------------------------------ properties
+
+    @property
+    def is_server(self) -> bool:
+        return self.role is Role.SERVER
+
+    @property
+    def closed(self) -> bool:
+        """True once nothing more will be exchanged (close the transport after
+        sending what :meth:`data_to_send` still returns)."""
+        return self.state is ConnectionState.CLOSED
+
+    @property
+    def is_open(self) -> bool:
+        return self.state is ConnectionState.OPEN
+
+    @property
+    def incoming_backlog(self) -> int:
+        """Received commands the application has not completed yet, over all sessions.
+
+        A host applies backpressure by not reading from the transport while this
+        is above its limit (the engine itself never stops reading)."""
+        return sum(len(s._incomplete) for s in self.sessions.values())
+
+    @property
+    def bytes_to_send(self) -> int:
+        """Octets waiting in :meth:`data_to_send`."""
+        return sum(len(b) for b in self._out)
+
+    # ------------------------------------------------------------- I/O side
+
+    def receive_data(self, data: bytes) -> None:
+        """Feed bytes from the transport; ``b""`` means the transport closed."""
+        if self.state is ConnectionState.CLOSED:
+            return
+        if not data:
+            self._finish(None, "transport closed by peer", by_peer=True)
+            return
+        self._recv_flag = True
+        self._decoder.feed(data)
+        try:
+            for item in self._decoder.assemblies(self._assembler):
+                if type(item) is ProtocolHeader:
+                    self._on_protocol_header(item)
+                else:
+                    self._on_assembly(item)  # type: ignore[arg-type]
+                if self.state is ConnectionState.CLOSED:
+                    return
+        except FramingError as exc:
+            self._fatal(CloseCode.FRAMING_ERROR, f"framing error: {exc}")
+        except DecodeError as exc:
+            self._fatal(CloseCode.FRAMING_ERROR, f"malformed frame: {exc}")
+
+    def data_to_send(self) -> bytes:
+        """Bytes to write to the transport (empty if none)."""
+        for s in list(self.sessions.values()):
+            if s._completed_dirty:
+                s._flush_completed()
+        if not self._out:
+            return b""
+        out = b"".join(self._out) if len(self._out) > 1 else self._out[0]
+        self._out.clear()
+        return out
+
+    def next_event(self) -> Event | None:
+        """The next event, or None."""
+        return self._events.popleft() if self._events else None
+
+    def events(self) -> Iterator[Event]:
+        """Drain the pending events."""
+        while self._events:
+            yield self._events.popleft()
+
+    def tick(self, now: float) -> None:
+        """Advance time (seconds, any monotonic origin): sends heartbeats, detects a
+        peer silent for more than twice the heartbeat."""
+        self._now = now
+        if self._recv_flag or self._last_recv is None:
+            self._last_recv = now
+            self._recv_flag = False
+        if self._send_flag or self._last_send is None:
+            self._last_send = now
+            self._send_flag = False
+        hb = self.heartbeat
+        if not hb or self.state in (ConnectionState.CLOSED, ConnectionState.AWAIT_HEADER):
+            return
+        idle = now - self._last_recv
+        if idle > 2 * hb:
+            self._events.append(HeartbeatTimeout(idle))
+            self._finish(None, f"no traffic from the peer for {idle:.1f}s "
+                               f"(heartbeat {hb}s)", by_peer=True)
+            return
+        if now - self._last_send >= hb:
+            self._send_control(0, ConnectionHeartbeat())
+            self._last_send = now
+            self._send_flag = False
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`tick` next has something to do (None: no heartbeat)."""
+        if not self.heartbeat or self._last_send is None or self._last_recv is None:
+            return None
+        return min(self._last_send + self.heartbeat, self._last_recv + 2 * self.heartbeat)
+
+    # -------------------------------------------------------- application API
+
+    def close(self, code: int = CloseCode.NORMAL, text: str = "") -> None:
+        """Start a negotiated close (connection.close; ConnectionClosed follows close-ok)."""
+        if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
+            return
+        if self.state is ConnectionState.AWAIT_HEADER:
+            self._finish(None, text or "closed before the handshake", by_peer=False)
+            return
+        self.close_code, self.close_text = code, text
+        self._send_control(0, ConnectionClose(reply_code=code, reply_text=text[:255]))
+        self.state = ConnectionState.CLOSING
+
+    def attach(self, name: bytes | str | None = None, *, timeout: int = 0,
+               auto_complete: bool | None = None, **session_options: Any) -> Session:
+        """Client API: create a session and attach it (SessionAttached follows).
+
+        ``timeout`` > 0 asks the peer to keep the session's state that many
+        seconds after a transport loss, so it can be resumed.
+        """
+        session = Session(name, timeout=timeout,
+                          auto_complete=(not self.is_server) if auto_complete is None
+                          else auto_complete, **session_options)
+        return self.resume(session, force=False)
+
+    def resume(self, session: Session, *, force: bool = True) -> Session:
+        """Attach an existing (detached) session on this connection; unconfirmed
+        commands are replayed once it is attached."""
+        if self.state is not ConnectionState.OPEN:
+            raise ProtocolError(f"connection is {self.state.value}, not open")
+        if session.state is not SessionState.DETACHED:
+            raise ProtocolError(f"session {session.name!r} is {session.state.value}")
+        channel = self._free_channel()
+        session._bind(self, channel)
+        session.state = SessionState.ATTACHING
+        self.sessions[channel] = session
+        self._send_control(channel, SessionAttach(name=session.name, force=force))
+        return session
+
+    # ------------------------------------------------------ engine internals
+
+    def _write(self, data: bytes) -> None:
+        self._out.append(data)
+        self._send_flag = True
+
+    def _emit(self, event: Event) -> None:
+        self._events.append(event)
+
+    def _send_control(self, channel: int, control: Control) -> None:
+        if self.state is ConnectionState.CLOSED:
+            return
+        self._write(encode_assembly(channel, control, max_frame_size=self.max_frame_size))
+
+    def _free_channel(self) -> int:
+        for ch in range(1, max(self.channel_max, 2)):
+            if ch not in self.sessions:
+                return ch
+        if 0 not in self.sessions:
+            return 0
+        raise ProtocolError(f"all {self.channel_max} channels are in use")
+
+    def _release(self, session: Session) -> None:
+        if session.channel is not None and self.sessions.get(session.channel) is session:
+            del self.sessions[session.channel]
+
+    def _fatal(self, code: int, text: str) -> None:
+        """Send connection.close for a protocol violation and stop reading."""
+        self.close_code, self.close_text = code, text
+        if self.state not in (ConnectionState.AWAIT_HEADER, ConnectionState.CLOSED):
+            self._send_control(0, ConnectionClose(reply_code=code, reply_text=text[:255]))
+        self._finish(code, text, by_peer=False)
+
+    def _finish(self, code: int | None, text: str, *, by_peer: bool) -> None:
+        if self.state is ConnectionState.CLOSED:
+            return
+        self.state = ConnectionState.CLOSED
+        for s in list(self.sessions.values()):
+            self._release(s)
+            if s.state is SessionState.ATTACHING and not s._ever_attached:
+                s.timeout = 0
+            s._lost(self._now, None, by_peer)
+        self.sessions.clear()
+        self._events.append(ConnectionClosed(code, text, by_peer))
+
+    def _session_error(self, session: Session, code: int, text: str) -> None:
+        """Detach ``session`` for a session-layer violation (detached with ``code``)."""
+        channel = session.channel
+        if channel is not None:
+            self._send_control(channel, SessionDetachedCtl(name=session.name, code=code))
+        self._release(session)
+        session.timeout = 0
+        session._lost(self._now, code, False)
+
+    # ---------------------------------------------------------- handshake
+
+    def _on_protocol_header(self, header: ProtocolHeader) -> None:
+        if self.state is not ConnectionState.AWAIT_HEADER:
+            raise FramingError(0, "unexpected protocol header")
+        if not header.supported:
+            if self.is_server:
+                self._write(PROTOCOL_HEADER)  # tell the peer what we speak, then hang up
+            self._finish(None, f"unsupported protocol {header.version}", by_peer=True)
+            return
+        if self.is_server:
+            self._write(PROTOCOL_HEADER)
+            cfg = self.config
+            mechs = cfg.authenticator.mechanisms(cfg.external_identity)
+            self._send_control(0, ConnectionStart(
+                server_properties=cfg.properties, mechanisms=Array(STR16, mechs),
+                locales=Array(STR16, cfg.locales)))
+            self.state = ConnectionState.AWAIT_START_OK
+        else:
+            self.state = ConnectionState.AWAIT_START
+
+    def _on_assembly(self, asm: Assembly) -> None:
+        op = asm.op
+        if isinstance(op, Control) and op.CLASS_CODE == 1:
+            self._on_connection_control(op)
+            return
+        if self.state is ConnectionState.CLOSING:
+            return  # sent before the peer saw our close: nobody is listening any more
+        if isinstance(op, Control):
+            if self.state is not ConnectionState.OPEN:
+                self._fatal(CloseCode.FRAMING_ERROR, f"{op.NAME} before the connection is open")
+                return
+            self._on_session_control(asm.channel, op)
+            return
+        if self.state is not ConnectionState.OPEN:
+            self._fatal(CloseCode.FRAMING_ERROR, f"{op.NAME} before the connection is open")
+            return
+        session = self.sessions.get(asm.channel)
+        if session is None or session.state is not SessionState.ATTACHED:
+            if session is not None and session.state is SessionState.DETACHING:
+                return  # in flight before our detach: discard
+            self._send_control(asm.channel, SessionDetachedCtl(name=b"", code=DetachCode.NOT_ATTACHED))
+            return
+        session._on_command(asm)
+
+    def _on_connection_control(self, ctl: Control) -> None:
+        t = type(ctl)
+        st = self.state
+        S = ConnectionState
+        if t is ConnectionHeartbeat:
+            return
+        if t is ConnectionClose:
+            self._send_control(0, ConnectionCloseOk())
+            code = ctl.reply_code if ctl.reply_code is not None else CloseCode.NORMAL  # type: ignore[attr-defined]
+            self.close_code, self.close_text = code, ctl.reply_text or ""  # type: ignore[attr-defined]
+            self._finish(code, self.close_text, by_peer=True)
+            return
+        if t is ConnectionCloseOk and st is S.CLOSING:
+            self._finish(self.close_code, self.close_text, by_peer=False)
+            return
+        if st is S.CLOSING:
+            return  # anything else while closing is ignored
+        handler = _HANDLERS.get((self.role, st, t))
+        if handler is None:
+            self._fatal(CloseCode.FRAMING_ERROR, f"unexpected {ctl.NAME} in state {st.value}")
+            return
+        handler(self, ctl)
+
+    # client side
+    def _c_start(self, ctl: ConnectionStart) -> None:
+        self.peer_properties = dict(ctl.server_properties or {})
+        offered = list(ctl.mechanisms or [])
+        creds = self.config.credentials
+        try:
+            mech = creds.choose(offered)
+        except AuthenticationError as exc:
+            self._fatal(CloseCode.CONNECTION_FORCED, str(exc))
+            return
+        self._client_mech = mech
+        if mech == "PLAIN":
+            self.user = creds.username
+        locales = list(ctl.locales or [])
+        locale = self.config.locale if self.config.locale in locales or not locales else locales[0]
+        self._send_control(0, ConnectionStartOk(
+            client_properties=self.config.properties, mechanism=mech,
+            response=creds.initial_response(mech), locale=locale))
+        self.state = ConnectionState.AWAIT_TUNE
+
+    def _c_secure(self, ctl: ConnectionSecure) -> None:
+        resp = self.config.credentials.respond(self._client_mech, ctl.challenge or b"")
+        self._send_control(0, ConnectionSecureOk(response=resp))
+
+    def _c_tune(self, ctl: ConnectionTune) -> None:
+        cfg = self.config
+        channel_max = min(cfg.channel_max, ctl.channel_max or 0xFFFF)
+        frame = min(cfg.max_frame_size, ctl.max_frame_size or MAX_FRAME_SIZE)
+        if frame < MIN_MAX_FRAME_SIZE:
+            self._fatal(CloseCode.FRAMING_ERROR, f"max-frame-size {frame} is below the minimum")
+            return
+        heartbeat = None
+        if ctl.heartbeat_min is not None and cfg.heartbeat:
+            heartbeat = max(cfg.heartbeat, ctl.heartbeat_min)
+            if ctl.heartbeat_max is not None:
+                heartbeat = min(heartbeat, ctl.heartbeat_max)
+            heartbeat = heartbeat or None
+        self.channel_max, self.max_frame_size, self.heartbeat = channel_max, frame, heartbeat
+        self._decoder.max_frame_size = frame
+        self._send_control(0, ConnectionTuneOk(channel_max=channel_max, max_frame_size=frame,
+                                               heartbeat=heartbeat))
+        self._send_control(0, ConnectionOpen(virtual_host=cfg.virtual_host,
+                                             capabilities=Array(STR16, [])))
+        self.state = ConnectionState.AWAIT_OPEN_OK
+
+    def _c_open_ok(self, ctl: ConnectionOpenOk) -> None:
+        self.known_hosts = list(ctl.known_hosts or [])
+        self.state = ConnectionState.OPEN
+        self._emit(ConnectionOpened(self.virtual_host, self.peer_properties, self.known_hosts,
+                                    self.user))
+
+    def _c_redirect(self, ctl: ConnectionRedirect) -> None:
+        self._emit(ConnectionRedirected(ctl.host or "", list(ctl.known_hosts or [])))
+        self._finish(None, f"redirected to {ctl.host}", by_peer=True)
+
+    # server side
+    def _s_start_ok(self, ctl: ConnectionStartOk) -> None:
+        self.peer_properties = dict(ctl.client_properties or {})
+        cfg = self.config
+        mech = cfg.authenticator.mechanism(ctl.mechanism or "", cfg.external_identity)
+        if mech is None:
+            self._fatal(CloseCode.CONNECTION_FORCED,
+                        f"SASL mechanism {ctl.mechanism!r} is not offered")
+            return
+        self._mechanism = mech
+        self._sasl(lambda: mech.start(ctl.response or b""))
+
+    def _s_secure_ok(self, ctl: ConnectionSecureOk) -> None:
+        mech = self._mechanism
+        assert mech is not None
+        self._sasl(lambda: mech.step(ctl.response or b""))
+
+    def _sasl(self, run: Callable[[], Step]) -> None:
+        try:
+            step = run()
+        except AuthenticationError as exc:
+            self._fatal(CloseCode.CONNECTION_FORCED, f"authentication failed: {exc}")
+            return
+        if step.challenge is not None:
+            self._send_control(0, ConnectionSecure(challenge=step.challenge))
+            self.state = ConnectionState.AWAIT_SECURE_OK
+            return
+        self.user = step.identity
+        self._mechanism = None
+        cfg = self.config
+        self._send_control(0, ConnectionTune(
+            channel_max=cfg.channel_max, max_frame_size=cfg.max_frame_size,
+            heartbeat_min=cfg.heartbeat_min, heartbeat_max=cfg.heartbeat_max))
+        self.state = ConnectionState.AWAIT_TUNE_OK
+
+    def _s_tune_ok(self, ctl: ConnectionTuneOk) -> None:
+        cfg = self.config
+        channel_max = ctl.channel_max if ctl.channel_max is not None else cfg.channel_max
+        frame = ctl.max_frame_size if ctl.max_frame_size is not None else cfg.max_frame_size
+        if channel_max > cfg.channel_max or not MIN_MAX_FRAME_SIZE <= frame <= cfg.max_frame_size:
+            # the spec: close without attempting a negotiated close
+            self._finish(None, f"tune-ok outside the offered limits (channel-max {channel_max}, "
+                               f"max-frame-size {frame})", by_peer=False)
+            return
+        hb = ctl.heartbeat
+        if hb is not None and hb != 0:
+            lo, hi = cfg.heartbeat_min, cfg.heartbeat_max
+            if lo is None or hb < lo or (hi is not None and hb > hi):
+                self._fatal(CloseCode.CONNECTION_FORCED,
+                            f"heartbeat {hb} outside the offered range {lo}..{hi}")
+                return
+        self.channel_max, self.max_frame_size, self.heartbeat = channel_max, frame, hb or None
+        self._decoder.max_frame_size = frame
+        self.state = ConnectionState.AWAIT_OPEN
+
+    def _s_open(self, ctl: ConnectionOpen) -> None:
+        vhost = ctl.virtual_host or ""
+        decision = self.config.open_handler(vhost, self) if self.config.open_handler else None
+        if isinstance(decision, Redirect):
+            self._send_control(0, ConnectionRedirect(host=decision.host,
+                                                     known_hosts=Array(STR16, decision.known_hosts)))
+            self._finish(None, f"redirected to {decision.host}", by_peer=False)
+            return
+        if isinstance(decision, str):
+            self._fatal(CloseCode.INVALID_PATH, decision)
+            return
+        self.virtual_host = vhost
+        self._send_control(0, ConnectionOpenOk(known_hosts=Array(STR16, self.config.known_hosts)))
+        self.state = ConnectionState.OPEN
+        self._emit(ConnectionOpened(vhost, self.peer_properties, [], self.user))
+
+    # ------------------------------------------------------------ sessions
+
+    def _on_session_control(self, channel: int, ctl: Control) -> None:
+        t = type(ctl)
+        session = self.sessions.get(channel)
+        if t is SessionAttach:
+            self._on_attach(channel, ctl)  # type: ignore[arg-type]
+            return
+        if session is None:
+            if t is SessionDetachedCtl:
+                return
+            name = getattr(ctl, "name", None) or b""
+            self._send_control(channel, SessionDetachedCtl(name=name, code=DetachCode.NOT_ATTACHED))
+            return
+        name = getattr(ctl, "name", None)
+        if name is not None and name != session.name:
+            if t is SessionDetachedCtl:
+                return  # a reply about some other session name: never answer a reply
+            self._send_control(channel, SessionDetachedCtl(name=name, code=DetachCode.NOT_ATTACHED))
+            return
+        if session.state is SessionState.ATTACHING and t not in (
+                SessionAttachedCtl, SessionDetachedCtl, SessionDetach):
+            self._send_control(channel, SessionDetachedCtl(name=session.name,
+                                                           code=DetachCode.NOT_ATTACHED))
+            return
+        session._on_control(ctl)
+
+    def _on_attach(self, channel: int, ctl: SessionAttach) -> None:
+        name = ctl.name or b""
+        current = self.sessions.get(channel)
+        if current is not None:
+            if current.name == name and current.state is SessionState.ATTACHED:
+                self._send_control(channel, SessionAttachedCtl(name=name))  # idempotent
+            else:
+                self._send_control(channel, SessionDetachedCtl(name=name,
+                                                               code=DetachCode.TRANSPORT_BUSY))
+            return
+        session = self.registry.get(name)
+        if session is not None and session.state is SessionState.CLOSED:
+            self.registry.discard(session)
+            session = None
+        if session is not None and session.connection is not None:
+            if not ctl.force:
+                self._send_control(channel, SessionDetachedCtl(name=name,
+                                                               code=DetachCode.SESSION_BUSY))
+                return
+            other = session.connection
+            if other.sessions.get(session.channel or 0) is session:
+                other._send_control(session.channel or 0, SessionDetachedCtl(
+                    name=name, code=DetachCode.SESSION_BUSY))
+                other._release(session)
+                other._emit(SessionDetached(session, DetachCode.SESSION_BUSY, False))
+            session.connection = None
+            session.state = SessionState.DETACHED
+        if session is None:
+            session = Session(name, auto_complete=not self.is_server)
+            if self.is_server:
+                self.registry.add(session)
+        session._bind(self, channel)
+        self.sessions[channel] = session
+        self._send_control(channel, SessionAttachedCtl(name=name))
+        session._on_attached()
+
+
+_HANDLERS: dict[tuple[Role, ConnectionState, type], Callable[[Connection, Any], None]] = {
+    (Role.CLIENT, ConnectionState.AWAIT_START, ConnectionStart): Connection._c_start,
+    (Role.CLIENT, ConnectionState.AWAIT_TUNE, ConnectionSecure): Connection._c_secure,
+    (Role.CLIENT, ConnectionState.AWAIT_TUNE, ConnectionTune): Connection._c_tune,
+    (Role.CLIENT, ConnectionState.AWAIT_OPEN_OK, ConnectionOpenOk): Connection._c_open_ok,
+    (Role.CLIENT, ConnectionState.AWAIT_OPEN_OK, ConnectionRedirect): Connection._c_redirect,
+    (Role.SERVER, ConnectionState.AWAIT_START_OK, ConnectionStartOk): Connection._s_start_ok,
+    (Role.SERVER, ConnectionState.AWAIT_SECURE_OK, ConnectionSecureOk): Connection._s_secure_ok,
+    (Role.SERVER, ConnectionState.AWAIT_TUNE_OK, ConnectionTuneOk): Connection._s_tune_ok,
+    (Role.SERVER, ConnectionState.AWAIT_OPEN, ConnectionOpen): Connection._s_open,
+}
+
+__all__ = ["Connection", "ConnectionConfig", "ConnectionState", "ProtocolError", "Redirect",
+           "Role"]

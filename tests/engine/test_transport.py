@@ -1,0 +1,261 @@
+"""The engine over loopback TCP and TLS: blocking client against the broker model,
+protocol tracing, heartbeat timeout of a silent peer."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bridge.amqp010.connection import Connection, Role
+from bridge.amqp010.events import HeartbeatTimeout
+from bridge.amqp010.framing import Assembler, FrameDecoder, ProtocolHeader
+from bridge.amqp010.spec import ConnectionOpen, MessageProperties, QueueQueryResult
+from bridge.amqp010.transport import (
+    BlockingClient,
+    ClientError,
+    EngineServer,
+    SocketTransport,
+    parse_url,
+)
+from tests.support.broker010 import Broker, BrokerConnection
+
+from .certs import make_certs, peer_common_name
+
+
+@pytest.fixture
+def broker() -> Broker:
+    return Broker(users={"guest": "guest"})
+
+
+@pytest.fixture
+def server(broker: Broker, tmp_path: Path) -> Iterator[EngineServer]:
+    srv = EngineServer(lambda sock: broker.connection(), trace_dir=tmp_path / "server-traces",
+                       on_tick=broker.tick)
+    (tmp_path / "server-traces").mkdir()
+    with srv:
+        yield srv
+    assert not srv.errors
+
+
+def url(srv: EngineServer, user: str = "guest:guest") -> str:
+    host, port = srv.address
+    return f"amqp://{user}@{host}:{port}"
+
+
+def test_parse_url() -> None:
+    a = parse_url("amqps://us%40er:p%3Ass@broker.example:1234/prod")
+    assert (a.host, a.port, a.username, a.password, a.virtual_host, a.tls) == (
+        "broker.example", 1234, "us@er", "p:ss", "prod", True)
+    b = parse_url("amqp://localhost")
+    assert (b.port, b.username, b.virtual_host, b.tls) == (5672, None, "", False)
+    with pytest.raises(ValueError):
+        parse_url("http://x")
+
+
+def test_blocking_client_roundtrip_over_tcp(server: EngineServer, broker: Broker) -> None:
+    with BlockingClient.connect(url(server)) as c:
+        c.declare_queue("q")
+        c.bind("q", "amq.direct", "k")
+        for i in range(10):
+            c.publish(b"m%d" % i, "k", "amq.direct",
+                      properties=MessageProperties(application_headers={"i": i}))
+        assert c.query_queue("q") == QueueQueryResult(
+            queue="q", alternate_exchange="", arguments={}, message_count=10, subscriber_count=0)
+        dest = c.subscribe("q", messages=4)
+        got = [c.receive(dest) for _ in range(4)]
+        assert [m.body for m in got] == [b"m0", b"m1", b"m2", b"m3"]
+        assert got[2].message_properties.application_headers == {"i": 2}
+        c.sync()
+        assert c.pending(dest) == 0  # credit was 4
+        c.accept(*got[:2])
+        c.release(got[2], set_redelivered=True)
+        c.reject(got[3], text="nope")
+        c.flow(dest, messages=20)
+        rest = [c.receive(dest) for _ in range(7)]
+        assert [m.body for m in rest] == [b"m2"] + [b"m%d" % i for i in range(4, 10)]
+        assert rest[0].delivery_properties.redelivered
+        c.accept(*rest)
+        c.cancel(dest)
+        assert c.query_queue("q").message_count == 0
+        c.delete_queue("q")
+    assert [m.body for m in broker.dead_letters] == [b"m3"]
+
+
+def test_errors_surface_as_client_errors(server: EngineServer) -> None:
+    with BlockingClient.connect(url(server)) as c, pytest.raises(ClientError) as info:
+        c.declare_queue("nope", passive=True)
+    assert info.value.event.error_code == 404
+    with pytest.raises(ClientError):
+        BlockingClient.connect(url(server, "guest:wrong"))
+
+
+def test_one_mebibyte_messages_at_4096_over_tcp(server: EngineServer) -> None:
+    body = bytes(range(256)) * 4096
+    with BlockingClient.connect(url(server), max_frame_size=4096) as c:
+        assert c.conn.max_frame_size == 4096
+        c.declare_queue("big")
+        for _ in range(3):
+            c.publish(body, "big")
+        dest = c.subscribe("big", messages=3)
+        for _ in range(3):
+            m = c.receive(dest)
+            assert m.body == body
+            c.accept(m)
+
+
+def test_protocol_trace_is_readable_by_inspect(server: EngineServer, tmp_path: Path) -> None:
+    trace = tmp_path / "client.jsonl"
+    with BlockingClient.connect(url(server), trace=trace) as c:
+        c.declare_queue("traced")
+        c.publish(b"hello", "traced")
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert {rec["dir"] for rec in lines} == {"c2s", "s2c"}
+    assert all(set(rec) == {"dir", "t", "hex"} for rec in lines)
+    c2s = b"".join(bytes.fromhex(r["hex"]) for r in lines if r["dir"] == "c2s")
+    dec, asm = FrameDecoder(), Assembler()
+    dec.feed(c2s)
+    ops = [a.op for a in dec.assemblies(asm) if not isinstance(a, ProtocolHeader)]
+    assert any(isinstance(o, ConnectionOpen) for o in ops)
+    result = CliRunner().invoke(__import__("bridge.cli", fromlist=["main"]).main,
+                                ["inspect", "--assemble", str(trace)])
+    assert result.exit_code == 0, result.output
+    assert "queue.declare" in result.output and "message.transfer" in result.output
+    server_traces = sorted((tmp_path / "server-traces").glob("*.jsonl"))
+    assert server_traces  # the server side traced its connection too
+
+
+def test_tls_and_external_authentication(broker: Broker, tmp_path: Path) -> None:
+    certs = make_certs(tmp_path)
+    identities: list[str | None] = []
+
+    def factory(sock: socket.socket) -> BrokerConnection:
+        cn = peer_common_name(sock)
+        identities.append(cn)
+        return broker.connection(external_identity=cn)
+
+    with EngineServer(factory, ssl_context=certs.server_context()) as srv:
+        _host, port = srv.address
+        with BlockingClient.connect(f"amqps://127.0.0.1:{port}",
+                                    ssl_context=certs.client_context(with_cert=True),
+                                    external=True) as c:
+            assert c.opened is not None and c.opened.user is None
+            c.declare_queue("secure")
+            c.publish(b"over tls", "secure")
+            dest = c.subscribe("secure")
+            assert c.receive(dest).body == b"over tls"
+        opened = [e for bc in broker.connections for e in bc.seen
+                  if type(e).__name__ == "ConnectionOpened"]
+        assert opened[0].user == "bridge-client"
+        with BlockingClient.connect(f"amqps://guest:guest@127.0.0.1:{port}",
+                                    ssl_context=certs.client_context()) as c:
+            c.declare_queue("plain-over-tls")
+        assert opened and identities == ["bridge-client", None]
+        assert not srv.errors
+
+
+class _SilentAfterOpen:
+    """A server endpoint that stops sending anything once the connection is open."""
+
+    def __init__(self, inner: BrokerConnection) -> None:
+        self.inner = inner
+
+    def receive_data(self, data: bytes) -> None:
+        self.inner.receive_data(data)
+
+    def data_to_send(self) -> bytes:
+        data = self.inner.data_to_send()
+        if self.inner.is_open and getattr(self, "_opened_sent", False):
+            return b""
+        self._opened_sent = self.inner.is_open
+        return data
+
+    def tick(self, now: float) -> None:
+        self.inner.tick(now)
+
+    @property
+    def closed(self) -> bool:
+        return self.inner.closed
+
+
+def test_silent_peer_past_twice_the_heartbeat_is_dead(broker: Broker) -> None:
+    with EngineServer(lambda sock: _SilentAfterOpen(broker.connection(heartbeat_min=1))) as srv:
+        host, port = srv.address
+        sock = socket.create_connection((host, port))
+        conn = Connection(Role.CLIENT)
+        conn.config.heartbeat = 1
+        transport = SocketTransport(sock, conn)
+        events = []
+        for _ in range(200):  # bounded: at most 200 reads of 50 ms
+            transport.read_once(0.05)
+            events.extend(conn.events())
+            if conn.closed:
+                break
+        transport.close()
+    assert conn.heartbeat == 1
+    timeouts = [e for e in events if isinstance(e, HeartbeatTimeout)]
+    assert timeouts and timeouts[0].idle > 2
+    assert conn.closed
+
+
+def test_resume_over_tcp_after_the_network_drops(server: EngineServer, broker: Broker) -> None:
+    c = BlockingClient.connect(url(server), session_name="tcp-resume", session_timeout=30)
+    try:
+        c.declare_queue("r")
+        dest = c.subscribe("r", messages=None)
+        for i in range(200):
+            c.publish(b"%d" % i, "r", wait=False)
+        got = [c.receive(dest) for _ in range(20)]
+        server.drop_all()  # mid-stream: publishes and deliveries in flight
+        while True:  # read until the client notices the dead transport
+            try:
+                got.append(c.receive(dest, timeout=5))
+            except ClientError:
+                break
+        got += list(c.inbox.get(dest, ()))
+        c.inbox.clear()
+        assert c.session is not None and c.session.state.value == "detached"
+        c.reconnect()
+        c.sync()
+        while len(got) < 200:
+            got.append(c.receive(dest))
+        c.sync()
+        assert c.pending(dest) == 0
+        bodies = sorted(int(m.body) for m in got)
+        assert bodies == list(range(200))  # none lost, none duplicated
+        c.accept(*got)
+        assert c.query_queue("r").message_count == 0
+    finally:
+        c.close()
+
+
+def test_client_config_from_url() -> None:
+    from bridge.amqp010.transport import client_config
+
+    cfg = client_config("amqp://bob:secret@h/vh", heartbeat=7)
+    assert (cfg.virtual_host, cfg.heartbeat) == ("vh", 7)
+    assert cfg.credentials.choose(["ANONYMOUS", "PLAIN"]) == "PLAIN"
+    assert cfg.credentials.initial_response("PLAIN") == b"\x00bob\x00secret"
+    anon = client_config("amqp://h")
+    assert anon.credentials.choose(["ANONYMOUS", "PLAIN"]) == "ANONYMOUS"
+
+
+def test_window_mode_over_tcp_keeps_at_most_the_window_in_flight(server: EngineServer,
+                                                                 broker: Broker) -> None:
+    with BlockingClient.connect(url(server)) as c:
+        c.declare_queue("w")
+        for i in range(25):
+            c.publish(b"%d" % i, "w", wait=False)
+        c.sync()
+        dest = c.subscribe("w", messages=3, window=True)
+        got = []
+        while len(got) < 25:
+            got.append(c.receive(dest))
+            assert c.pending(dest) <= 3
+        assert [int(m.body) for m in got] == list(range(25))
+        c.accept(*got)
+        assert c.query_queue("w").message_count == 0
