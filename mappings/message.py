@@ -16,6 +16,12 @@ every field ``None``, an empty annotations or application-properties map) is
 omitted, trailing null fields of the header and properties lists are dropped,
 and values are written by proton's encoder. ``decode(encode(m)) == m`` holds
 for every valid message; decoding maps an absent section to its empty default.
+
+Known limits: proton 0.40's decoder loses the siblings that follow a described
+value whose value is itself described (``Described(d, Described(...))``), so
+such values do not round-trip. AMQP 1.0 restricts application-property values
+to simple types; like proton, this model does not enforce it (AMQP 0-10
+headers can hold maps and lists), so check peers before sending compound values.
 """
 
 from __future__ import annotations
@@ -120,8 +126,12 @@ class AmqpMessage:
         """
         data = Data()
         _put_composite(data, _HEADER, _header_fields(self.header))
-        _put_annotations(data, _DELIVERY_ANNOTATIONS, self.delivery_annotations, "delivery_annotations")
-        _put_annotations(data, _MESSAGE_ANNOTATIONS, self.message_annotations, "message_annotations")
+        _put_annotations(
+            data, _DELIVERY_ANNOTATIONS, self.delivery_annotations, "delivery_annotations"
+        )
+        _put_annotations(
+            data, _MESSAGE_ANNOTATIONS, self.message_annotations, "message_annotations"
+        )
         self._put_bare(data)
         _put_annotations(data, _FOOTER, self.footer, "footer")
         return bytes(data.encode())
@@ -174,8 +184,10 @@ class AmqpMessage:
         canonical = _decode(encoded, bare=False)
         message.instructions = canonical.delivery_annotations or None
         message.annotations = canonical.message_annotations or None
-        message.properties = canonical.application_properties or None
-        message.body = canonical.body if canonical.body_kind is BodyKind.VALUE else canonical.body[0]
+        message.properties = canonical.application_properties or None  # type: ignore[assignment]
+        message.body = (
+            canonical.body if canonical.body_kind is BodyKind.VALUE else canonical.body[0]
+        )
         return message
 
     @classmethod
@@ -227,7 +239,14 @@ _BODY_KINDS = {
 
 # --- encoding ---------------------------------------------------------------------------------
 
-_ENCODE_ERRORS = (KeyError, TypeError, ValueError, OverflowError, AssertionError, proton.DataException)
+_ENCODE_ERRORS = (
+    KeyError,
+    TypeError,
+    ValueError,
+    OverflowError,
+    AssertionError,
+    proton.DataException,
+)
 
 
 def _put_value(data: Data, value: Any, where: str) -> None:
@@ -288,7 +307,9 @@ def _put_body(data: Data, kind: BodyKind, body: Any) -> None:
         where = f"body[{index}]"
         if kind is BodyKind.DATA:
             if not isinstance(section, bytes | bytearray | memoryview):
-                raise MappingError(f"a data section is bytes, not {type(section).__name__}", field=where)
+                raise MappingError(
+                    f"a data section is bytes, not {type(section).__name__}", field=where
+                )
             section_value: Any = bytes(section)
             descriptor = _DATA
         else:
@@ -312,7 +333,9 @@ def _annotation_key(key: Any, where: str) -> Any:
         return symbol(key)
     if isinstance(key, int) and not isinstance(key, bool):
         return _checked_int(ulong, key, 0, 2**64 - 1, where)
-    raise MappingError(f"annotation keys are symbol or ulong, not {type(key).__name__}", field=where)
+    raise MappingError(
+        f"annotation keys are symbol or ulong, not {type(key).__name__}", field=where
+    )
 
 
 def _property_key(key: Any, where: str) -> str:
@@ -469,7 +492,7 @@ def _read(data: Data) -> Any:
         while data.next() is not None:
             elements.append(_read(data))
         data.exit()
-        return Array(array_descriptor, element_type, *elements)
+        return Array(array_descriptor, element_type or Data.NULL, *elements)
     getter = Data.get_mappings.get(kind)
     if getter is None:
         raise MappingError(f"unsupported AMQP type code {kind}")
@@ -478,7 +501,9 @@ def _read(data: Data) -> Any:
 
 def _as_fields(value: Any, names: list[str], section: str) -> list[Any]:
     if not isinstance(value, list):
-        raise MappingError(f"the {section} section is a list, not {type(value).__name__}", field=section)
+        raise MappingError(
+            f"the {section} section is a list, not {type(value).__name__}", field=section
+        )
     if len(value) > len(names):
         raise MappingError(
             f"the {section} section has {len(value)} fields, AMQP 1.0 defines {len(names)}",
@@ -489,7 +514,9 @@ def _as_fields(value: Any, names: list[str], section: str) -> list[Any]:
 
 def _as_map(value: Any, section: str) -> dict[Any, Any]:
     if not isinstance(value, dict):
-        raise MappingError(f"the {section} section is a map, not {type(value).__name__}", field=section)
+        raise MappingError(
+            f"the {section} section is a map, not {type(value).__name__}", field=section
+        )
     return value
 
 
@@ -507,7 +534,7 @@ def _decode(encoded: bytes | bytearray | memoryview, *, bare: bool) -> AmqpMessa
     while offset < len(view):
         data.clear()
         try:
-            consumed = data.decode(view[offset:])
+            consumed = data.decode(view[offset:])  # type: ignore[arg-type]  # any buffer works
         except proton.DataException as exc:
             raise MappingError(f"malformed AMQP encoding at byte {offset} ({exc})") from exc
         data.rewind()
@@ -525,7 +552,9 @@ def _decode(encoded: bytes | bytearray | memoryview, *, bare: bool) -> AmqpMessa
             raise MappingError(f"{name} is not part of a bare message", field=name)
         repeatable = rank == 5 and name != "amqp-value" and name == last_name
         if rank < last_rank or (rank == last_rank and not repeatable):
-            raise MappingError(f"section {name} out of order or repeated at byte {offset}", field=name)
+            raise MappingError(
+                f"section {name} out of order or repeated at byte {offset}", field=name
+            )
         last_rank, last_name = rank, name
         _store(message, name, section.value, body)
         if rank == 5:
@@ -553,7 +582,9 @@ def _store(message: AmqpMessage, name: str, value: Any, body: list[Any]) -> None
         setattr(message, name, _as_map(value, name))
     elif name == "data":
         if not isinstance(value, bytes):
-            raise MappingError(f"a data section holds binary, not {type(value).__name__}", field="body")
+            raise MappingError(
+                f"a data section holds binary, not {type(value).__name__}", field="body"
+            )
         body.append(value)
     elif name == "amqp-sequence":
         if not isinstance(value, list):
