@@ -69,5 +69,27 @@ def check(config_path: str) -> None:
     click.echo(f"{config_path}: OK ({len(cfg.routes)} routes)")
 
 
+@main.command()
+@click.option("-c", "--config", "config_path", required=True, type=click.Path(dir_okay=False),
+              help="The bridge's YAML configuration.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
+              default="info", show_default=True)
+def run(config_path: str, log_level: str) -> None:
+    """Run the bridge until SIGTERM or SIGINT."""
+    import logging
+
+    from .app import run as run_bridge
+    from .config import ConfigError, load_config
+
+    logging.basicConfig(level=log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        run_bridge(load_config(config_path))
+    except ConfigError as exc:
+        for problem in exc.problems:
+            click.echo(f"{config_path}: {problem}", err=True)
+        sys.exit(2)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,166 @@
+"""The bridge process: one proton Container running every connection and route.
+
+:class:`Bridge` is the container's handler.  At start it opens the AMQP 1.0
+connections (proton, with its reconnect/failover), the AMQP 0-10 client
+connections (our engine, hosted as selectables, see :mod:`bridge.hosting`) and
+builds a route runtime per configured route (:mod:`bridge.routes`).  Everything
+runs on the container's single thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from typing import Any
+
+from proton import Url
+from proton.handlers import MessagingHandler
+from proton.reactor import Backoff, Container
+
+from .config import BridgeConfig, ConfigError, Connection, DeadLetter, Route
+from .legacy import LegacyConnection, _Timer
+from .routes import Amqp10ToLegacy, LegacyToAmqp10
+
+log = logging.getLogger(__name__)
+
+HOUSEKEEPING_INTERVAL = 0.1
+"""Seconds between checks for a stop request (and, later, metrics refresh)."""
+SHUTDOWN_TIMEOUT = 10.0
+"""Seconds a graceful stop waits for in-flight outcomes."""
+CLOSE_GRACE = 1.0
+"""Seconds between closing the connections and ending the event loop."""
+
+
+class _Amqp10ConnectionHandler(MessagingHandler):  # type: ignore[misc]
+    """Logs state changes of one AMQP 1.0 connection."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(prefetch=0, auto_accept=False, auto_settle=False)
+        self.name = name
+        self.up = False
+
+    def on_connection_opened(self, event: Any) -> None:
+        self.up = True
+        log.info("amqp1.0 %s: open", self.name)
+
+    def on_disconnected(self, event: Any) -> None:
+        self.up = False
+        log.info("amqp1.0 %s: disconnected", self.name)
+
+    def on_transport_error(self, event: Any) -> None:
+        self.up = False
+        log.warning("amqp1.0 %s: %s", self.name, event.transport.condition)
+
+
+class Bridge(MessagingHandler):  # type: ignore[misc]
+    """Runs a :class:`~bridge.config.BridgeConfig` inside a proton Container."""
+
+    def __init__(self, config: BridgeConfig) -> None:
+        super().__init__(prefetch=0, auto_accept=False, auto_settle=False)
+        unsupported = [r.name for r in config.routes if r.source.listener or r.target.listener]
+        if unsupported:
+            raise ConfigError([f"route {name}: façade (listener) routes are not implemented yet"
+                               for name in unsupported])
+        self.config = config
+        self.container: Container | None = None
+        self.amqp10: dict[str, Any] = {}
+        self.amqp10_handlers: dict[str, _Amqp10ConnectionHandler] = {}
+        self.legacy: dict[str, LegacyConnection] = {}
+        self.routes: list[Any] = []
+        self.stop_requested = False
+        self.stopping_since: float | None = None
+        self.shutdown_timeout = SHUTDOWN_TIMEOUT
+
+    def on_start(self, event: Any) -> None:
+        container = event.container
+        self.container = container
+        container.schedule(HOUSEKEEPING_INTERVAL, _Timer(self._housekeeping))
+        for name, conn in self.config.connections.items():
+            if conn.protocol == "amqp1.0":
+                self.amqp10[name] = self._connect_amqp10(container, name, conn)
+            else:
+                self.legacy[name] = LegacyConnection(container, name, conn)
+        for route in self.config.routes:
+            self.routes.append(self._build_route(container, route))
+        for legacy in self.legacy.values():
+            legacy.start()
+
+    def _connect_amqp10(self, container: Container, name: str, conn: Connection) -> Any:
+        handler = _Amqp10ConnectionHandler(name)
+        self.amqp10_handlers[name] = handler
+        r = conn.reconnect
+        return container.connect(
+            url=conn.url, urls=[conn.url, *conn.failover], handler=handler,
+            heartbeat=conn.heartbeat or None,
+            reconnect=Backoff(initial=r.initial_delay, factor=r.multiplier, max_delay=r.max_delay))
+
+    def _dead_letter(self, dl: DeadLetter | None) -> tuple[Any, str] | None:
+        if dl is None:
+            return None
+        if self.config.connections[dl.connection].protocol != "amqp1.0" or dl.address is None:
+            raise ConfigError([f"dead_letter to {dl.connection}: only AMQP 1.0 addresses are "
+                               f"supported as dead-letter targets so far"])
+        return self.amqp10[dl.connection], dl.address
+
+    def _build_route(self, container: Container, route: Route) -> Any:
+        src, dst = route.source, route.target
+        dead_letter = self._dead_letter(route.dead_letter)
+        if src.connection in self.legacy and dst.connection in self.amqp10:
+            return LegacyToAmqp10(container, route, self.legacy[src.connection],
+                                  self.amqp10[dst.connection], dead_letter)
+        if src.connection in self.amqp10 and dst.connection in self.legacy:
+            return Amqp10ToLegacy(container, route, self.amqp10[src.connection],
+                                  self.legacy[dst.connection], dead_letter)
+        raise ConfigError([f"route {route.name}: {self.config.protocol_of(src)} -> "
+                           f"{self.config.protocol_of(dst)} routes are not supported"])
+
+    def request_stop(self) -> None:
+        """Ask for a graceful stop (safe from a signal handler: only sets a flag)."""
+        if self.stop_requested and self.container is not None:
+            self.shutdown_timeout = 0.0  # a second request: stop now
+        self.stop_requested = True
+
+    def _housekeeping(self) -> None:
+        assert self.container is not None
+        if self.stop_requested:
+            if self.stopping_since is None:
+                self.stopping_since = time.monotonic()
+                log.info("stopping: draining %d in-flight messages",
+                         sum(r.pending for r in self.routes))
+                for route in self.routes:
+                    route.pause()
+            drained = all(r.pending == 0 for r in self.routes)
+            if drained or time.monotonic() - self.stopping_since >= self.shutdown_timeout:
+                if not drained:
+                    log.warning("stopping with %d messages in flight (they will be redelivered)",
+                                sum(r.pending for r in self.routes))
+                self._close_all()
+                return
+        self.container.schedule(HOUSEKEEPING_INTERVAL, _Timer(self._housekeeping))
+
+    def _close_all(self) -> None:
+        assert self.container is not None
+        for legacy in self.legacy.values():
+            legacy.stop()
+        for conn in self.amqp10.values():
+            conn.close()
+        # let the close frames go out, then end the loop whatever peers do
+        self.container.schedule(CLOSE_GRACE, _Timer(self.container.stop))
+
+
+def run(config: BridgeConfig) -> None:
+    """Run the bridge until SIGTERM or SIGINT."""
+    bridge = Bridge(config)
+    container = Container(bridge)
+
+    def stop(signum: int, frame: Any) -> None:
+        log.info("signal %d: stopping", signum)
+        bridge.request_stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    container.run()
+
+
+__all__ = ["Bridge", "Url", "run"]

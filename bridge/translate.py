@@ -1,0 +1,72 @@
+"""Per-route message translation: AMQP 0-10 ⇄ AMQP 1.0 plus optional CloudEvents rendering.
+
+Pure functions over the mapping layer (``mappings/``); the route runtime calls
+them for every message. Any problem raises :class:`~mappings.errors.MappingError`
+(``CloudEventError`` included), which the route turns into a dead-letter or a
+reject carrying the reason.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bridge.amqp010.spec import DeliveryProperties, MessageProperties
+from bridge.config import CloudEvents, Route
+from mappings.amqp010 import from_amqp10, to_amqp10
+from mappings.cloudevents import ContentMode, EventBuilder, Prefix, from_message, to_message
+from mappings.errors import CloudEventError
+from mappings.message import AmqpMessage
+
+
+class CloudEventsRenderer:
+    """Renders messages as CloudEvents the way one route's configuration says."""
+
+    def __init__(self, config: CloudEvents) -> None:
+        self.mode = ContentMode.BINARY if config.mode == "binary" else ContentMode.STRUCTURED
+        self.prefix = Prefix(config.prefix)
+        template = config.template()
+        self.builder: EventBuilder | None = template.compiled if template is not None else None
+
+    def render(self, message: AmqpMessage, now: datetime | None = None) -> AmqpMessage:
+        """``message`` as a CloudEvent in the route's mode.
+
+        A message that already is a CloudEvent (either mode, either prefix) is
+        converted; a plain message needs the route's template (``source`` and
+        ``type``), else CloudEventError.
+        """
+        event = from_message(message)
+        if event is None:
+            if self.builder is None:
+                raise CloudEventError(
+                    "message is not a CloudEvent and the route has no event template "
+                    "(set cloudevents.source and cloudevents.type)", field="cloudevents")
+            event = self.builder.build(message, now=now or datetime.now(UTC))
+        return to_message(event, self.mode, prefix=self.prefix, envelope=message)
+
+
+class Translator:
+    """The translation one route applies, in either direction."""
+
+    def __init__(self, route: Route) -> None:
+        self.route = route
+        self.cloudevents = CloudEventsRenderer(route.cloudevents) if route.cloudevents else None
+        target = route.target
+        self.routing_key = target.routing_key if target.routing_key is not None else target.queue
+
+    def legacy_to_amqp10(self, dp: DeliveryProperties | None, mp: MessageProperties | None,
+                         body: bytes) -> AmqpMessage:
+        """A received 0-10 message as the 1.0 message to send."""
+        message = to_amqp10(dp, mp, body)
+        if self.cloudevents is not None:
+            message = self.cloudevents.render(message)
+        return message
+
+    def amqp10_to_legacy(self, message: AmqpMessage
+                         ) -> tuple[DeliveryProperties, MessageProperties, bytes]:
+        """A received 1.0 message as the 0-10 header structs and body to transfer."""
+        if self.cloudevents is not None:
+            message = self.cloudevents.render(message)
+        dp, mp, body = from_amqp10(message)
+        if self.routing_key is not None:
+            dp.routing_key = self.routing_key
+        return dp, mp, body

