@@ -1,12 +1,14 @@
-"""AMQP 0-10 for amqp-bridge: codec (types, generated spec, framing) and, later, the engine.
+"""AMQP 0-10 for amqp-bridge: a codec generated from the spec and a sans-IO engine.
 
-The codec is sans-IO: bytes in, objects out, and back.  Entry points:
+Codec (bytes ⇄ objects): :mod:`~bridge.amqp010.types` (typed values),
+:mod:`~bridge.amqp010.spec` (generated structs, controls, commands),
+:mod:`~bridge.amqp010.codec` (segments), :mod:`~bridge.amqp010.framing`
+(``FrameDecoder``, ``Assembler``, ``encode_assembly``).
 
-- :class:`~bridge.amqp010.framing.FrameDecoder` / :class:`~bridge.amqp010.framing.Assembler`
-  turn received bytes into :class:`~bridge.amqp010.framing.Assembly` objects;
-- :func:`~bridge.amqp010.framing.encode_assembly` turns a control or command (with
-  header structs and body for message.transfer) into frames;
-- :mod:`bridge.amqp010.spec` (generated) holds one class per struct, control and command.
+Engine (state machines, no sockets, threads or clocks):
+:class:`~bridge.amqp010.connection.Connection` in the client or server role,
+:class:`~bridge.amqp010.session.Session`, events in :mod:`~bridge.amqp010.events`.
+:mod:`~bridge.amqp010.transport` hosts it on blocking sockets for tools and tests.
 """
 
 from .errors import CodecError, DecodeError, EncodeError, FramingError
