@@ -127,7 +127,7 @@ def test_legacy_queue_to_amqp10_address_with_cloudevents(
 
 def test_amqp10_address_to_legacy_exchange(
         legacy_broker: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
-    broker, server = legacy_broker
+    _, server = legacy_broker
     source = unique_queue("replies")
     count = 100
     with legacy_client(server) as client:
