@@ -1,0 +1,94 @@
+"""Structured logging: one line per event, JSON or key=value, secrets redacted.
+
+Log calls pass context as ``extra`` fields (``log.info("connection open",
+extra={"route": ..., "peer": ...})``); the formatter renders message and fields
+as one JSON object or as ``key=value`` pairs.  Every rendered line goes through
+:func:`redact`, which masks passwords in URLs and any configured secret value,
+so a secret never reaches the log even if a caller formats it into a message.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+_URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]*):(?P<pw>[^@/\s]+)@",
+                           re.IGNORECASE)
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+_secrets: list[str] = []
+
+
+def add_secrets(values: Iterable[str]) -> None:
+    """Register values (passwords, tokens) that must never appear in a log line."""
+    for value in values:
+        if value and len(value) >= 3 and value not in _secrets:
+            _secrets.append(value)
+    _secrets.sort(key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """``text`` with URL passwords and registered secrets replaced by ``***``."""
+    text = _URL_PASSWORD.sub(r"\g<scheme>\g<user>:***@", text)
+    for secret in _secrets:
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+class JsonFormatter(logging.Formatter):
+    """``{"ts": ..., "level": ..., "logger": ..., "msg": ..., <fields>}``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        doc.update(_fields(record))
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return redact(orjson.dumps(doc, default=str).decode())
+
+
+class KeyValueFormatter(logging.Formatter):
+    """``ts=... level=... logger=... msg="..." key=value ...``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        parts = [
+            "ts=" + time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            f"level={record.levelname.lower()}",
+            f"logger={record.name}",
+            f"msg={_quote(record.getMessage())}",
+        ]
+        parts += [f"{k}={_quote(str(v))}" for k, v in _fields(record).items()]
+        if record.exc_info:
+            parts.append(f"exception={_quote(self.formatException(record.exc_info))}")
+        return redact(" ".join(parts))
+
+
+def _quote(value: str) -> str:
+    if value and not any(c in value for c in ' "=\n\t'):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def configure(level: str = "info", fmt: str = "kv") -> None:
+    """Route all logging to stderr in ``fmt`` (``json`` or ``kv``) at ``level``."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if fmt == "json" else KeyValueFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    logging.getLogger("proton").setLevel(max(root.level, logging.WARNING))

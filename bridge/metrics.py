@@ -1,0 +1,184 @@
+"""Metrics and health endpoints: Prometheus ``/metrics``, ``/healthz``, ``/readyz``.
+
+The bridge's counters live in plain attributes updated on the event-loop thread
+(``RouteStats`` per route, counters on connections): no locks on the message
+path.  A Prometheus *collector* reads them when scraped, from the HTTP server's
+thread; reading ints is safe under the GIL and a scrape sees a consistent-enough
+snapshot.  The latency histogram is likewise a plain bucket array
+(:class:`LatencyHistogram`) that the collector exports.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+import orjson
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                   2.5, 5.0, 10.0)
+"""Upper bounds (seconds) of the end-to-end latency histogram."""
+
+COUNTERS = {
+    "received": "Messages taken from the route's source.",
+    "delivered": "Messages whose target accepted them (the source was then settled).",
+    "rejected": "Messages rejected at the source (target rejected them or they could not be mapped, without a dead-letter target).",
+    "dead_lettered": "Messages accepted by the dead-letter target.",
+    "released": "Messages given back to the source for redelivery.",
+    "redelivered": "Messages that arrived flagged as redelivered.",
+    "duplicates_suppressed": "Messages dropped because their message-id was seen recently.",
+    "mapping_errors": "Messages that could not be translated (0-10 <-> 1.0 or CloudEvents).",
+}
+
+
+class LatencyHistogram:
+    """Cumulative-bucket histogram of seconds, updated without locks (one writer)."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...] = LATENCY_BUCKETS) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        """Record one latency."""
+        self.counts[bisect.bisect_left(self.bounds, seconds)] += 1
+        self.sum += seconds
+
+    def buckets(self) -> list[tuple[str, int]]:
+        """Cumulative ``(le, count)`` pairs ending with ``+Inf``."""
+        out, total = [], 0
+        for bound, count in zip([*map(str, self.bounds), "+Inf"], list(self.counts), strict=True):
+            total += count
+            out.append((bound, total))
+        return out
+
+
+class ObservedRoute(Protocol):
+    """What the collector reads from a route."""
+
+    name: str
+    stats: Any
+
+    @property
+    def ready(self) -> bool: ...
+
+
+class ObservedBridge(Protocol):
+    """What the collector and the health endpoints read from the bridge."""
+
+    def observed_routes(self) -> Iterable[ObservedRoute]: ...
+
+    def observed_connections(self) -> Iterable[tuple[str, str, bool, int]]:
+        """``(name, protocol, up, reconnects)`` per connection."""
+        ...
+
+
+class BridgeCollector(Collector):
+    """Exports the bridge's live counters at scrape time."""
+
+    def __init__(self, bridge: ObservedBridge) -> None:
+        self.bridge = bridge
+
+    def collect(self) -> Iterator[Any]:
+        routes = list(self.bridge.observed_routes())
+        for field, help_text in COUNTERS.items():
+            family = CounterMetricFamily(f"amqp_bridge_{field}", help_text, labels=["route"])
+            for route in routes:
+                family.add_metric([route.name], getattr(route.stats, field, 0))
+            yield family
+        gauges = {
+            "in_flight": "Messages between source and target, outcome pending.",
+            "in_flight_bytes": "Body octets of the in-flight messages.",
+            "credit": "Credit the route currently holds from its target.",
+        }
+        for field, help_text in gauges.items():
+            family = GaugeMetricFamily(f"amqp_bridge_{field}", help_text, labels=["route"])
+            for route in routes:
+                family.add_metric([route.name], getattr(route.stats, field, 0))
+            yield family
+        ready = GaugeMetricFamily("amqp_bridge_route_ready",
+                                  "1 when both sides of the route are attached.", labels=["route"])
+        for route in routes:
+            ready.add_metric([route.name], 1 if route.ready else 0)
+        yield ready
+        latency = HistogramMetricFamily(
+            "amqp_bridge_latency_seconds",
+            "Source receipt to target outcome, per message.", labels=["route"])
+        for route in routes:
+            hist = getattr(route.stats, "latency", None)
+            if hist is not None:
+                latency.add_metric([route.name], hist.buckets(), hist.sum)
+        yield latency
+        up = GaugeMetricFamily("amqp_bridge_connection_up", "1 while the connection is open.",
+                               labels=["connection", "protocol"])
+        reconnects = CounterMetricFamily("amqp_bridge_reconnects", "Reconnect attempts.",
+                                         labels=["connection", "protocol"])
+        for name, protocol, is_up, count in self.bridge.observed_connections():
+            up.add_metric([name, protocol], 1 if is_up else 0)
+            reconnects.add_metric([name, protocol], count)
+        yield up
+        yield reconnects
+
+
+def readiness(bridge: ObservedBridge) -> tuple[bool, dict[str, Any]]:
+    """Whether every route is attached on both sides, with the routes that are not."""
+    waiting = [route.name for route in bridge.observed_routes() if not route.ready]
+    return not waiting, {"ready": not waiting, "routes_not_ready": waiting}
+
+
+def wsgi_app(bridge: ObservedBridge) -> Callable[..., Iterable[bytes]]:
+    """The WSGI application serving ``/metrics``, ``/healthz`` and ``/readyz``."""
+    registry = CollectorRegistry()
+    registry.register(BridgeCollector(bridge))
+    metrics = make_wsgi_app(registry)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path == "/metrics":
+            return metrics(environ, start_response)  # type: ignore[no-any-return]
+        if path == "/healthz":
+            body = b'{"alive":true}'
+            status = "200 OK"
+        elif path == "/readyz":
+            ok, detail = readiness(bridge)
+            body = orjson.dumps(detail)
+            status = "200 OK" if ok else "503 Service Unavailable"
+        else:
+            body, status = b'{"error":"not found"}', "404 Not Found"
+        start_response(status, [("Content-Type", "application/json"),
+                                ("Content-Length", str(len(body)))])
+        return [body]
+
+    return app
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class MetricsServer:
+    """The HTTP server, on a daemon thread so it never blocks the event loop."""
+
+    def __init__(self, bridge: ObservedBridge, host: str, port: int) -> None:
+        self.server: WSGIServer = make_server(host, port, wsgi_app(bridge),
+                                              handler_class=_QuietHandler)
+        self.address = self.server.server_address[:2]
+        self.thread = threading.Thread(target=self.server.serve_forever, name="metrics",
+                                       daemon=True)
+
+    def start(self) -> MetricsServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

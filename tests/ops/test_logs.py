@@ -1,0 +1,54 @@
+"""Structured log lines: JSON and key=value, with secrets redacted."""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+import pytest
+
+from bridge import logs
+
+
+@pytest.fixture
+def capture() -> tuple[logging.Logger, list[logging.LogRecord]]:
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("test.logs")
+    logger.handlers[:] = [Keep()]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return logger, records
+
+
+def test_json_lines_carry_message_and_fields(capture) -> None:
+    logger, records = capture
+    logger.info("connection open", extra={"route": "orders-out", "peer": "127.0.0.1:5672"})
+    doc = orjson.loads(logs.JsonFormatter().format(records[0]))
+    assert doc["msg"] == "connection open" and doc["level"] == "info"
+    assert doc["route"] == "orders-out" and doc["peer"] == "127.0.0.1:5672"
+    assert doc["ts"].endswith("Z")
+
+
+def test_key_value_lines_quote_what_needs_quoting(capture) -> None:
+    logger, records = capture
+    logger.warning("link closed: %s", "amqp:not-found", extra={"route": "a b"})
+    line = logs.KeyValueFormatter().format(records[0])
+    assert 'msg="link closed: amqp:not-found"' in line
+    assert 'route="a b"' in line and "level=warning" in line
+
+
+def test_secrets_never_reach_a_line(capture) -> None:
+    logger, records = capture
+    logs.add_secrets(["s3cr3t-token"])
+    logger.error("cannot connect to amqp://guest:hunter2@host:5672/vh with s3cr3t-token",
+                 extra={"url": "amqps://admin:pa55word@h"})
+    for formatter in (logs.JsonFormatter(), logs.KeyValueFormatter()):
+        line = formatter.format(records[0])
+        for secret in ("hunter2", "pa55word", "s3cr3t-token"):
+            assert secret not in line
+        assert "amqp://guest:***@host:5672/vh" in line
