@@ -91,5 +91,16 @@ def run(config_path: str, log_level: str) -> None:
         sys.exit(2)
 
 
+def _register_pipeline() -> None:
+    """Add ``amqp-bridge pipeline ...`` (its Spark imports happen only when a job runs)."""
+    try:
+        from pipeline.cli import pipeline_group
+    except ImportError:  # pragma: no cover - a build without the pipeline package
+        return
+    main.add_command(pipeline_group)
+
+
+_register_pipeline()
+
 if __name__ == "__main__":  # pragma: no cover
     main()
