@@ -17,7 +17,15 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from mappings.cloudevents.template import EventTemplate
 
@@ -54,6 +62,11 @@ class Connection(_Model):
     failover: list[str] = Field(default_factory=list, description="Further URLs tried in order.")
     heartbeat: float = Field(30.0, ge=0, description="Heartbeat interval, seconds (0: off).")
     reconnect: Reconnect = Field(default_factory=Reconnect)
+    session_timeout: int = Field(
+        30, ge=0, le=86400,
+        description="AMQP 0-10 only: seconds the broker is asked to keep each route's session "
+                    "after a transport loss, so the bridge resumes it without redelivery "
+                    "(0: no resume; in-flight messages are redelivered instead).")
 
     @field_validator("url", "failover")
     @classmethod
@@ -75,6 +88,9 @@ class Listener(_Model):
     protocol: Literal["amqp0-10"]
     bind: str = Field(description="host:port to listen on.")
     allow_anonymous: bool = Field(False, description="Accept SASL ANONYMOUS logins.")
+    users: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="SASL PLAIN logins: user name -> password (put passwords in ${ENV}).")
 
     @field_validator("bind")
     @classmethod
@@ -82,6 +98,15 @@ class Listener(_Model):
         host, sep, port = value.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
             raise ValueError(f"{value!r} is not host:port")
+        return value
+
+    @field_validator("users")
+    @classmethod
+    def _check_users(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for name, password in value.items():
+            if not name or "\0" in name or "\0" in password.get_secret_value():
+                raise ValueError(f"user {name!r}: names must be non-empty, and neither a name "
+                                 f"nor a password may contain NUL (the PLAIN separator)")
         return value
 
 
@@ -137,8 +162,17 @@ class CloudEvents(_Model):
 class MaxInFlight(_Model):
     """Bound on unsettled messages per route (memory and duplicate bound)."""
 
-    messages: int = Field(1000, ge=1)
-    bytes: int = Field(64 * 1024 * 1024, ge=1)
+    messages: int = Field(1000, ge=1, le=65536,
+                          description="Unsettled messages (at most the 0-10 replay buffer, 65536).")
+    bytes: int = Field(64 * 1024 * 1024, ge=1, description="Octets of unsettled message bodies.")
+
+
+class Dedupe(_Model):
+    """Duplicate suppression by message-id (optional, per route)."""
+
+    window: int = Field(ge=1, le=1_000_000, description="How many recently delivered "
+                        "message-ids are remembered; a message whose id is among them is "
+                        "settled at the source without being forwarded again.")
 
 
 class DeadLetter(_Model):
@@ -159,6 +193,7 @@ class Route(_Model):
     cloudevents: CloudEvents | None = None
     dead_letter: DeadLetter | None = None
     max_in_flight: MaxInFlight = Field(default_factory=MaxInFlight)
+    dedupe: Dedupe | None = None
 
 
 class BridgeConfig(_Model):
@@ -325,6 +360,8 @@ def describe(cfg: BridgeConfig) -> list[str]:
             text += f"; dead-letter {_endpoint(cfg, route.dead_letter)}"
         mif = route.max_in_flight
         text += f"; max in flight {mif.messages} messages / {mif.bytes} bytes"
+        if route.dedupe is not None:
+            text += f"; dedupe window {route.dedupe.window}"
         lines.append(text)
     return lines
 

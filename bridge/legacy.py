@@ -1,11 +1,27 @@
-"""The bridge's client connections to AMQP 0-10 brokers: connect, fail over, reconnect.
+"""The bridge's client connections to AMQP 0-10 brokers: connect, fail over, reconnect, resume.
 
 One :class:`LegacyConnection` per configured ``amqp0-10`` connection.  Every
 route using it gets its own 0-10 session (so one route's execution exception
 cannot take the others down); the connection dispatches engine events to the
-route owning the session.  When the transport drops or the broker closes, the
-routes are told (so they can release what was in flight), and the connection
-retries the URLs in order with exponential backoff and jitter.
+route owning the session.
+
+Faults:
+
+* The transport drops: sessions the broker agreed to keep (``session_timeout``
+  > 0, granted by the broker's ``session.timeout``) are *suspended*; on the next
+  connection they are resumed (``Connection.resume``): commands the broker had
+  not completed are replayed, the broker drops what it already executed, and
+  the route keeps its in-flight messages.  Sessions not kept are *lost*: the
+  broker requeues what it had delivered and the route forgets their ids.
+* The broker ends a session while the connection stays up (an execution
+  exception, a forgotten session after a resume): the route is told it is
+  lost and gets a fresh session after a backoff.
+* The connection is retried through the URL list with exponential backoff and
+  jitter.
+
+Batching: :meth:`LegacyConnection.defer` runs a callback once at the end of
+the current burst of reactor events and then writes the socket, so a burst of
+outcomes becomes one ``message.accept`` and one ``send()``.
 """
 
 from __future__ import annotations
@@ -13,11 +29,13 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from proton.reactor import Container
 
-from .amqp010.connection import ConnectionConfig
+from .amqp010.connection import ConnectionConfig, ProtocolError
 from .amqp010.events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -26,13 +44,24 @@ from .amqp010.events import (
     SessionAttached,
     SessionDetached,
 )
-from .amqp010.session import Session
+from .amqp010.session import Session, SessionState
 from .amqp010.transport import client_config, parse_url
 from .config import Connection as ConnectionSettings
-from .config import redact_url
+from .config import Reconnect, redact_url
 from .hosting import Amqp010Socket, connect
 
 log = logging.getLogger(__name__)
+
+STABLE_SESSION = 10.0
+"""Seconds a session must have lived for its end not to count as a repeated failure."""
+REATTACH_PAUSE = 0.5
+"""Seconds between a session the broker ended and its successor on the same channel.
+
+Controls the broker sent for the old session before it saw our ``detached`` (e.g. the
+answer to a ``session.flush`` that crossed its ``execution.exception``) must arrive
+while the channel is free: arriving during the new session's attach, the engine would
+answer them with ``detached(not-attached)``, which ends the new session at the broker
+while our side believes it attached."""
 
 
 class LegacyUser(Protocol):
@@ -40,14 +69,34 @@ class LegacyUser(Protocol):
 
     name: str
 
-    def on_session(self, session: Session) -> None:
-        """A fresh session is attached: subscribe / start sending."""
+    def on_session(self, session: Session, resumed: bool) -> None:
+        """A session is attached: fresh (subscribe / start sending) or resumed."""
 
     def on_event(self, event: Event) -> None:
         """An engine event about this route's session."""
 
-    def on_lost(self) -> None:
-        """The session is gone (transport loss, close, exception): forget its ids."""
+    def on_suspended(self) -> None:
+        """The transport is gone but the broker keeps the session: wait for the resume."""
+
+    def on_lost(self) -> bool:
+        """The session is gone for good: the broker requeued what it had delivered.
+
+        Returns True if the session moved messages (a fresh one is attached at once,
+        without backing off)."""
+
+
+@dataclass(eq=False)
+class _Slot:
+    """One route's place on the connection."""
+
+    user: LegacyUser
+    session: Session | None = None
+    """Attached, attaching, or detached and kept by the broker for a resume."""
+    attached_at: float = 0.0
+    failures: int = 0
+    """Consecutive sessions the broker ended early (drives the re-attach backoff)."""
+    waiting: bool = False
+    """A re-attach is scheduled."""
 
 
 class LegacyConnection:
@@ -58,41 +107,76 @@ class LegacyConnection:
         self.name = name
         self.settings = settings
         self.urls = [settings.url, *settings.failover]
-        self.users: list[LegacyUser] = []
-        self.sessions: dict[int, LegacyUser] = {}  # id(session) -> user
+        self.slots: list[_Slot] = []
+        self.by_session: dict[int, _Slot] = {}  # id(session) -> slot
         self.socket: Amqp010Socket | None = None
         self.open = False
         self.url_index = 0
         self.failures = 0
-        """Consecutive failed attempts (drives the backoff)."""
+        """Consecutive failed connection attempts (drives the backoff)."""
         self.reconnects = 0
+        self.resumed = 0
+        """Sessions resumed after a transport loss (for logs and tests)."""
         self.stopping = False
         self.last_error = ""
+        self._deferred: dict[Callable[[], None], None] = {}
+        self._batch_pending = False
+
+    @property
+    def users(self) -> list[LegacyUser]:
+        return [slot.user for slot in self.slots]
 
     def add(self, user: LegacyUser) -> None:
         """Register a route; it gets a session once the connection is open."""
-        self.users.append(user)
-        if self.open and self.socket is not None:
-            self._attach(user)
-            self.socket.flush()
+        slot = _Slot(user)
+        self.slots.append(slot)
+        self._ensure(slot)
 
     def start(self) -> None:
         """Connect (asynchronously) to the first URL."""
         self._connect()
 
     def stop(self) -> None:
-        """Close the connection for good."""
+        """End the sessions (so the broker requeues at once what is unsettled) and close."""
         self.stopping = True
-        if self.socket is not None and not self.socket.closed:
-            self.socket.engine.close()
-            self.socket.flush()
+        self._run_deferred()
+        if self.socket is None or self.socket.closed:
+            return
+        for slot in self.slots:
+            session = slot.session
+            if session is not None and session.attached:
+                if session.timeout:
+                    session.request_timeout(0)
+                session.detach()
+        self.socket.engine.close()
+        self.socket.flush()
 
     def flush(self) -> None:
         """Write what the routes queued on their sessions."""
         if self.socket is not None:
             self.socket.flush()
 
+    def defer(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once at the end of the current burst of events, then write the socket."""
+        self._deferred[fn] = None
+        if not self._batch_pending:
+            self._batch_pending = True
+            self.container.schedule(0, _Timer(self._run_deferred))
+
+    @property
+    def backpressured(self) -> bool:
+        """True while the socket has more unsent octets than it should buffer."""
+        return self.socket is not None and self.socket.backpressured
+
     # -- connection lifecycle ------------------------------------------------------------
+
+    def _run_deferred(self) -> None:
+        self._batch_pending = False
+        while self._deferred:
+            batch, self._deferred = self._deferred, {}
+            for fn in batch:
+                fn()
+        self.flush()
 
     def _connect(self) -> None:
         url = self.urls[self.url_index % len(self.urls)]
@@ -111,21 +195,21 @@ class LegacyConnection:
     def _retry(self) -> None:
         if self.stopping:
             return
-        r = self.settings.reconnect
-        delay = min(r.max_delay, r.initial_delay * r.multiplier ** min(self.failures, 32))
-        delay *= 1 + random.uniform(-r.jitter, r.jitter)
+        delay = backoff(self.settings.reconnect, self.failures)
         self.failures += 1
         self.reconnects += 1
         log.info("amqp0-10 %s: reconnecting in %.2fs (%s)", self.name, delay, self.last_error)
         self.container.schedule(delay, _Timer(self._connect))
 
     def _on_event(self, sock: Amqp010Socket, event: Event) -> None:
+        if sock is not self.socket:
+            return  # a previous connection's last words
         if isinstance(event, ConnectionOpened):
             self.open = True
             self.failures = 0
             log.info("amqp0-10 %s: open (%s)", self.name, sock.peer)
-            for user in self.users:
-                self._attach(user)
+            for slot in self.slots:
+                self._ensure(slot)
         elif isinstance(event, ConnectionClosed):
             self._closed(event)
         elif isinstance(event, ConnectionRedirected):
@@ -133,33 +217,87 @@ class LegacyConnection:
             self.urls.insert(self.url_index + 1, _redirect_url(self.urls[0], event.host))
         else:
             session = getattr(event, "session", None)
-            user = self.sessions.get(id(session)) if session is not None else None
-            if user is None:
+            slot = self.by_session.get(id(session)) if session is not None else None
+            if slot is None or slot.session is not session:
                 return
             if isinstance(event, SessionAttached):
-                user.on_session(event.session)
+                slot.attached_at = time.monotonic()
+                if event.resumed:
+                    self.resumed += 1
+                    log.info("amqp0-10 %s: route %s: session resumed", self.name, slot.user.name)
+                slot.user.on_session(session, event.resumed)
             elif isinstance(event, SessionDetached):
-                del self.sessions[id(session)]
-                user.on_lost()
-                if self.open and not self.stopping:  # e.g. after an execution exception
-                    self._attach(user)
+                self._detached(slot, session, event)
             else:
-                user.on_event(event)
+                slot.user.on_event(event)
 
-    def _attach(self, user: LegacyUser) -> None:
-        assert self.socket is not None
-        session = self.socket.engine.attach(f"amqp-bridge.{self.name}.{user.name}.{time.time_ns()}")
-        self.sessions[id(session)] = user
+    def _ensure(self, slot: _Slot) -> None:
+        """Give ``slot`` a session if the connection is open and it has none attached."""
+        sock = self.socket
+        if sock is None or not sock.engine.is_open or self.stopping or slot.waiting:
+            return
+        session = slot.session
+        if session is not None and session.state is SessionState.DETACHED:
+            try:
+                sock.engine.resume(session)
+                return
+            except ProtocolError as exc:
+                log.info("amqp0-10 %s: route %s: cannot resume: %s", self.name, slot.user.name, exc)
+                self._forget(slot)
+                slot.user.on_lost()
+        elif session is not None:
+            return  # attached or attaching
+        session = sock.engine.attach(
+            f"amqp-bridge.{self.name}.{slot.user.name}.{time.time_ns():x}",
+            timeout=self.settings.session_timeout)
+        slot.session = session
+        self.by_session[id(session)] = slot
+
+    def _forget(self, slot: _Slot) -> None:
+        if slot.session is not None:
+            self.by_session.pop(id(slot.session), None)
+        slot.session = None
+
+    def _detached(self, slot: _Slot, session: Session, event: SessionDetached) -> None:
+        engine_open = self.socket is not None and self.socket.engine.is_open
+        if not engine_open and session.state is SessionState.DETACHED and not self.stopping:
+            log.info("amqp0-10 %s: route %s: transport lost, session kept for %ss",
+                     self.name, slot.user.name, session.timeout)
+            slot.user.on_suspended()
+            return
+        self._forget(slot)
+        progressed = slot.user.on_lost()
+        if not engine_open or self.stopping:
+            return
+        # the broker ended the session (an exception, a resume it could not honour): start a
+        # fresh one, backing off if that keeps happening without progress
+        lived = time.monotonic() - slot.attached_at if slot.attached_at else 0.0
+        slot.failures = 0 if progressed or lived >= STABLE_SESSION else slot.failures + 1
+        reason = session.peer_exception.description if session.peer_exception else \
+            f"detached with code {event.code}"
+        delay = REATTACH_PAUSE + (backoff(self.settings.reconnect, slot.failures - 1)
+                                  if slot.failures else 0.0)
+        log.warning("amqp0-10 %s: route %s: session ended by the broker (%s); new session in "
+                    "%.2fs", self.name, slot.user.name, reason, delay)
+        slot.waiting = True
+        self.container.schedule(delay, _Timer(lambda: self._reattach(slot)))
+
+    def _reattach(self, slot: _Slot) -> None:
+        slot.waiting = False
+        self._ensure(slot)
+        self.flush()
 
     def _closed(self, event: ConnectionClosed) -> None:
         was_open = self.open
         self.open = False
         self.last_error = event.text or f"closed with code {event.code}"
         log.info("amqp0-10 %s: connection closed: %s", self.name, self.last_error)
-        users = list(self.sessions.values())
-        self.sessions.clear()
-        for user in users:
-            user.on_lost()
+        # sessions the engine did not report detached (never attached) are lost
+        for slot in self.slots:
+            session = slot.session
+            if session is not None and session.state is not SessionState.DETACHED:
+                self._forget(slot)
+                slot.user.on_lost()
         # an established connection that failed is retried at once on the same URL;
         # a failed attempt moves on to the next URL of the failover list
         self.url_index = 0 if was_open else self.url_index + 1
@@ -167,6 +305,12 @@ class LegacyConnection:
             self.failures = 0
         self.socket = None
         self._retry()
+
+
+def backoff(settings: Reconnect, failures: int) -> float:
+    """Seconds to wait after ``failures`` consecutive failures (exponential, with jitter)."""
+    delay = min(settings.max_delay, settings.initial_delay * settings.multiplier ** min(failures, 32))
+    return max(0.0, delay * (1 + random.uniform(-settings.jitter, settings.jitter)))
 
 
 class _Timer:

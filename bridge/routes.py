@@ -2,7 +2,8 @@
 
 Both directions are at-least-once: the source message is settled only after
 the target's outcome is known, and the number of messages (and octets) between
-the two is bounded by the route's ``max_in_flight``.
+the two is bounded by the route's ``max_in_flight``.  docs/semantics.md has the
+whole contract; in short:
 
 ``LegacyToAmqp10`` (0-10 queue → 1.0 address)
     subscribes to the queue in credit mode with explicit accept; grants 0-10
@@ -15,34 +16,53 @@ the two is bounded by the route's ``max_in_flight``.
 ``Amqp10ToLegacy`` (1.0 address → 0-10 exchange)
     grants 1.0 link credit up to the in-flight bound; transfers each message to
     the exchange; the transfer's session completion → 1.0 accepted; an
-    execution.exception naming it → 1.0 rejected with the error.
+    execution.exception naming it → dead-letter (then accepted) or 1.0 rejected
+    with the error.
 
 Unmappable messages (MappingError, CloudEvents errors) go to the dead-letter
 address with the reason in message annotations, or are rejected with it.
+
+Faults: every 1.0 link sits on its own session and is re-created when the peer
+detaches or closes it or ends its session (:class:`Amqp10Link`); proton
+re-attaches links after a reconnect.  When a link or its connection goes down,
+the deliveries in flight on it are void: their sources are released for
+redelivery (0-10) or left to the broker to redeliver (1.0).  0-10 sessions are
+resumed when the broker keeps them (:mod:`bridge.legacy`).  Optional duplicate
+suppression remembers the message-ids of the last ``dedupe.window`` delivered
+messages.
+
+0-10 dispositions, credit and flushes are batched per burst of reactor events
+(:meth:`~bridge.legacy.LegacyConnection.defer`).
 """
 
 from __future__ import annotations
 
 import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from proton import Condition, Delivery, Endpoint, Link, symbol
 from proton.reactor import Container
 
+from mappings.amqp010 import to_amqp10
 from mappings.errors import MappingError
-from mappings.message import AmqpMessage
+from mappings.message import AmqpMessage, BodyKind
 
+from .amqp010.codec import encode_header
 from .amqp010.events import (
     CommandsCompleted,
     Event,
     ExecutionExceptionReceived,
     MessageReceived,
 )
-from .amqp010.session import Session
-from .amqp010.spec import AcceptMode, AcquireMode, CreditUnit, FlowMode
-from .config import Route
-from .legacy import LegacyConnection
+from .amqp010.session import Session, SessionState
+from .amqp010.spec import AcceptMode, AcquireMode, CreditUnit, ErrorCode, FlowMode
+from .config import Reconnect, Route
+from .legacy import LegacyConnection, _Timer, backoff
 from .translate import Translator
 
 log = logging.getLogger(__name__)
@@ -51,7 +71,26 @@ MAPPING_ERROR = symbol("amqp-bridge:mapping-error")
 """Condition of a 1.0 reject caused by a message that cannot be translated."""
 REASON_ANNOTATION = symbol("x-amqp-bridge-dead-letter-reason")
 ROUTE_ANNOTATION = symbol("x-amqp-bridge-route")
+LEGACY_HEADER_ANNOTATION = symbol("x-amqp-bridge-0-10-header")
+"""Dead-letter copies of unmappable 0-10 messages: the encoded 0-10 header segment."""
+RELINK = Reconnect(initial_delay=0.5, max_delay=30.0)
+"""Backoff before re-creating a 1.0 link the peer detached, closed or whose session it ended."""
+STABLE_LINK = 10.0
+"""Seconds a link must have been up for its loss not to count as a repeated failure."""
 _UNLIMITED = 0xFFFFFFFF
+_EXCEPTION_CONDITIONS = {
+    ErrorCode.UNAUTHORIZED_ACCESS: "amqp:unauthorized-access",
+    ErrorCode.NOT_FOUND: "amqp:not-found",
+    ErrorCode.RESOURCE_LOCKED: "amqp:resource-locked",
+    ErrorCode.PRECONDITION_FAILED: "amqp:precondition-failed",
+    ErrorCode.RESOURCE_DELETED: "amqp:resource-deleted",
+    ErrorCode.ILLEGAL_STATE: "amqp:illegal-state",
+    ErrorCode.RESOURCE_LIMIT_EXCEEDED: "amqp:resource-limit-exceeded",
+    ErrorCode.NOT_ALLOWED: "amqp:not-allowed",
+    ErrorCode.INVALID_ARGUMENT: "amqp:invalid-field",
+    ErrorCode.NOT_IMPLEMENTED: "amqp:not-implemented",
+}
+"""1.0 error condition for a 0-10 execution exception (others: amqp:internal-error)."""
 
 
 @dataclass
@@ -66,6 +105,9 @@ class RouteStats:
     mapping_errors: int = 0
     in_flight: int = 0
     in_flight_bytes: int = 0
+    duplicates: int = 0
+    """Messages settled at the source without forwarding: their id was recently delivered."""
+    peak_in_flight: int = 0
     extra: dict[str, int] = field(default_factory=dict)
 
 
@@ -84,22 +126,227 @@ def dead_letter_copy(message: AmqpMessage, route: str, reason: str) -> bytes:
     return message.encode()
 
 
-class _SenderHandler:
-    """Routes a proton sender link's events to its owner."""
+class DeliveredIds:
+    """The message-ids of the last ``size`` delivered messages (a bounded set)."""
 
-    def __init__(self, owner: Any) -> None:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._ids: dict[Any, None] = {}
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, key: Any) -> None:
+        ids = self._ids
+        ids.pop(key, None)
+        ids[key] = None
+        if len(ids) > self.size:
+            del ids[next(iter(ids))]
+
+
+def message_id_key(message_id: Any) -> Any:
+    """A hashable duplicate-detection key for a 0-10 or 1.0 message-id (None: no id)."""
+    if message_id is None:
+        return None
+    if isinstance(message_id, bytes | bytearray | memoryview):
+        return (bytes, bytes(message_id))
+    return (type(message_id).__name__, message_id)
+
+
+# --- AMQP 1.0 links ------------------------------------------------------------------------
+
+
+class Amqp10Link:
+    """A proton sender or receiver on its own session, kept attached for its owner.
+
+    The link is replaced by a fresh one (on a fresh session) whenever it is lost:
+
+    * the transport drops: new ones wait for proton's reconnect; the old ones,
+      which proton re-attaches, are closed as soon as the peer has answered (the
+      old link's void deliveries are never settled: settling them makes proton
+      send payload-less transfers, which RabbitMQ 3.10 answers by ending the
+      session);
+    * the peer detaches or closes the link, or ends its session: the old ones are
+      closed and the new ones opened after a backoff. RabbitMQ 3.10 reports most
+      errors by ending the session, and answers a closing detach with a
+      non-closing one (rabbitmq-server #2594), so both kinds of detach are
+      handled alike.
+
+    The owner is told ``on_link_up(link)``, ``on_link_down(link)`` (deliveries
+    in flight on the link are void: forget them, never settle them),
+    ``on_credit(link)`` and ``on_delivery(link, delivery)``.
+    """
+
+    def __init__(self, container: Container, connection: Any, address: str, *, sender: bool,
+                 owner: Any, name: str) -> None:
+        self.container = container
+        self.connection = connection
+        self.address = address
+        self.is_sender = sender
         self.owner = owner
+        self.name = name
+        self.link: Any = None
+        self.session: Any = None
+        self.up = False
+        self.up_since = 0.0
+        self.failures = 0
+        self.closing = False
+        self.generation = 0
+        self._stale: list[tuple[Any, Any]] = []
+        """Links (and sessions) of dead transports, waiting to be re-attached and closed."""
+        watchers = getattr(connection.handler, "watchers", None)
+        if watchers is not None:
+            watchers.append(self)
+        self._open()
+
+    # -- the owner's API -----------------------------------------------------------------
+
+    @property
+    def credit(self) -> int:
+        return self.link.credit if self.up else 0
+
+    def send(self, data: bytes) -> Delivery:
+        """Send encoded message bytes unsettled (only while :attr:`up`)."""
+        return send_raw(self.link, data)
+
+    def close(self) -> None:
+        """Detach for good (shutdown)."""
+        self.closing = True
+        self.up = False
+        if self.link is not None:
+            self._retire(self.link, self.session)
+            self.link = self.session = None
+
+    # -- proton events (this object is the link's and the session's handler) -------------
+
+    def on_link_remote_open(self, event: Any) -> None:
+        link = event.link
+        if link == self.link:
+            if not self.up:
+                self.up = True
+                self.up_since = time.monotonic()
+                self.owner.on_link_up(self)
+            return
+        for stale in self._stale:
+            if stale[0] == link:  # re-attached by proton after a reconnect: now end it
+                self._stale.remove(stale)
+                self._retire(*stale)
+                return
 
     def on_link_flow(self, event: Any) -> None:
-        self.owner.on_credit()
+        if self.up and event.link == self.link:
+            self.owner.on_credit(self)
 
     def on_delivery(self, event: Any) -> None:
-        delivery = event.delivery
-        if delivery.updated and delivery.remote_state:
-            self.owner.on_outcome(delivery)
+        if event.link == self.link:
+            self.owner.on_delivery(self, event.delivery)
+        # else: a late delivery on a link we gave up: leave it to its session's end (an
+        # incoming one settled without an outcome could be taken as accepted)
 
     def on_link_remote_close(self, event: Any) -> None:
-        self.owner.on_link_closed(event.link)
+        if event.link == self.link:
+            self._lost(f"link closed by the peer: {_condition(event.link.remote_condition)}")
+
+    def on_link_remote_detach(self, event: Any) -> None:
+        if event.link == self.link:
+            self._lost(f"link detached by the peer: {_condition(event.link.remote_condition)}")
+
+    def on_session_remote_close(self, event: Any) -> None:
+        session = event.session
+        if session == self.session:
+            self._lost(f"session ended by the peer: {_condition(session.remote_condition)}")
+        elif session.state & Endpoint.LOCAL_CLOSED:
+            session.free()  # an old session's end handshake is complete
+
+    def on_disconnected(self) -> None:
+        """The connection's transport is gone; proton reconnects."""
+        if not self.up or self.closing:
+            return  # nothing was attached on that transport
+        self.up = False
+        # Proton re-attaches the old link on the next transport, keeping its void
+        # deliveries (never sent again as long as nobody settles them). It is closed once
+        # the peer has answered its attach (ending a session before the peer's begin
+        # makes proton fail the connection: "begin reply to unknown channel"), and freed,
+        # deliveries and all, with its session's end.
+        self._stale.append((self.link, self.session))
+        self.link = self.session = None  # from now on, events of the old ones are ignored
+        self.owner.on_link_down(self)
+        # a fresh link, once proton has let go of the dead transport
+        self.container.schedule(0, _Timer(self._reopen))
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _open(self) -> None:
+        self.generation += 1
+        session = self.connection.session()
+        session.handler = self
+        session.open()
+        name = f"amqp-bridge.{self.name}.{self.generation}.{time.time_ns():x}"
+        link = session.sender(name) if self.is_sender else session.receiver(name)
+        if self.is_sender:
+            link.target.address = self.address
+        else:
+            link.source.address = self.address
+        link.handler = self
+        link.open()
+        self.session, self.link = session, link
+
+    @staticmethod
+    def _retire(link: Any, session: Any) -> None:
+        """Close a link and its session; the session is freed once the peer ends it too."""
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            link.close()
+        if session.state & Endpoint.LOCAL_ACTIVE:
+            session.close()
+        if session.state & Endpoint.REMOTE_CLOSED:
+            session.free()
+
+    def _lost(self, reason: str) -> None:
+        if self.closing or self.link is None:
+            return
+        lived = time.monotonic() - self.up_since if self.up else 0.0
+        self.failures = 0 if lived >= STABLE_LINK else self.failures + 1
+        delay = backoff(RELINK, self.failures - 1) if self.failures else 0.0
+        log.warning("1.0 link %s to %r: %s; re-attaching in %.2fs", self.name, self.address,
+                    reason, delay)
+        self.up = False
+        old_link, old_session = self.link, self.session
+        self.link = self.session = None
+        self.owner.on_link_down(self)
+        self._retire(old_link, old_session)
+        self.container.schedule(delay, _Timer(self._reopen))
+
+    def _reopen(self) -> None:
+        if not self.closing and self.link is None \
+                and self.connection.state & Endpoint.LOCAL_ACTIVE:
+            self._open()
+
+
+def _condition(condition: Condition | None) -> str:
+    if condition is None:
+        return "no error condition"
+    return f"{condition.name}: {condition.description}" if condition.description else condition.name
+
+
+# --- 0-10 queue → 1.0 address --------------------------------------------------------------
+
+ACCEPT, RELEASE, REDELIVER = "accept", "release", "redeliver"
+
+
+@dataclass(slots=True, eq=False)
+class _Taken:
+    """A 0-10 message taken from the source queue, until its fate is settled there."""
+
+    session: Session
+    command_id: int
+    size: int
+    data: bytes | None = None
+    """The encoded 1.0 message, kept while a rejection may need to dead-letter it."""
+    key: Any = None
+    """Duplicate-detection key (message-id), when the route suppresses duplicates."""
 
 
 class LegacyToAmqp10:
@@ -118,203 +365,317 @@ class LegacyToAmqp10:
         self.paused = False
         self.session: Session | None = None
         self.granted = 0  # 0-10 message credit granted and not yet used
-        self.in_flight: dict[Delivery, tuple[Session, int, int, bytes | None]] = {}
-        self.dlq_in_flight: dict[Delivery, tuple[Session, int, int]] = {}
-        handler = _SenderHandler(self)
-        self.sender = container.create_sender(amqp10, route.target.address, handler=handler)
-        self.dlq = None
+        self.stopped = False  # message.stop sent since the last octet credit
+        self.progress = False  # the current session has moved a message
+        self.in_flight: dict[Delivery, _Taken] = {}
+        self.dlq_in_flight: dict[Delivery, _Taken] = {}
+        self.dlq_waiting: deque[tuple[_Taken, bytes]] = deque()
+        """Dead-letter copies waiting for the dead-letter link to come (back) up."""
+        self.bytes = 0
+        self.seen = DeliveredIds(route.dedupe.window) if route.dedupe else None
+        self._dispositions: list[tuple[Session, str, int]] = []
+        self.accepts_pending = 0
+        """Accepts not yet completed by the broker (queued, or sent and unconfirmed)."""
+        self._unconfirmed: dict[int, int] = {}  # message.accept command id -> messages
+        assert route.target.address is not None
+        self.sender = Amqp10Link(container, amqp10, route.target.address, sender=True,
+                                 owner=self, name=f"{route.name}.target")
+        self.dlq: Amqp10Link | None = None
         if dead_letter is not None:
-            self.dlq = container.create_sender(dead_letter[0], dead_letter[1],
-                                               handler=_DeadLetterHandler(self))
+            self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
+                                  owner=self, name=f"{route.name}.dead-letter")
         legacy.add(self)
 
     # -- 0-10 side -----------------------------------------------------------------------
 
-    def on_session(self, session: Session) -> None:
+    def on_session(self, session: Session, resumed: bool) -> None:
         self.session = session
-        self.granted = 0
-        assert self.route.source.queue is not None
-        session.message_subscribe(self.route.source.queue, self.destination,
-                                  accept_mode=AcceptMode.EXPLICIT,
-                                  acquire_mode=AcquireMode.PRE_ACQUIRED)
-        session.message_set_flow_mode(self.destination, FlowMode.CREDIT)
-        session.message_flow(self.destination, CreditUnit.BYTE, _UNLIMITED)
-        self._grant()
+        self.progress = False
+        if resumed:
+            # A kept session still has our subscription and credit; a broker that forgot it
+            # answers this no-op flow with an exception, and we get a fresh session.
+            session.message_flow(self.destination, CreditUnit.MESSAGE, 0)
+        else:
+            self.granted = 0
+            self.stopped = False
+            assert self.route.source.queue is not None
+            session.message_subscribe(self.route.source.queue, self.destination,
+                                      accept_mode=AcceptMode.EXPLICIT,
+                                      acquire_mode=AcquireMode.PRE_ACQUIRED)
+            session.message_set_flow_mode(self.destination, FlowMode.CREDIT)
+            session.message_flow(self.destination, CreditUnit.BYTE, _UNLIMITED)
+            if self.paused:
+                return
+        self._kick()
 
-    def on_lost(self) -> None:
-        # the broker requeues what was not accepted; outcomes still arriving for
-        # those deliveries are ignored (the redelivery may duplicate: at-least-once)
+    def on_suspended(self) -> None:
+        pass  # in-flight messages stay: their accepts are replayed on the resumed session
+
+    def on_lost(self) -> bool:
+        # the broker requeued what it had delivered on that session; outcomes still coming
+        # for those messages are not settled there (redelivery may duplicate: at-least-once)
         self.session = None
         self.granted = 0
+        self.accepts_pending = 0
+        self._unconfirmed.clear()
+        self._uncount(0)
+        return self.progress
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, MessageReceived):
             self._on_message(event)
+        elif isinstance(event, CommandsCompleted):
+            confirmed = sum(self._unconfirmed.pop(cid, 0) for cid in event.commands)
+            if confirmed:
+                self.accepts_pending -= confirmed
+                self._uncount(0)
+                self._kick()
         elif isinstance(event, ExecutionExceptionReceived):
             log.warning("route %s: 0-10 exception %s: %s", self.name, event.error_code,
                         event.description)
 
     def _on_message(self, event: MessageReceived) -> None:
         self.granted = max(0, self.granted - 1)
-        self.stats.received += 1
-        size = len(event.body)
+        self.progress = True
+        stats = self.stats
+        stats.received += 1
+        mp = event.message_properties
+        taken = _Taken(event.session, event.command_id, len(event.body))
+        if self.seen is not None:
+            taken.key = message_id_key(mp.message_id if mp is not None else None)
+            if taken.key is not None and taken.key in self.seen:
+                stats.duplicates += 1
+                self._settle(taken, ACCEPT)
+                return
+        if self.paused or not self.sender.up:  # credit granted before the stop or the loss
+            stats.released += 1
+            self._settle(taken, RELEASE)
+            return
         try:
-            message = self.translator.legacy_to_amqp10(event.delivery_properties,
-                                                       event.message_properties, event.body)
-            data = message.encode()
+            data = self.translator.legacy_to_amqp10(event.delivery_properties, mp,
+                                                   event.body).encode()
         except MappingError as exc:
-            self.stats.mapping_errors += 1
-            self._unmappable(event, exc)
+            stats.mapping_errors += 1
+            self._dead_letter(taken, _plain_copy(event), f"cannot translate: {exc}")
             return
-        delivery = send_raw(self.sender, data)
-        # the encoded copy is kept only when a rejection may need to dead-letter it
-        self.in_flight[delivery] = (event.session, event.command_id, size,
-                                    data if self.dlq is not None else None)
-        self.stats.in_flight = len(self.in_flight)
-        self.stats.in_flight_bytes += size
-
-    def _unmappable(self, event: MessageReceived, exc: MappingError) -> None:
-        reason = f"cannot translate: {exc}"
         if self.dlq is not None:
-            from mappings.amqp010 import to_amqp10
-
-            try:
-                plain = to_amqp10(event.delivery_properties, event.message_properties, event.body)
-            except MappingError:
-                plain = AmqpMessage(body=[event.body])
-                from mappings.message import BodyKind
-
-                plain.body_kind = BodyKind.DATA
-            delivery = send_raw(self.dlq, dead_letter_copy(plain, self.name, reason))
-            self.dlq_in_flight[delivery] = (event.session, event.command_id, len(event.body))
-            return
-        self.stats.rejected += 1
-        event.session.message_reject([event.command_id], text=reason[:255])
-        self._grant()
+            taken.data = data
+        self.in_flight[self.sender.send(data)] = taken
+        self._count(taken.size)
 
     # -- 1.0 side ------------------------------------------------------------------------
 
-    def on_credit(self) -> None:
-        self._grant()
+    def on_link_up(self, link: Amqp10Link) -> None:
+        if link is self.dlq:
+            while self.dlq_waiting and self.dlq.up:
+                taken, copy = self.dlq_waiting.popleft()
+                self.dlq_in_flight[self.dlq.send(copy)] = taken
+        self._kick()
 
-    def on_outcome(self, delivery: Delivery) -> None:
-        entry = self.in_flight.pop(delivery, None)
-        if entry is None:
+    def on_link_down(self, link: Amqp10Link) -> None:
+        # what was in flight on the link may or may not have arrived: redeliver it
+        lost = self.in_flight if link is self.sender else self.dlq_in_flight
+        for taken in lost.values():
+            self.bytes -= taken.size
+            self._settle(taken, REDELIVER)
+        self.stats.released += len(lost)
+        lost.clear()
+        self._uncount(0)
+        if link is self.sender:
+            self._stop_credit()
+        self._kick()
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        if link is self.sender:
+            self._kick()
+
+    def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
+        if not delivery.remote_state:
             return
-        session, command_id, size, data = entry
-        self.stats.in_flight = len(self.in_flight)
-        self.stats.in_flight_bytes -= size
         state = delivery.remote_state
-        delivery.settle()
-        live = session is self.session and session.attached
+        if link is self.dlq:
+            taken = self.dlq_in_flight.pop(delivery, None)
+            delivery.settle()
+            if taken is None:
+                return
+            self._uncount(taken.size)
+            if state == Delivery.ACCEPTED:
+                self.stats.dead_lettered += 1
+                self._settle(taken, ACCEPT)
+            else:
+                self.stats.released += 1
+                self._settle(taken, RELEASE)
+            return
+        taken = self.in_flight.pop(delivery, None)
+        if taken is None:
+            delivery.settle()
+            return
+        self._uncount(taken.size)
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
-            if live:
-                session.message_accept([command_id])
+            if self.seen is not None and taken.key is not None:
+                self.seen.add(taken.key)
+            self._settle(taken, ACCEPT)
         elif state == Delivery.REJECTED:
-            self._target_rejected(delivery, session, command_id, size, data, live)
+            reason = f"rejected by the target: {_condition(delivery.remote.condition)}"
+            message = AmqpMessage.decode(taken.data) if taken.data is not None else None
+            self._dead_letter(taken, message, reason)
         elif state == Delivery.RELEASED:
             self.stats.released += 1
-            if live:
-                session.message_release([command_id])
+            self._settle(taken, RELEASE)
         else:  # MODIFIED
             self.stats.released += 1
             failed = bool(getattr(delivery.remote, "failed", True))
-            if live:
-                session.message_release([command_id], set_redelivered=failed)
-        self._grant()
-        self.legacy.flush()
-
-    def _target_rejected(self, delivery: Delivery, session: Session, command_id: int,
-                         size: int, data: bytes | None, live: bool) -> None:
-        condition = delivery.remote.condition
-        reason = f"rejected by the target: {condition.name if condition else 'no condition'}"
-        if condition is not None and condition.description:
-            reason += f" ({condition.description})"
-        if not live:
-            return
-        if self.dlq is None or data is None:
-            self.stats.rejected += 1
-            session.message_reject([command_id], text=reason[:255])
-            return
-        copy = dead_letter_copy(AmqpMessage.decode(data), self.name, reason)
-        self.dlq_in_flight[send_raw(self.dlq, copy)] = (session, command_id, size)
-
-    def on_dead_letter_outcome(self, delivery: Delivery) -> None:
-        entry = self.dlq_in_flight.pop(delivery, None)
-        if entry is None:
-            return
-        session, command_id, _ = entry
-        state = delivery.remote_state
+            self._settle(taken, REDELIVER if failed else RELEASE)
         delivery.settle()
-        if session is not self.session or not session.attached:
-            return
-        if state == Delivery.ACCEPTED:
-            self.stats.dead_lettered += 1
-            session.message_accept([command_id])
-        else:
-            session.message_release([command_id])
-        self._grant()
-        self.legacy.flush()
 
-    def on_link_closed(self, link: Link) -> None:
-        condition = link.remote_condition
-        log.warning("route %s: 1.0 link closed by the peer: %s", self.name, condition)
+    # -- fates ---------------------------------------------------------------------------
+
+    def _dead_letter(self, taken: _Taken, message: AmqpMessage | None, reason: str) -> None:
+        if self.dlq is None or message is None:
+            self.stats.rejected += 1
+            session = taken.session
+            if _usable(session):
+                session.message_reject([taken.command_id], text=reason[:255])
+                self._kick()
+            return
+        copy = dead_letter_copy(message, self.name, reason)
+        self._count(taken.size)
+        if self.dlq.up:
+            self.dlq_in_flight[self.dlq.send(copy)] = taken
+        else:
+            self.dlq_waiting.append((taken, copy))
+
+    def _settle(self, taken: _Taken, fate: str) -> None:
+        """Queue the 0-10 disposition of ``taken`` for the end of this burst of events."""
+        if _usable(taken.session):
+            self._dispositions.append((taken.session, fate, taken.command_id))
+            if fate == ACCEPT and taken.session is self.session:
+                self.accepts_pending += 1
+        self._kick()
+
+    def _kick(self) -> None:
+        self.legacy.defer(self._end_of_burst)
+
+    def _end_of_burst(self) -> None:
+        """Send the batched dispositions, then grant what the window allows."""
+        pending, self._dispositions = self._dispositions, []
+        for session, fate, ids in _runs(pending):
+            if not _usable(session):
+                continue
+            if fate == ACCEPT:
+                # completed (sync) once the broker has settled them: till then they count
+                # against the window, as they would come again after a crash
+                command_id = session.message_accept(ids, sync=True)
+                if session is self.session:
+                    self._unconfirmed[command_id] = len(ids)
+            else:
+                session.message_release(ids, set_redelivered=fate == REDELIVER)
+        self._grant()
+
+    def _count(self, size: int) -> None:
+        self.bytes += size
+        stats = self.stats
+        stats.in_flight = self.pending
+        stats.in_flight_bytes = self.bytes
+        stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
+
+    def _uncount(self, size: int) -> None:
+        self.bytes -= size
+        self.stats.in_flight = self.pending
+        self.stats.in_flight_bytes = self.bytes
 
     # -- credit bridging -----------------------------------------------------------------
 
     @property
     def pending(self) -> int:
-        """Messages taken from the source whose outcome is not settled yet."""
-        return len(self.in_flight) + len(self.dlq_in_flight)
+        """Messages taken from the source that the source has not settled yet."""
+        return (len(self.in_flight) + len(self.dlq_in_flight) + len(self.dlq_waiting)
+                + self.accepts_pending)
 
     def pause(self) -> None:
         """Take no more messages from the source (graceful shutdown)."""
         self.paused = True
+        self._stop_credit()
+        self._kick()
+
+    def _stop_credit(self) -> None:
+        """message.stop: the broker's credit (messages and octets) drops to zero."""
+        if self.session is not None and self.session.attached:
+            self.session.message_stop(self.destination)
+            self.granted = 0
+            self.stopped = True
 
     def _grant(self) -> None:
         session = self.session
-        if session is None or not session.attached or self.paused:
+        if session is None or not session.attached or self.paused or not self.sender.up:
             return
-        busy = len(self.in_flight) + len(self.dlq_in_flight) + self.granted
-        room = min(self.sender.credit - self.granted, self.limit_messages - busy)
-        if self.stats.in_flight_bytes >= self.limit_bytes:
+        credit = self.sender.credit
+        busy = self.pending + self.granted
+        room = min(credit - self.granted, self.limit_messages - busy)
+        if self.bytes >= self.limit_bytes:
             room = 0
         # grant in batches (a quarter of the window) to keep flow commands rare
-        batch = max(1, min(self.limit_messages, max(self.sender.credit, 1)) // 4)
+        batch = max(1, min(self.limit_messages, max(credit, 1)) // 4)
         if room >= batch or (room > 0 and busy == 0):
+            if self.stopped:  # message.stop took the octet credit too
+                session.message_flow(self.destination, CreditUnit.BYTE, _UNLIMITED)
+                self.stopped = False
             session.message_flow(self.destination, CreditUnit.MESSAGE, room)
             self.granted += room
-            self.legacy.flush()
 
 
-class _DeadLetterHandler(_SenderHandler):
-    def on_link_flow(self, event: Any) -> None:
-        pass
-
-    def on_delivery(self, event: Any) -> None:
-        delivery = event.delivery
-        if delivery.updated and delivery.remote_state:
-            self.owner.on_dead_letter_outcome(delivery)
+def _usable(session: Session | None) -> bool:
+    """True if commands can still be sent on ``session`` (now, or replayed on resume)."""
+    return session is not None and session.state in (
+        SessionState.ATTACHED, SessionState.ATTACHING, SessionState.DETACHED)
 
 
-class _ReceiverHandler:
-    """Routes a proton receiver link's events to its owner."""
+def _runs(items: list[tuple[Session, str, int]]) -> Iterable[tuple[Session, str, list[int]]]:
+    """Group consecutive (session, fate) items: one 0-10 command per run of ids."""
+    run: list[int] = []
+    key: tuple[Session, str] | None = None
+    for session, fate, cid in items:
+        if key is not None and (key[0] is not session or key[1] != fate):
+            yield key[0], key[1], run
+            run = []
+        key = (session, fate)
+        run.append(cid)
+    if key is not None:
+        yield key[0], key[1], run
 
-    def __init__(self, owner: Any) -> None:
-        self.owner = owner
 
-    def on_link_remote_open(self, event: Any) -> None:
-        self.owner.on_link_open()
+def _plain_copy(event: MessageReceived) -> AmqpMessage:
+    """The message as plain 1.0 (no CloudEvents) for dead-lettering.
 
-    def on_delivery(self, event: Any) -> None:
-        delivery = event.delivery
-        if delivery.readable and not delivery.partial:
-            self.owner.on_delivery(delivery)
+    A message the mapping refuses keeps its body as data, its UUID message-id, and
+    its whole 0-10 header segment (binary, annotation ``x-amqp-bridge-0-10-header``).
+    """
+    try:
+        return to_amqp10(event.delivery_properties, event.message_properties, event.body)
+    except MappingError:
+        plain = AmqpMessage(body=[event.body])
+        plain.body_kind = BodyKind.DATA
+        mp = event.message_properties
+        if mp is not None and isinstance(mp.message_id, uuid.UUID):
+            plain.properties.message_id = mp.message_id
+        plain.message_annotations[LEGACY_HEADER_ANNOTATION] = encode_header(tuple(event.header))
+        return plain
 
-    def on_link_remote_close(self, event: Any) -> None:
-        log.warning("route %s: 1.0 link closed by the peer: %s", self.owner.name,
-                    event.link.remote_condition)
+
+# --- 1.0 address → 0-10 exchange -----------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class _Received:
+    """A 1.0 delivery taken from the source, until it is settled there."""
+
+    delivery: Delivery | None
+    """None once the link it came on is gone (the source redelivers it)."""
+    size: int
+    data: bytes | None = None
+    """The received message, kept while an exception may need to dead-letter it."""
+    key: Any = None
 
 
 class Amqp10ToLegacy:
@@ -333,145 +694,253 @@ class Amqp10ToLegacy:
         self.exchange = target.exchange if target.exchange is not None else ""
         self.paused = False
         self.session: Session | None = None
-        self.in_flight: dict[int, tuple[Delivery, int]] = {}
-        self.dlq_in_flight: dict[Delivery, Delivery] = {}
-        self.receiver = container.create_receiver(amqp10, route.source.address,
-                                                  handler=_ReceiverHandler(self))
-        self.dlq = None
+        self.progress = False  # the current session has moved a message
+        self.in_flight: dict[int, _Received] = {}
+        self.dlq_in_flight: dict[Delivery, _Received] = {}
+        self.dlq_waiting: deque[tuple[_Received, bytes]] = deque()
+        self.bytes = 0
+        self.seen = DeliveredIds(route.dedupe.window) if route.dedupe else None
+        self._unflushed = False
+        assert route.source.address is not None
+        self.receiver = Amqp10Link(container, amqp10, route.source.address, sender=False,
+                                   owner=self, name=f"{route.name}.source")
+        self.dlq: Amqp10Link | None = None
         if dead_letter is not None:
-            self.dlq = container.create_sender(dead_letter[0], dead_letter[1],
-                                               handler=_DeadLetterHandler(self))
+            self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
+                                  owner=self, name=f"{route.name}.dead-letter")
         legacy.add(self)
 
     # -- 0-10 side -----------------------------------------------------------------------
 
-    def on_session(self, session: Session) -> None:
+    def on_session(self, session: Session, resumed: bool) -> None:
         self.session = session
-        self._grant()
+        self.progress = False
+        self._kick()
 
-    def on_lost(self) -> None:
+    def on_suspended(self) -> None:
+        pass  # transfers not completed yet are replayed on the resumed session
+
+    def on_lost(self) -> bool:
         # transfers not completed may or may not have reached the broker: give the
-        # 1.0 messages back (modified, delivery-failed) so they are redelivered
+        # 1.0 messages back (released) so they are redelivered
         self.session = None
-        for delivery, _size in self.in_flight.values():
-            _modified(delivery)
-            self.stats.released += 1
+        for received in self.in_flight.values():
+            if received.delivery is not None:
+                _give_back(received.delivery)
+                self.stats.released += 1
         self.in_flight.clear()
-        self.stats.in_flight = 0
-        self.stats.in_flight_bytes = 0
+        self.bytes = 0
+        self._recount()
+        return self.progress
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, CommandsCompleted):
+            seen = self.seen
             for command_id in event.commands:
-                entry = self.in_flight.pop(command_id, None)
-                if entry is not None:
-                    delivery, size = entry
-                    delivery.update(Delivery.ACCEPTED)
-                    delivery.settle()
-                    self.stats.delivered += 1
-                    self.stats.in_flight_bytes -= size
-            self.stats.in_flight = len(self.in_flight)
-            self._grant()
+                received = self.in_flight.pop(command_id, None)
+                if received is None:
+                    continue
+                self.progress = True
+                self.bytes -= received.size
+                self.stats.delivered += 1
+                if seen is not None and received.key is not None:
+                    seen.add(received.key)
+                if received.delivery is not None:
+                    received.delivery.update(Delivery.ACCEPTED)
+                    received.delivery.settle()
+            self._recount()
+            self._kick()
         elif isinstance(event, ExecutionExceptionReceived):
-            entry = self.in_flight.pop(event.command_id, None) if event.command_id is not None else None
-            if entry is not None:
-                delivery, size = entry
-                _reject(delivery, "amqp:internal-error",
-                        f"0-10 broker raised {event.error_code}: {event.description}")
-                self.stats.rejected += 1
-                self.stats.in_flight_bytes -= size
-            # the session is over: on_lost releases the rest
+            log.warning("route %s: 0-10 exception %s: %s", self.name, event.error_code,
+                        event.description)
+            if event.command_id is None:
+                return
+            received = self.in_flight.pop(event.command_id, None)
+            if received is None:
+                return
+            self.progress = True  # the culprit is known and taken care of
+            self.bytes -= received.size
+            self._recount()
+            condition = _EXCEPTION_CONDITIONS.get(event.error_code, "amqp:internal-error")
+            reason = f"0-10 broker raised {event.error_code} ({condition}): {event.description}"
+            self._dead_letter(received, received.data, reason, condition)
+            # the session is over: on_lost gives the rest back
 
     # -- 1.0 side ------------------------------------------------------------------------
 
-    def on_link_open(self) -> None:
-        self._grant()
+    def on_link_up(self, link: Amqp10Link) -> None:
+        if link is self.dlq:
+            while self.dlq_waiting and self.dlq.up:
+                received, copy = self.dlq_waiting.popleft()
+                self.dlq_in_flight[self.dlq.send(copy)] = received
+        self._kick()
 
-    def on_delivery(self, delivery: Delivery) -> None:
-        receiver = self.receiver
+    def on_link_down(self, link: Amqp10Link) -> None:
+        if link is self.receiver:
+            # the source redelivers what it sent on the link: forget those deliveries, but keep
+            # the transfers (their completion still records their message-ids)
+            for received in self.in_flight.values():
+                received.delivery = None
+            for received in self.dlq_in_flight.values():
+                received.delivery = None
+            self.dlq_waiting.clear()  # redelivered, so dead-lettered again then
+            self._recount()
+        else:
+            # dead-letter copies in flight may or may not have arrived: redeliver the originals
+            for received in self.dlq_in_flight.values():
+                if received.delivery is not None:
+                    _give_back(received.delivery)
+                    self.stats.released += 1
+            self.dlq_in_flight.clear()
+            self._recount()
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        pass  # a receiver's credit is ours to give; a dead-letter sender's is not needed
+
+    def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
+        if link is self.dlq:
+            self._dead_letter_outcome(delivery)
+            return
+        if not delivery.readable or delivery.partial:
+            return
+        receiver = link.link
         data = receiver.recv(delivery.pending)
         receiver.advance()
-        self.stats.received += 1
+        stats = self.stats
+        stats.received += 1
         session = self.session
-        if session is None or not session.attached:
-            _modified(delivery)  # no 0-10 session right now: give it back
-            self.stats.released += 1
+        if self.paused or session is None or not session.attached:
+            _give_back(delivery)  # stopping, or no 0-10 session right now: give it back
+            stats.released += 1
             return
+        received = _Received(delivery, len(data))
         try:
             message = AmqpMessage.decode(data)
+        except MappingError as exc:
+            stats.mapping_errors += 1
+            self._dead_letter(received, data, f"cannot translate: {exc}", str(MAPPING_ERROR))
+            return
+        if self.seen is not None:
+            received.key = message_id_key(message.properties.message_id)
+            if received.key is not None and received.key in self.seen:
+                stats.duplicates += 1
+                delivery.update(Delivery.ACCEPTED)
+                delivery.settle()
+                self._kick()
+                return
+        try:
             dp, mp, body = self.translator.amqp10_to_legacy(message)
         except MappingError as exc:
-            self.stats.mapping_errors += 1
-            self._unmappable(delivery, data, exc)
+            stats.mapping_errors += 1
+            self._dead_letter(received, data, f"cannot translate: {exc}", str(MAPPING_ERROR))
             return
         command_id = session.message_transfer(self.exchange, (dp, mp), body,
                                               accept_mode=AcceptMode.NONE,
-                                              acquire_mode=AcquireMode.PRE_ACQUIRED, sync=True)
-        self.in_flight[command_id] = (delivery, len(body))
-        self.stats.in_flight = len(self.in_flight)
-        self.stats.in_flight_bytes += len(body)
-        self.legacy.flush()
-
-    def _unmappable(self, delivery: Delivery, data: bytes, exc: MappingError) -> None:
-        reason = f"cannot translate: {exc}"
+                                              acquire_mode=AcquireMode.PRE_ACQUIRED)
         if self.dlq is not None:
-            try:
-                message = AmqpMessage.decode(data)
-                copy = dead_letter_copy(message, self.name, reason)
-            except MappingError:
-                copy = data  # not even decodable: forward the bytes as they came
-            self.dlq_in_flight[send_raw(self.dlq, copy)] = delivery
-            return
-        _reject(delivery, str(MAPPING_ERROR), reason)
-        self.stats.rejected += 1
-        self._grant()
+            received.data = data
+        received.size = len(body)
+        self.in_flight[command_id] = received
+        self.bytes += received.size
+        self._recount()
 
-    def on_dead_letter_outcome(self, dlq_delivery: Delivery) -> None:
-        original = self.dlq_in_flight.pop(dlq_delivery, None)
+        if not self._unflushed:
+            self._unflushed = True
+            self._kick()
+
+    # -- fates ---------------------------------------------------------------------------
+
+    def _dead_letter(self, received: _Received, data: bytes | None, reason: str,
+                     condition: str) -> None:
+        if received.delivery is None:
+            return  # the source redelivers it anyway
+        if self.dlq is None or data is None:
+            _reject(received.delivery, condition, reason)
+            self.stats.rejected += 1
+            self._kick()
+            return
+        try:
+            copy = dead_letter_copy(AmqpMessage.decode(data), self.name, reason)
+        except MappingError:
+            copy = data  # not even decodable: forward the bytes as they came
+        received.data = None
+        if self.dlq.up:
+            self.dlq_in_flight[self.dlq.send(copy)] = received
+        else:
+            self.dlq_waiting.append((received, copy))
+        self._recount()
+
+    def _dead_letter_outcome(self, dlq_delivery: Delivery) -> None:
+        if not dlq_delivery.remote_state:
+            return
+        received = self.dlq_in_flight.pop(dlq_delivery, None)
         state = dlq_delivery.remote_state
         dlq_delivery.settle()
-        if original is None:
+        if received is None or received.delivery is None:
             return
         if state == Delivery.ACCEPTED:
-            original.update(Delivery.ACCEPTED)
-            original.settle()
+            received.delivery.update(Delivery.ACCEPTED)
+            received.delivery.settle()
             self.stats.dead_lettered += 1
         else:
-            _modified(original)
+            _give_back(received.delivery)
             self.stats.released += 1
+        self._recount()
+        self._kick()
+
+    def _kick(self) -> None:
+        self.legacy.defer(self._end_of_burst)
+
+    def _end_of_burst(self) -> None:
+        """Ask the broker for completions of this burst's transfers; grant credit."""
+        session = self.session
+        if self._unflushed and session is not None and session.attached:
+            session.flush(completed=True)
+        self._unflushed = False
         self._grant()
 
-    def on_credit(self) -> None:  # dead-letter sender credit: nothing to do
-        pass
-
-    def on_link_closed(self, link: Link) -> None:
-        log.warning("route %s: dead-letter link closed: %s", self.name, link.remote_condition)
+    def _recount(self) -> None:
+        stats = self.stats
+        stats.in_flight = self.pending
+        stats.in_flight_bytes = self.bytes
+        stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
 
     @property
     def pending(self) -> int:
         """Messages taken from the source whose outcome is not settled yet."""
-        return len(self.in_flight) + len(self.dlq_in_flight)
+        return len(self.in_flight) + len(self.dlq_in_flight) + len(self.dlq_waiting)
 
     def pause(self) -> None:
         """Take no more messages from the source (graceful shutdown)."""
         self.paused = True
 
     def _grant(self) -> None:
-        receiver = self.receiver
-        if receiver.state & Endpoint.REMOTE_ACTIVE == 0 or self.paused:
+        link = self.receiver
+        if not link.up or self.paused:
             return
         session = self.session
-        if session is None or not session.attached or self.stats.in_flight_bytes >= self.limit_bytes:
+        if session is None or not session.attached or self.bytes >= self.limit_bytes \
+                or self.legacy.backpressured or not session.can_send:
             return
-        busy = len(self.in_flight) + len(self.dlq_in_flight) + receiver.credit + receiver.queued
+        receiver = link.link
+        if receiver.credit > 0:
+            # RabbitMQ 3.10 counts credit against messages still inside the broker and
+            # overshoots it when topped up (proton's credit goes negative): grant only
+            # once the last grant is used up
+            return
+        busy = self.pending + receiver.queued
         room = self.limit_messages - busy
         if room >= max(1, self.limit_messages // 4) or (room > 0 and busy == 0):
             receiver.flow(room)
 
 
-def _modified(delivery: Delivery) -> None:
-    delivery.local.failed = True
-    delivery.update(Delivery.MODIFIED)
+def _give_back(delivery: Delivery) -> None:
+    """Return a 1.0 message to its source for redelivery.
+
+    ``released``, not ``modified(delivery-failed)``: RabbitMQ 3.10 ends the session
+    on a modified outcome ("Unrecognised state"), and released is understood by all.
+    """
+    delivery.update(Delivery.RELEASED)
     delivery.settle()
 
 

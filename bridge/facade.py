@@ -1,0 +1,1271 @@
+"""The legacy façade: an AMQP 0-10 server for unchanged 0-10 applications, backed by AMQP 1.0.
+
+A :class:`Facade` is one configured listener.  It plays the 0-10 *server* role
+(our engine, hosted as proton selectables like every 0-10 socket of the bridge)
+and answers the model commands a 0-10 application sends to a broker, with two
+kinds of route behind it (``docs/semantics.md``, section "Façade"):
+
+``FacadePublish`` (``from: {listener: L, exchange: X}`` → 1.0 address)
+    every ``message.transfer`` to exchange X is mapped and sent unsettled to
+    the 1.0 address; the transfer is *completed* (the publisher's confirmation)
+    only once the 1.0 broker accepted it, or the dead-letter address did.  A
+    rejection without a dead-letter address becomes an execution.exception.
+    Publishers are throttled like qpidd throttles them: completion is withheld,
+    and past the route's ``max_in_flight`` the façade stops reading from their
+    sockets.
+
+``FacadeConsume`` (1.0 address → ``to: {listener: L, queue: Q}``)
+    every ``message.subscribe`` to queue Q gets its own 1.0 receiver on the
+    route's source address; the receiver's link credit follows the
+    subscription's 0-10 message credit (credit or window mode; byte credit is
+    honoured before each transfer); accept / reject / release settle the 1.0
+    delivery as accepted / rejected / released (modified with delivery-failed
+    when set-redelivered and the source supports it); what the subscriber
+    leaves unsettled when it goes away is given back to the 1.0 broker.
+
+Every 1.0 link is a :class:`~bridge.routes.Amqp10Link` (its own session,
+re-attached when lost; what was in flight on a lost link is resent or left to
+the 1.0 broker to redeliver).  Sessions are not resumable on the façade (a
+requested session timeout is granted as 0): a client that reconnects starts
+afresh.  Everything runs on the container's thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from proton import Array, Condition, Delivery, Handler, Link, symbol
+from proton.reactor import Container
+
+from mappings.amqp010 import to_amqp10
+from mappings.errors import MappingError
+from mappings.message import AmqpMessage, BodyKind
+
+from .amqp010.base import Command, Struct
+from .amqp010.codec import encode_header
+from .amqp010.connection import Connection, ConnectionConfig, Role
+from .amqp010.events import (
+    CommandReceived,
+    CommandsCompleted,
+    ConnectionClosed,
+    ConnectionOpened,
+    CreditChanged,
+    Event,
+    ExecutionExceptionReceived,
+    HeartbeatTimeout,
+    MessageReceived,
+    SessionAttached,
+    SessionDetached,
+)
+from .amqp010.sasl import SimpleAuthenticator
+from .amqp010.serial import serial_add, serial_diff, serial_le
+from .amqp010.session import Session
+from .amqp010.spec import (
+    AcceptMode,
+    AcquireMode,
+    CloseCode,
+    DeliveryProperties,
+    ErrorCode,
+    ExchangeBind,
+    ExchangeDeclare,
+    ExchangeQuery,
+    ExchangeQueryResult,
+    MessageAccept,
+    MessageCancel,
+    MessageFlush,
+    MessageReject,
+    MessageRelease,
+    MessageSubscribe,
+    QueueDeclare,
+    QueueQuery,
+    QueueQueryResult,
+)
+from .config import ConfigError, Listener, Route
+from .hosting import Amqp010Listener, Amqp010Socket
+from .routes import (
+    LEGACY_HEADER_ANNOTATION,
+    MAPPING_ERROR,
+    Amqp10Link,
+    RouteStats,
+    dead_letter_copy,
+)
+from .translate import Translator
+
+log = logging.getLogger(__name__)
+
+MAX_RELEASES = 3
+"""Times a published message may be released by the 1.0 target before it counts as rejected."""
+EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers", "xml")
+"""Exchange types a declare of a façade exchange may name (the route decides the routing)."""
+MODIFIED_OUTCOME = symbol("amqp:modified:list")
+REJECTED_BY_SUBSCRIBER = symbol("amqp-bridge:rejected-by-subscriber")
+"""Condition of a 1.0 reject caused by a 0-10 subscriber's message.reject."""
+FLUSH_GRACE = 0.05
+"""Seconds a message.flush waits for messages already promised by 1.0 link credit."""
+SUBSCRIBE_TIMEOUT = 10.0
+"""Seconds a message.subscribe waits for its 1.0 link before it fails with not-found."""
+_STOP_POLL = 0.1
+
+# 1.0 rejection conditions -> the execution.exception a 0-10 publisher gets
+_ERROR_CODES = {
+    "amqp:unauthorized-access": ErrorCode.UNAUTHORIZED_ACCESS,
+    "amqp:not-found": ErrorCode.NOT_FOUND,
+    "amqp:resource-locked": ErrorCode.RESOURCE_LOCKED,
+    "amqp:precondition-failed": ErrorCode.PRECONDITION_FAILED,
+    "amqp:resource-deleted": ErrorCode.RESOURCE_DELETED,
+    "amqp:illegal-state": ErrorCode.ILLEGAL_STATE,
+    "amqp:resource-limit-exceeded": ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+    "amqp:not-allowed": ErrorCode.NOT_ALLOWED,
+    "amqp:not-implemented": ErrorCode.NOT_IMPLEMENTED,
+    "amqp:invalid-field": ErrorCode.INVALID_ARGUMENT,
+    "amqp:decode-error": ErrorCode.INVALID_ARGUMENT,
+    str(MAPPING_ERROR): ErrorCode.INVALID_ARGUMENT,
+}
+
+
+class Refused(Exception):
+    """A model command the façade answers with execution.exception."""
+
+    def __init__(self, code: int, text: str, field_index: int | None = None) -> None:
+        super().__init__(text)
+        self.code = code
+        self.text = text
+        self.field_index = field_index
+
+
+class _Later:
+    """Returned by a command handler that completes the command itself, later."""
+
+
+LATER = _Later()
+
+
+class _Timer(Handler):  # type: ignore[misc]
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn = fn
+
+    def on_timer_task(self, event: Any) -> None:
+        self.fn()
+
+
+# --- hosting: accepted sockets whose reading can be paused ---------------------------------
+
+
+class _GatedSocket(Amqp010Socket):
+    """An accepted 0-10 connection that stops reading while its publishers are throttled."""
+
+    reading_paused = False
+
+    def pause_reading(self, paused: bool) -> None:
+        if paused != self.reading_paused:
+            self.reading_paused = paused
+            self._update()
+
+    def _update(self) -> None:
+        super()._update()
+        if self.reading_paused and not self.closed:
+            self.selectable.reading = False
+            self.selectable.update()
+
+
+class _Acceptor(Amqp010Listener):
+    """The listening socket; accepted connections become :class:`_GatedSocket`."""
+
+    def on_selectable_readable(self, event: Any) -> None:
+        while True:
+            try:
+                sock, addr = self.sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # e.g. out of file descriptors: try again on the next event
+                log.warning("façade: accept failed: %s", exc)
+                return
+            engine = Connection(Role.SERVER, self.make_config())
+            engine.tick(time.time())
+            hosted = _GatedSocket(self.container, sock, engine, self.on_event,
+                                  peer=f"{addr[0]}:{addr[1]}")
+            if self.on_accept is not None:
+                self.on_accept(hosted)
+
+
+# --- per-connection and per-session state --------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Client:
+    """One legacy application's connection."""
+
+    sock: _GatedSocket
+    user: str | None = None
+    publishes_to: set[FacadePublish] = field(default_factory=set)
+
+
+@dataclass(eq=False)
+class _SessionState:
+    """What the façade keeps for one attached 0-10 session."""
+
+    session: Session
+    client: _Client
+    subscriptions: dict[str, _Subscription] = field(default_factory=dict)
+    transfers: dict[int, _Subscription] = field(default_factory=dict)
+    """Our message.transfer ids not yet settled → the subscription that sent them."""
+    ended: bool = False
+
+    @property
+    def live(self) -> bool:
+        return not self.ended and self.session.attached
+
+
+# --- the listener ---------------------------------------------------------------------------
+
+
+class Facade:
+    """One configured listener: accepts legacy 0-10 applications and serves its routes."""
+
+    def __init__(self, container: Container, name: str, settings: Listener) -> None:
+        self.container = container
+        self.name = name
+        self.settings = settings
+        users = {u: p.get_secret_value() for u, p in settings.users.items()}
+        self.authenticator = SimpleAuthenticator(users or None, anonymous=settings.allow_anonymous,
+                                                 external=False)
+        self.publish_routes: dict[str, FacadePublish] = {}
+        self.consume_routes: dict[str, FacadeConsume] = {}
+        self.clients: dict[_GatedSocket, _Client] = {}
+        self.sessions: dict[Session, _SessionState] = {}
+        self.acceptor: _Acceptor | None = None
+        self.address: tuple[str, int] | None = None
+        self.stopping = False
+        self._dirty: set[_GatedSocket] = set()
+        self._flush_scheduled = False
+
+    # -- setup ----------------------------------------------------------------------------
+
+    def add_publish(self, route: FacadePublish, exchange: str) -> None:
+        other = self.publish_routes.get(exchange)
+        if other is not None:
+            raise ConfigError([f"route {route.name}: exchange {exchange!r} of listener "
+                               f"{self.name!r} is already the source of route {other.name}"])
+        self.publish_routes[exchange] = route
+
+    def add_consume(self, route: FacadeConsume, queue: str) -> None:
+        other = self.consume_routes.get(queue)
+        if other is not None:
+            raise ConfigError([f"route {route.name}: queue {queue!r} of listener "
+                               f"{self.name!r} is already the target of route {other.name}"])
+        self.consume_routes[queue] = route
+
+    def start(self) -> None:
+        """Start listening (after the routes were added)."""
+        host, _, port = self.settings.bind.rpartition(":")
+        host = host.strip("[]")
+        try:
+            self.acceptor = _Acceptor(self.container, host, int(port), self._engine_config,
+                                      self._on_event, self._on_accept)
+        except OSError as exc:
+            raise ConfigError([f"listeners.{self.name}.bind: cannot listen on "
+                               f"{self.settings.bind}: {exc.strerror or exc}"]) from None
+        self.address = self.acceptor.address
+        if not self.authenticator.mechanisms(None):
+            log.warning("façade %s: no users and anonymous logins disabled: every login "
+                        "will be refused", self.name)
+        log.info("façade %s: listening on %s:%s", self.name, *self.address)
+
+    def _engine_config(self) -> ConnectionConfig:
+        return ConnectionConfig(
+            authenticator=self.authenticator,
+            properties={"product": "amqp-bridge", "listener": self.name},
+            max_session_timeout=0)  # sessions are not resumable on the façade
+
+    def _on_accept(self, sock: Amqp010Socket) -> None:
+        assert isinstance(sock, _GatedSocket)
+        if self.stopping:
+            sock.engine.close(CloseCode.CONNECTION_FORCED, "amqp-bridge is shutting down")
+            sock.flush()
+            return
+        self.clients[sock] = _Client(sock)
+        log.info("façade %s: connection from %s", self.name, sock.peer)
+
+    # -- shutdown -------------------------------------------------------------------------
+
+    def pause(self) -> None:
+        """Graceful stop: accept nothing new; close the clients once the routes drained."""
+        if self.stopping:
+            return
+        self.stopping = True
+        if self.acceptor is not None:
+            self.acceptor.close()
+        self.container.schedule(_STOP_POLL, _Timer(self._close_when_drained))
+
+    def _close_when_drained(self) -> None:
+        routes: list[FacadePublish | FacadeConsume] = [*self.publish_routes.values(),
+                                                       *self.consume_routes.values()]
+        if any(r.pending for r in routes):
+            self.container.schedule(_STOP_POLL, _Timer(self._close_when_drained))
+            return
+        for sock in list(self.clients):
+            sock.engine.close(CloseCode.CONNECTION_FORCED, "amqp-bridge is shutting down")
+            sock.flush()
+
+    # -- output ---------------------------------------------------------------------------
+
+    def flush_later(self, sock: _GatedSocket) -> None:
+        """Write what ``sock``'s engine produced, once the current batch of events is done."""
+        self._dirty.add(sock)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.container.schedule(0, _Timer(self._flush))
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        dirty, self._dirty = self._dirty, set()
+        for sock in dirty:
+            sock.flush()
+
+    def update_reading(self) -> None:
+        """Pause reading on every client publishing to a throttled route; resume the others."""
+        for client in self.clients.values():
+            client.sock.pause_reading(any(r.throttled for r in client.publishes_to))
+
+    # -- engine events --------------------------------------------------------------------
+
+    def _on_event(self, sock: Amqp010Socket, ev: Event) -> None:
+        client = self.clients.get(sock)  # type: ignore[call-overload]
+        if client is None:
+            return
+        if isinstance(ev, MessageReceived):
+            st = self.sessions.get(ev.session)
+            if st is not None:
+                self._on_publish(st, ev)
+        elif isinstance(ev, CommandReceived):
+            st = self.sessions.get(ev.session)
+            if st is not None:
+                self._on_command(st, ev)
+        elif isinstance(ev, CreditChanged):
+            st = self.sessions.get(ev.session)
+            sub = st.subscriptions.get(ev.destination) if st is not None else None
+            if sub is not None:
+                sub.on_subscriber_credit()
+        elif isinstance(ev, CommandsCompleted):
+            st = self.sessions.get(ev.session)
+            if st is not None:
+                self._on_completed(st, ev.commands)
+        elif isinstance(ev, SessionAttached):
+            self.sessions[ev.session] = _SessionState(ev.session, client)
+        elif isinstance(ev, SessionDetached):
+            st = self.sessions.pop(ev.session, None)
+            if st is not None:
+                self._end_session(st)
+        elif isinstance(ev, ConnectionOpened):
+            client.user = ev.user
+            log.info("façade %s: %s logged in as %r", self.name, sock.peer, ev.user)
+        elif isinstance(ev, ConnectionClosed):
+            del self.clients[client.sock]
+            self._dirty.discard(client.sock)
+            log.info("façade %s: %s closed: %s", self.name, sock.peer,
+                     ev.text or f"code {ev.code}")
+        elif isinstance(ev, ExecutionExceptionReceived):
+            log.warning("façade %s: %s raised %s: %s", self.name, sock.peer, ev.error_code,
+                        ev.description)
+        elif isinstance(ev, HeartbeatTimeout):
+            log.info("façade %s: %s silent for %.1fs", self.name, sock.peer, ev.idle)
+
+    def _end_session(self, st: _SessionState) -> None:
+        st.ended = True
+        for sub in list(st.subscriptions.values()):
+            sub.end()
+        st.subscriptions.clear()
+        for route in st.client.publishes_to:
+            route.forget(st)
+
+    # -- publishing -----------------------------------------------------------------------
+
+    def _on_publish(self, st: _SessionState, ev: MessageReceived) -> None:
+        session = st.session
+        route = self.publish_routes.get(ev.destination)
+        if route is None:
+            known = ", ".join(repr(x) for x in sorted(self.publish_routes)) or "none"
+            session.exception(ErrorCode.NOT_FOUND, ev.command_id,
+                              f"exchange {ev.destination!r} not found (this façade's exchanges: "
+                              f"{known})", command=ev.transfer, field_index=0)
+            return
+        mp = ev.message_properties
+        user = st.client.user
+        if mp is not None and mp.user_id and mp.user_id != (user or "").encode():
+            session.exception(ErrorCode.UNAUTHORIZED_ACCESS, ev.command_id,
+                              f"user-id {mp.user_id!r} is not the authenticated user {user!r}",
+                              command=ev.transfer)
+            return
+        if self.stopping:
+            # not taken: the transfer stays incomplete and the client resends it elsewhere
+            route.stats.extra["refused_while_stopping"] = \
+                route.stats.extra.get("refused_while_stopping", 0) + 1
+            return
+        st.client.publishes_to.add(route)
+        route.publish(st, ev)
+
+    # -- model commands -------------------------------------------------------------------
+
+    def _on_command(self, st: _SessionState, ev: CommandReceived) -> None:
+        cmd = ev.command
+        handler = _COMMANDS.get(type(cmd))
+        try:
+            if handler is None:
+                raise Refused(ErrorCode.NOT_IMPLEMENTED,
+                              f"{cmd.NAME} is not implemented by the amqp-bridge façade")
+            result = handler(self, st, ev.command_id, cmd)
+        except Refused as exc:
+            if st.session.attached:
+                st.session.exception(exc.code, ev.command_id, exc.text, command=cmd,
+                                     field_index=exc.field_index)
+            return
+        if result is not LATER and st.session.attached:
+            st.session.complete(ev.command_id, result)  # type: ignore[arg-type]
+
+    def _queue(self, name: str, field_index: int) -> FacadeConsume:
+        route = self.consume_routes.get(name)
+        if route is None:
+            known = ", ".join(repr(q) for q in sorted(self.consume_routes)) or "none"
+            raise Refused(ErrorCode.NOT_FOUND, f"queue {name!r} not found (this façade's "
+                                               f"queues: {known})", field_index)
+        return route
+
+    def _queue_declare(self, st: _SessionState, cid: int, c: QueueDeclare) -> None:
+        name = c.queue or ""
+        if name in self.consume_routes:
+            return
+        if c.passive:
+            self._queue(name, 0)
+        raise Refused(ErrorCode.NOT_ALLOWED, f"the amqp-bridge façade does not create queues "
+                                             f"({name!r} is not configured)", 0)
+
+    def _queue_query(self, st: _SessionState, cid: int, c: QueueQuery) -> QueueQueryResult:
+        route = self.consume_routes.get(c.queue or "")
+        if route is None:
+            return QueueQueryResult(queue="")  # as qpidd answers for an unknown queue
+        # the 1.0 queue's depth is not known through a link: message-count is 0
+        return QueueQueryResult(queue=c.queue, durable=True, exclusive=False, auto_delete=False,
+                                arguments={}, message_count=0,
+                                subscriber_count=len(route.subscriptions))
+
+    def _exchange_declare(self, st: _SessionState, cid: int, c: ExchangeDeclare) -> None:
+        name = c.exchange or ""
+        if name in self.publish_routes:
+            if c.type and c.type not in EXCHANGE_TYPES:
+                raise Refused(ErrorCode.NOT_FOUND, f"exchange type {c.type!r} not found", 1)
+            return
+        if c.passive:
+            raise Refused(ErrorCode.NOT_FOUND, f"exchange {name!r} not found", 0)
+        if not name:
+            raise Refused(ErrorCode.INVALID_ARGUMENT, "an exchange name is required", 0)
+        raise Refused(ErrorCode.NOT_ALLOWED, f"the amqp-bridge façade does not create exchanges "
+                                             f"({name!r} is not configured)", 0)
+
+    def _exchange_query(self, st: _SessionState, cid: int, c: ExchangeQuery
+                        ) -> ExchangeQueryResult:
+        if (c.name or "") not in self.publish_routes:
+            return ExchangeQueryResult(type="", durable=False, not_found=True, arguments={})
+        # every message goes to the route's address whatever its key: fanout to one target
+        return ExchangeQueryResult(type="fanout", durable=True, not_found=False, arguments={})
+
+    def _exchange_bind(self, st: _SessionState, cid: int, c: ExchangeBind) -> None:
+        self._queue(c.queue or "", 0)
+        exchange = c.exchange or ""
+        if exchange == "":
+            raise Refused(ErrorCode.NOT_ALLOWED, "the default exchange takes no bindings", 1)
+        if exchange not in self.publish_routes:
+            raise Refused(ErrorCode.NOT_FOUND, f"bind failed: no such exchange {exchange!r}", 1)
+        # both ends exist; what reaches the queue is decided by its route's 1.0 source
+        log.info("façade %s: binding %r -> %r accepted (routing is the 1.0 broker's)",
+                 self.name, exchange, c.queue)
+
+    def _subscribe(self, st: _SessionState, cid: int, c: MessageSubscribe) -> _Later:
+        route = self._queue(c.queue or "", 0)
+        if c.acquire_mode == AcquireMode.NOT_ACQUIRED:
+            raise Refused(ErrorCode.NOT_IMPLEMENTED, "browsing (acquire-mode not-acquired) is "
+                                                     "not available through the façade", 3)
+        if route.exclusive or (c.exclusive and route.subscriptions):
+            raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {c.queue!r} has an exclusive "
+                          f"subscriber" if route.exclusive else
+                          f"queue {c.queue!r} already has subscribers", 4)
+        if self.stopping:
+            raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED, "amqp-bridge is shutting down")
+        dest = c.destination or ""
+        accept = AcceptMode.EXPLICIT if c.accept_mode is None else AcceptMode(c.accept_mode)
+        sub = route.subscribe(st, dest, accept, bool(c.exclusive))
+        st.subscriptions[dest] = sub
+        sub.complete_when_attached(cid, c)  # like qpidd: complete once the subscription is live
+        return LATER
+
+    def _cancel(self, st: _SessionState, cid: int, c: MessageCancel) -> None:
+        sub = st.subscriptions.pop(c.destination or "", None)
+        if sub is not None:
+            sub.cancel()
+
+    def _flush_command(self, st: _SessionState, cid: int, c: MessageFlush) -> _Later | None:
+        sub = st.subscriptions.get(c.destination or "")
+        if sub is None:
+            raise Refused(ErrorCode.NOT_FOUND, f"no subscription {c.destination!r}", 0)
+        return None if sub.flush(cid) else LATER
+
+    def _settle(self, st: _SessionState, transfers: Any,
+                outcome: Callable[[_Subscription, int], None]) -> None:
+        """Apply ``outcome`` to each of our transfers named in the sequence-set."""
+        for lo, hi in (transfers.ranges if transfers is not None else ()):
+            if serial_diff(hi, lo) < len(st.transfers):
+                ids = [serial_add(lo, i) for i in range(serial_diff(hi, lo) + 1)]
+            else:  # a wide range: look at the transfers we have instead
+                ids = [t for t in st.transfers if serial_le(lo, t) and serial_le(t, hi)]
+            for tid in ids:
+                sub = st.transfers.get(tid)
+                if sub is not None:
+                    outcome(sub, tid)
+
+    def _accept(self, st: _SessionState, cid: int, c: MessageAccept) -> None:
+        self._settle(st, c.transfers, lambda sub, tid: sub.settle(tid, Delivery.ACCEPTED))
+
+    def _reject(self, st: _SessionState, cid: int, c: MessageReject) -> None:
+        text = f"rejected by the 0-10 subscriber (code {c.code or 0})"
+        if c.text:
+            text += f": {c.text}"
+        self._settle(st, c.transfers,
+                     lambda sub, tid: sub.settle(tid, Delivery.REJECTED, reason=text))
+
+    def _release(self, st: _SessionState, cid: int, c: MessageRelease) -> None:
+        state = Delivery.MODIFIED if c.set_redelivered else Delivery.RELEASED
+        self._settle(st, c.transfers, lambda sub, tid: sub.settle(tid, state))
+
+    def _on_completed(self, st: _SessionState, commands: list[int]) -> None:
+        """The client completed our transfers: settles accept-mode none deliveries."""
+        for tid in commands:
+            sub = st.transfers.get(tid)
+            if sub is not None:
+                sub.on_completed(tid)
+        for sub in st.subscriptions.values():  # room in the replay buffer again
+            sub.pump()
+
+
+_COMMANDS: dict[type[Command], Callable[..., Struct | _Later | None]] = {
+    QueueDeclare: Facade._queue_declare,
+    QueueQuery: Facade._queue_query,
+    ExchangeDeclare: Facade._exchange_declare,
+    ExchangeQuery: Facade._exchange_query,
+    ExchangeBind: Facade._exchange_bind,
+    MessageSubscribe: Facade._subscribe,
+    MessageCancel: Facade._cancel,
+    MessageFlush: Facade._flush_command,
+    MessageAccept: Facade._accept,
+    MessageReject: Facade._reject,
+    MessageRelease: Facade._release,
+}
+
+
+# --- 1.0 helpers ----------------------------------------------------------------------------
+
+
+def _supports_modified(link: Link) -> bool:
+    """False if the 1.0 source lists the outcomes it supports and *modified* is not one of
+    them (RabbitMQ 3.x lists accepted, rejected, released and ends the session on any other)."""
+    data = link.remote_source.outcomes
+    data.rewind()
+    if not data.next():
+        return True
+    value = data.get_object()
+    outcomes = value.elements if isinstance(value, Array) else [value]
+    return not outcomes or MODIFIED_OUTCOME in outcomes
+
+
+def _give_back(delivery: Delivery, *, failed: bool) -> None:
+    """Return a 1.0 delivery to its source: modified(delivery-failed) when the subscriber may
+    have seen it and the source supports that outcome, else released."""
+    if failed and _supports_modified(delivery.link):
+        delivery.local.failed = True
+        delivery.update(Delivery.MODIFIED)
+    else:
+        delivery.update(Delivery.RELEASED)
+    delivery.settle()
+
+
+def _reject(delivery: Delivery, condition: str, description: str) -> None:
+    delivery.local.condition = Condition(condition, description[:1024])
+    delivery.update(Delivery.REJECTED)
+    delivery.settle()
+
+
+def _condition_text(delivery: Delivery) -> tuple[str | None, str]:
+    condition = delivery.remote.condition
+    if condition is None:
+        return None, "no error condition"
+    text = str(condition.name)
+    if condition.description:
+        text += f" ({condition.description})"
+    return str(condition.name), text
+
+
+def _forget(link: Amqp10Link) -> None:
+    """Close a link for good and stop its connection from telling it about reconnects."""
+    link.close()
+    watchers = getattr(link.connection.handler, "watchers", None)
+    if watchers is not None and link in watchers:
+        watchers.remove(link)
+
+
+# --- façade-publish -------------------------------------------------------------------------
+
+
+@dataclass(eq=False, slots=True)
+class _Publish:
+    """A legacy publish on its way to the 1.0 target (or its dead-letter address)."""
+
+    st: _SessionState
+    command_id: int
+    command: Command
+    data: bytes
+    """The encoded 1.0 message (its dead-letter copy once it is being dead-lettered)."""
+    size: int
+    releases: int = 0
+
+
+class FacadePublish:
+    """Legacy publishes to a façade exchange, forwarded to a 1.0 address (module docstring)."""
+
+    def __init__(self, container: Container, route: Route, facade: Facade, amqp10: Any,
+                 dead_letter: tuple[Any, str] | None) -> None:
+        assert route.source.exchange is not None and route.target.address is not None
+        facade.add_publish(self, route.source.exchange)
+        self.name = route.name
+        self.route = route
+        self.facade = facade
+        self.translator = Translator(route)
+        self.stats = RouteStats()
+        self.limit_messages = route.max_in_flight.messages
+        self.limit_bytes = route.max_in_flight.bytes
+        self.waiting: deque[_Publish] = deque()
+        self.in_flight: dict[Delivery, _Publish] = {}
+        self.dlq_waiting: deque[_Publish] = deque()
+        self.dlq_in_flight: dict[Delivery, _Publish] = {}
+        self.bytes = 0
+        self.throttled = False
+        self.sender = Amqp10Link(container, amqp10, route.target.address, sender=True,
+                                 owner=self, name=f"{route.name}.target")
+        self.dlq: Amqp10Link | None = None
+        if dead_letter is not None:
+            self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
+                                  owner=self, name=f"{route.name}.dead-letter")
+
+    @property
+    def pending(self) -> int:
+        """Publishes taken from clients and not yet completed or refused."""
+        return (len(self.waiting) + len(self.in_flight) + len(self.dlq_waiting)
+                + len(self.dlq_in_flight))
+
+    def pause(self) -> None:
+        """Graceful stop: take no new publishes (those taken still complete)."""
+        self.facade.pause()
+
+    # -- from the façade ------------------------------------------------------------------
+
+    def publish(self, st: _SessionState, ev: MessageReceived) -> None:
+        self.stats.received += 1
+        dp = ev.delivery_properties or DeliveryProperties()
+        dp.exchange = ev.destination  # set by the broker on receipt, as qpidd does
+        mp = ev.message_properties
+        entry = _Publish(st, ev.command_id, ev.transfer, b"", len(ev.body))
+        self.bytes += entry.size
+        try:
+            entry.data = self.translator.legacy_to_amqp10(dp, mp, ev.body).encode()
+        except MappingError as exc:
+            self.stats.mapping_errors += 1
+            reason = f"cannot translate: {exc}"
+            if self.dlq is None:
+                self._fail(entry, ErrorCode.INVALID_ARGUMENT, reason)
+            else:
+                self._dead_letter(entry, _plain_copy(ev), reason)
+        else:
+            self.waiting.append(entry)
+            self._send()
+        self._recount()
+
+    def forget(self, st: _SessionState) -> None:
+        """``st`` ended: its publishes not sent yet are dropped (never completed, so the
+        client knows they were not taken)."""
+        for queue in (self.waiting, self.dlq_waiting):
+            gone = [e for e in queue if e.st is st]
+            if gone:
+                self.bytes -= sum(e.size for e in gone)
+                kept = [e for e in queue if e.st is not st]
+                queue.clear()
+                queue.extend(kept)
+        self._recount()
+
+    # -- 1.0 side (Amqp10Link owner) ------------------------------------------------------
+
+    def on_link_up(self, link: Amqp10Link) -> None:
+        self._send()
+
+    def on_link_down(self, link: Amqp10Link) -> None:
+        # the outcomes of what was in flight on the lost link will never come: send it
+        # again, in order, when a link is back (the target may get it twice: at-least-once)
+        if link is self.sender:
+            self.waiting.extendleft(reversed(list(self.in_flight.values())))
+            self.in_flight.clear()
+        else:
+            self.dlq_waiting.extendleft(reversed(list(self.dlq_in_flight.values())))
+            self.dlq_in_flight.clear()
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        self._send()
+
+    def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
+        if not delivery.remote_state:
+            return
+        if link is self.sender:
+            self._on_outcome(delivery)
+        else:
+            self._on_dead_letter_outcome(delivery)
+        self._send()
+        self._recount()
+
+    def _send(self) -> None:
+        """Send what waits, in order, within the 1.0 credit and ``max_in_flight`` (which so
+        bounds what a crash can duplicate; what waits is bounded by the throttling)."""
+        for link, queue, in_flight in ((self.sender, self.waiting, self.in_flight),
+                                       (self.dlq, self.dlq_waiting, self.dlq_in_flight)):
+            while queue and link is not None and link.up and link.credit > 0 \
+                    and len(self.in_flight) + len(self.dlq_in_flight) < self.limit_messages:
+                entry = queue.popleft()
+                in_flight[link.send(entry.data)] = entry
+
+    def _on_outcome(self, delivery: Delivery) -> None:
+        entry = self.in_flight.pop(delivery, None)
+        state = delivery.remote_state
+        delivery.settle()
+        if entry is None:
+            return
+        if state == Delivery.ACCEPTED:
+            self.stats.delivered += 1
+            self._complete(entry)
+            return
+        target = self.route.target.address
+        if state == Delivery.REJECTED:
+            condition, text = _condition_text(delivery)
+            self._refused(entry, condition, f"rejected by the AMQP 1.0 target {target}: {text}")
+            return
+        # released / modified: the target did not process it; try again, a few times
+        entry.releases += 1
+        self.stats.released += 1
+        if entry.releases >= MAX_RELEASES:
+            self._refused(entry, None, f"released {entry.releases} times by the AMQP 1.0 "
+                                       f"target {target}")
+        elif entry.st.live:
+            self.waiting.appendleft(entry)
+        else:
+            self.bytes -= entry.size
+
+    def _refused(self, entry: _Publish, condition: str | None, reason: str) -> None:
+        if self.dlq is not None and entry.st.live:
+            self._dead_letter(entry, AmqpMessage.decode(entry.data), reason)
+            return
+        self.stats.rejected += 1
+        self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR), reason)
+
+    def _dead_letter(self, entry: _Publish, message: AmqpMessage, reason: str) -> None:
+        entry.data = dead_letter_copy(message, self.name, reason)
+        self.dlq_waiting.append(entry)
+        self._send()
+
+    def _on_dead_letter_outcome(self, delivery: Delivery) -> None:
+        entry = self.dlq_in_flight.pop(delivery, None)
+        state = delivery.remote_state
+        delivery.settle()
+        if entry is None:
+            return
+        if state == Delivery.ACCEPTED:
+            self.stats.dead_lettered += 1
+            self._complete(entry)
+        else:
+            self.stats.rejected += 1
+            _, text = _condition_text(delivery)
+            self._fail(entry, ErrorCode.INTERNAL_ERROR,
+                       f"the dead-letter address refused the message: {text}")
+
+    # -- answering the publisher -----------------------------------------------------------
+
+    def _complete(self, entry: _Publish) -> None:
+        """The publish is safe on the 1.0 side: complete the client's transfer."""
+        self.bytes -= entry.size
+        if entry.st.live:
+            entry.st.session.complete(entry.command_id)
+            self.facade.flush_later(entry.st.client.sock)
+
+    def _fail(self, entry: _Publish, code: int, reason: str) -> None:
+        """The publish cannot be forwarded: the publisher's session ends with the reason."""
+        self.bytes -= entry.size
+        log.warning("route %s: publish refused: %s", self.name, reason)
+        st = entry.st
+        if st.live:
+            st.session.exception(code, entry.command_id, reason, command=entry.command)
+            self.facade.flush_later(st.client.sock)
+
+    def _recount(self) -> None:
+        """Update the statistics; throttle the publishers past the in-flight bound, and let
+        them go again below three quarters of it."""
+        pending, stats = self.pending, self.stats
+        stats.in_flight = pending
+        stats.in_flight_bytes = self.bytes
+        stats.peak_in_flight = max(stats.peak_in_flight, pending)
+        if not self.throttled:
+            if pending >= self.limit_messages or self.bytes >= self.limit_bytes:
+                self.throttled = True
+                self.facade.update_reading()
+        elif pending <= self.limit_messages * 3 // 4 and self.bytes <= self.limit_bytes * 3 // 4:
+            self.throttled = False
+            self.facade.update_reading()
+
+
+def _plain_copy(ev: MessageReceived) -> AmqpMessage:
+    """An unmappable 0-10 message as plain 1.0 for its dead-letter copy: mapped without
+    CloudEvents if possible, else its body as data, its UUID message-id and its whole
+    0-10 header segment (annotation ``x-amqp-bridge-0-10-header``), as the routes do."""
+    try:
+        return to_amqp10(ev.delivery_properties, ev.message_properties, ev.body)
+    except MappingError:
+        plain = AmqpMessage(body=[ev.body])
+        plain.body_kind = BodyKind.DATA
+        mp = ev.message_properties
+        if mp is not None and isinstance(mp.message_id, uuid.UUID):
+            plain.properties.message_id = mp.message_id
+        plain.message_annotations[LEGACY_HEADER_ANNOTATION] = encode_header(tuple(ev.header))
+        return plain
+
+
+# --- façade-consume -------------------------------------------------------------------------
+
+
+@dataclass(eq=False, slots=True)
+class _Held:
+    """A 1.0 delivery mapped for the subscriber (waiting for credit, or transferred)."""
+
+    delivery: Delivery | None
+    """None once void: the link it came on was lost, and the source redelivers it."""
+    header: tuple[Struct, ...]
+    body: bytes
+    cost: int
+    """What the transfer takes from byte credit: header segment plus body octets."""
+
+
+class _Subscription:
+    """One 0-10 subscription to a façade queue and its own 1.0 receiver link."""
+
+    def __init__(self, route: FacadeConsume, st: _SessionState, destination: str,
+                 accept_mode: AcceptMode, exclusive: bool) -> None:
+        self.route = route
+        self.st = st
+        self.destination = destination
+        self.accept_mode = accept_mode
+        self.exclusive = exclusive
+        self.held: deque[_Held] = deque()
+        """Received from 1.0, not yet transferred (waiting for 0-10 credit)."""
+        self.unsettled: dict[int, _Held] = {}
+        """Transferred to the subscriber, not yet accepted/rejected/released."""
+        self.flushes: list[int] = []
+        self.subscribe_cid: int | None = None
+        """The message.subscribe to complete once the link is attached."""
+        self.subscribe_command: MessageSubscribe | None = None
+        self.typical_cost = 1024
+        """Running estimate of a transfer's byte-credit cost (sizes 1.0 link credit)."""
+        self.cancelled = False
+        self.closed = False
+        self.link = Amqp10Link(route.container, route.amqp10, route.address, sender=False,
+                               owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}")
+
+    @property
+    def busy(self) -> int:
+        """Messages promised (link credit), held and unsettled: the route's in-flight share."""
+        link = self.link
+        promised = link.link.credit + link.link.queued if link.up else 0
+        return promised + len(self.held) + len(self.unsettled)
+
+    def _credit(self) -> Any:
+        """The 0-10 credit the subscriber granted (None once cancelled or gone)."""
+        if self.cancelled or not self.st.live:
+            return None
+        return self.st.session.outgoing_credit.get(self.destination)
+
+    # -- 1.0 credit follows 0-10 credit -------------------------------------------------------
+
+    def grant(self) -> None:
+        """Bring the link credit to what the subscriber's credit and the route allow.
+
+        Link credit is never taken back (RabbitMQ 3.x leaves a drain unanswered and
+        stalls the session): what it still brings after a message.stop waits here
+        for new 0-10 credit."""
+        if self.closed or not self.link.up:
+            return
+        credit = self._credit()
+        route = self.route
+        if credit is None or route.paused or credit.messages == 0 or credit.bytes == 0:
+            return
+        wanted = route.limit_messages if credit.messages is None else credit.messages
+        if credit.bytes is not None:
+            # 1.0 has no byte credit: promise what the byte credit likely covers (from the
+            # sizes seen so far), at least one message so a large one can still get through
+            wanted = min(wanted, max(1, credit.bytes // self.typical_cost))
+        receiver = self.link.link
+        room = min(wanted - len(self.held) - receiver.credit - receiver.queued,
+                   route.limit_messages - route.busy)
+        if room > 0 and route.bytes_in_flight < route.limit_bytes:
+            receiver.flow(room)
+
+    def on_subscriber_credit(self) -> None:
+        """The subscriber changed its credit (flow, stop, flow mode, window re-grant)."""
+        self.pump()
+        self.grant()
+
+    def flush(self, cid: int) -> bool:
+        """message.flush: True if completed now, False if it completes shortly.
+
+        It completes once what is available has been transferred.  What the 1.0
+        broker has is known only by draining the link, which RabbitMQ 3.x does not
+        answer, so messages already promised by link credit get ``FLUSH_GRACE`` to
+        arrive (the broker sends them at once when it has them); a flush of a
+        subscription whose link is still attaching waits for it first.
+        """
+        self.pump()
+        credit = self._credit()
+        link = self.link
+        if credit is None or credit.messages == 0 or credit.bytes == 0 or self.closed:
+            return True
+        attaching = not link.up and self.subscribe_cid is not None
+        if not attaching and (not link.up or link.credit == 0):
+            return True  # nothing is on its way
+        self.flushes.append(cid)
+        if link.up and len(self.flushes) == 1:
+            self.route.container.schedule(FLUSH_GRACE, _Timer(self._finish_flushes))
+        return False
+
+    def _finish_flushes(self) -> None:
+        self.pump()
+        self._complete_flushes()
+        self.route.facade.flush_later(self.st.client.sock)
+
+    def _complete_flushes(self) -> None:
+        for cid in self.flushes:
+            if self.st.live:
+                self.st.session.complete(cid)
+        self.flushes.clear()
+
+    # -- Amqp10Link owner -------------------------------------------------------------------
+
+    def on_link_up(self, link: Amqp10Link) -> None:
+        if self.subscribe_cid is not None:
+            cid, self.subscribe_cid = self.subscribe_cid, None
+            if self.st.live:
+                self.st.session.complete(cid)
+                self.route.facade.flush_later(self.st.client.sock)
+        self.grant()
+        if self.flushes:
+            self.route.container.schedule(FLUSH_GRACE, _Timer(self._finish_flushes))
+
+    def complete_when_attached(self, cid: int, command: MessageSubscribe) -> None:
+        """Complete message.subscribe ``cid`` once the 1.0 link is attached; raise an
+        exception if it is not within ``SUBSCRIBE_TIMEOUT``."""
+        self.subscribe_cid = cid
+        self.subscribe_command = command
+        self.route.container.schedule(SUBSCRIBE_TIMEOUT, _Timer(self._subscribe_timeout))
+
+    def _subscribe_timeout(self) -> None:
+        cid = self.subscribe_cid
+        if cid is None or not self.st.live:
+            return
+        self.subscribe_cid = None
+        self.st.session.exception(
+            ErrorCode.NOT_FOUND, cid, f"the AMQP 1.0 source {self.route.address} did not "
+            f"attach within {SUBSCRIBE_TIMEOUT:.0f}s", command=self.subscribe_command)
+        self.route.facade.flush_later(self.st.client.sock)
+
+    def on_link_down(self, link: Amqp10Link) -> None:
+        # what came on the lost link is void: the source redelivers it
+        route = self.route
+        for msg in self.held:
+            route.bytes_in_flight -= len(msg.body)
+        self.held.clear()
+        for msg in self.unsettled.values():
+            msg.delivery = None  # the subscriber's outcome for it goes nowhere now
+        route.forget_dead_letters(self)
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        self.grant()
+
+    def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
+        if not delivery.readable or delivery.partial:
+            return
+        receiver = link.link
+        data = receiver.recv(delivery.pending) or b""
+        receiver.advance()
+        route = self.route
+        route.stats.received += 1
+        if self.closed or not self.st.live:
+            delivery.update(Delivery.RELEASED)  # never seen by anyone
+            delivery.settle()
+            route.stats.released += 1
+            return
+        try:
+            dp, mp, body = route.translator.amqp10_to_legacy(AmqpMessage.decode(data))
+        except MappingError as exc:
+            route.stats.mapping_errors += 1
+            route.unmappable(self, delivery, data, exc)
+            self.grant()
+            return
+        header = (dp, mp)
+        self.held.append(_Held(delivery, header, body, len(encode_header(header)) + len(body)))
+        route.bytes_in_flight += len(body)
+        self.pump()
+        self.grant()
+
+    def pump(self) -> None:
+        """Transfer held messages while the subscriber's credit allows (in order)."""
+        if not self.held:
+            return
+        session = self.st.session
+        sent = False
+        while self.held:
+            credit = self._credit()
+            msg = self.held[0]
+            if credit is None or self.route.paused or not session.can_send \
+                    or not credit.allows(msg.cost):
+                break
+            self.held.popleft()
+            tid = session.message_transfer(self.destination, msg.header, msg.body,
+                                           accept_mode=self.accept_mode,
+                                           acquire_mode=AcquireMode.PRE_ACQUIRED)
+            self.unsettled[tid] = msg
+            self.st.transfers[tid] = self
+            self.typical_cost = (3 * self.typical_cost + msg.cost) // 4 or 1
+            sent = True
+        if sent:
+            self.route.facade.flush_later(self.st.client.sock)
+
+    def on_completed(self, tid: int) -> None:
+        """The subscriber completed our transfer: with accept-mode none that settles it."""
+        if self.accept_mode == AcceptMode.NONE:
+            self.settle(tid, Delivery.ACCEPTED)
+
+    def settle(self, tid: int, state: int, reason: str = "") -> None:
+        """Give the 1.0 delivery behind transfer ``tid`` its outcome."""
+        msg = self.unsettled.pop(tid, None)
+        self.st.transfers.pop(tid, None)
+        if msg is None:
+            return
+        route = self.route
+        route.bytes_in_flight -= len(msg.body)
+        delivery = msg.delivery
+        if delivery is None:
+            pass  # void: its link was lost and the source redelivers it anyway
+        elif state == Delivery.ACCEPTED:
+            delivery.update(Delivery.ACCEPTED)
+            delivery.settle()
+            route.stats.delivered += 1
+        elif state == Delivery.REJECTED:
+            _reject(delivery, str(REJECTED_BY_SUBSCRIBER), reason)
+            route.stats.rejected += 1
+        else:
+            _give_back(delivery, failed=state == Delivery.MODIFIED)
+            route.stats.released += 1
+        if self.cancelled:
+            self._close_when_idle()
+        route.grant()
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def release_held(self) -> None:
+        """Give back to the 1.0 broker what was received but never transferred."""
+        while self.held:
+            msg = self.held.popleft()
+            self.route.bytes_in_flight -= len(msg.body)
+            if msg.delivery is not None:  # never transferred: not a failed delivery
+                msg.delivery.update(Delivery.RELEASED)
+                msg.delivery.settle()
+                self.route.stats.released += 1
+
+    def cancel(self) -> None:
+        """message.cancel: no more messages; transfers already made can still be settled.
+
+        The link stays attached until they are (it carries their outcomes); what it
+        brings meanwhile is held and released when it detaches (released at once,
+        it would come straight back to the same link)."""
+        self.cancelled = True
+        if self.subscribe_cid is not None and self.st.live:
+            self.st.session.complete(self.subscribe_cid)
+        self.subscribe_cid = None
+        self._complete_flushes()
+        self._close_when_idle()
+        self.route.grant()
+
+    def end(self) -> None:
+        """The session is gone: whatever it did not settle goes back to the 1.0 broker."""
+        self.cancelled = True
+        for tid, msg in self.unsettled.items():
+            self.st.transfers.pop(tid, None)
+            self.route.bytes_in_flight -= len(msg.body)
+            if msg.delivery is not None:
+                _give_back(msg.delivery, failed=True)  # the subscriber may have seen it
+                self.route.stats.released += 1
+        self.unsettled.clear()
+        self.flushes.clear()
+        self._close_when_idle()
+        self.route.grant()
+
+    def _close_when_idle(self) -> None:
+        """Detach once the transfers made are settled (the link carries their outcomes)."""
+        if not self.closed and not self.unsettled:
+            self.closed = True
+            self.release_held()
+            _forget(self.link)  # detaches and ends the link's session
+            self.route.subscriptions.discard(self)
+
+
+@dataclass(eq=False, slots=True)
+class _DeadLetter:
+    """An unmappable 1.0 message on its way to the dead-letter address."""
+
+    sub: _Subscription
+    original: Delivery | None
+    """None once void: the link it came on was lost."""
+    copy: bytes
+
+
+class FacadeConsume:
+    """A 1.0 address consumed by legacy subscribers of a façade queue (module docstring)."""
+
+    def __init__(self, container: Container, route: Route, facade: Facade, amqp10: Any,
+                 dead_letter: tuple[Any, str] | None) -> None:
+        assert route.target.queue is not None and route.source.address is not None
+        facade.add_consume(self, route.target.queue)
+        self.name = route.name
+        self.route = route
+        self.facade = facade
+        self.container = container
+        self.amqp10 = amqp10
+        self.address = route.source.address
+        self.translator = Translator(route)
+        self.stats = RouteStats()
+        self.limit_messages = route.max_in_flight.messages
+        self.limit_bytes = route.max_in_flight.bytes
+        self.subscriptions: set[_Subscription] = set()
+        self.bytes_in_flight = 0
+        """Body octets of held and unsettled messages."""
+        self.paused = False
+        self.dlq_waiting: deque[_DeadLetter] = deque()
+        self.dlq_in_flight: dict[Delivery, _DeadLetter] = {}
+        self.dlq: Amqp10Link | None = None
+        if dead_letter is not None:
+            self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
+                                  owner=self, name=f"{route.name}.dead-letter")
+
+    @property
+    def exclusive(self) -> bool:
+        return any(s.exclusive for s in self.subscriptions)
+
+    @property
+    def busy(self) -> int:
+        return sum(s.busy for s in self.subscriptions) + len(self.dlq_in_flight) \
+            + len(self.dlq_waiting)
+
+    @property
+    def pending(self) -> int:
+        """Messages a subscriber (or the dead-letter address) has and has not settled yet;
+        held ones go back to the 1.0 broker with their link."""
+        return sum(len(s.unsettled) for s in self.subscriptions) + len(self.dlq_in_flight) \
+            + len(self.dlq_waiting)
+
+    def pause(self) -> None:
+        """Graceful stop: no more credit, no more transfers; outcomes still settle."""
+        self.paused = True
+        self.facade.pause()
+
+    def subscribe(self, st: _SessionState, destination: str, accept_mode: AcceptMode,
+                  exclusive: bool) -> _Subscription:
+        sub = _Subscription(self, st, destination, accept_mode, exclusive)
+        self.subscriptions.add(sub)
+        return sub
+
+    def grant(self) -> None:
+        """Room in the route's bound: let every subscription top its link credit up."""
+        for sub in list(self.subscriptions):
+            sub.grant()
+        stats = self.stats
+        stats.in_flight = self.pending
+        stats.in_flight_bytes = self.bytes_in_flight
+        stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
+
+    def unmappable(self, sub: _Subscription, delivery: Delivery, data: bytes,
+                   exc: MappingError) -> None:
+        """A 1.0 message no 0-10 subscriber can get: dead-letter it, or reject it."""
+        reason = f"cannot translate: {exc}"
+        if self.dlq is None:
+            _reject(delivery, str(MAPPING_ERROR), reason)
+            self.stats.rejected += 1
+            return
+        try:
+            copy = dead_letter_copy(AmqpMessage.decode(data), self.name, reason)
+        except MappingError:
+            copy = data  # not even decodable: forward the bytes as they came
+        self.dlq_waiting.append(_DeadLetter(sub, delivery, copy))
+        self._send_dead_letters()
+
+    def forget_dead_letters(self, sub: _Subscription) -> None:
+        """``sub``'s link is lost: its messages on their way to the dead-letter address
+        are void (the source redelivers them)."""
+        for entry in [*self.dlq_waiting, *self.dlq_in_flight.values()]:
+            if entry.sub is sub:
+                entry.original = None
+
+    def _send_dead_letters(self) -> None:
+        dlq = self.dlq
+        while self.dlq_waiting and dlq is not None and dlq.up and dlq.credit > 0:
+            entry = self.dlq_waiting.popleft()
+            self.dlq_in_flight[dlq.send(entry.copy)] = entry
+
+    # -- dead-letter link (Amqp10Link owner) -------------------------------------------------
+
+    def on_link_up(self, link: Amqp10Link) -> None:
+        self._send_dead_letters()
+
+    def on_link_down(self, link: Amqp10Link) -> None:
+        # copies in flight may or may not have arrived: have the originals redelivered
+        for entry in self.dlq_in_flight.values():
+            if entry.original is not None:
+                _give_back(entry.original, failed=False)
+                self.stats.released += 1
+        self.dlq_in_flight.clear()
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        self._send_dead_letters()
+
+    def on_delivery(self, link: Amqp10Link, dlq_delivery: Delivery) -> None:
+        if not dlq_delivery.remote_state:
+            return
+        entry = self.dlq_in_flight.pop(dlq_delivery, None)
+        state = dlq_delivery.remote_state
+        dlq_delivery.settle()
+        original = entry.original if entry is not None else None
+        if original is None:
+            return
+        if state == Delivery.ACCEPTED:
+            original.update(Delivery.ACCEPTED)
+            original.settle()
+            self.stats.dead_lettered += 1
+        else:
+            _give_back(original, failed=False)
+            self.stats.released += 1
+        self.grant()
+
+
+__all__ = ["Facade", "FacadeConsume", "FacadePublish", "Refused"]
