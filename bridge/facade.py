@@ -900,28 +900,33 @@ class _Subscription:
 
     # -- 1.0 credit follows 0-10 credit -------------------------------------------------------
 
-    def grant(self) -> None:
-        """Bring the link credit to what the subscriber's credit and the route allow.
+    def grant(self, route_busy: int | None = None) -> int:
+        """Bring the link credit to what the subscriber's credit and the route allow
+        (``route_busy``: the route's :attr:`~FacadeConsume.busy`, if known); returns
+        the credit added.
 
         Link credit is never taken back (RabbitMQ 3.x leaves a drain unanswered and
         stalls the session): what it still brings after a message.stop waits here
         for new 0-10 credit."""
         if self.closed or not self.link.up:
-            return
+            return 0
         credit = self._credit()
         route = self.route
         if credit is None or route.paused or credit.messages == 0 or credit.bytes == 0:
-            return
+            return 0
         wanted = route.limit_messages if credit.messages is None else credit.messages
         if credit.bytes is not None:
             # 1.0 has no byte credit: promise what the byte credit likely covers (from the
             # sizes seen so far), at least one message so a large one can still get through
             wanted = min(wanted, max(1, credit.bytes // self.typical_cost))
         receiver = self.link.link
+        busy = route.busy if route_busy is None else route_busy
         room = min(wanted - len(self.held) - receiver.credit - receiver.queued,
-                   route.limit_messages - route.busy)
-        if room > 0 and route.bytes_in_flight < route.limit_bytes:
-            receiver.flow(room)
+                   route.limit_messages - busy)
+        if room <= 0 or route.bytes_in_flight >= route.limit_bytes:
+            return 0
+        receiver.flow(room)
+        return room
 
     def on_subscriber_credit(self) -> None:
         """The subscriber changed its credit (flow, stop, flow mode, window re-grant)."""
@@ -1198,8 +1203,9 @@ class FacadeConsume:
 
     def grant(self) -> None:
         """Room in the route's bound: let every subscription top its link credit up."""
+        busy = self.busy
         for sub in list(self.subscriptions):
-            sub.grant()
+            busy += sub.grant(busy)
         stats = self.stats
         stats.in_flight = self.pending
         stats.in_flight_bytes = self.bytes_in_flight
