@@ -147,7 +147,8 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.amqp10_handlers[name] = handler
         return container.connect(
             url=conn.url, urls=[conn.url, *conn.failover], handler=handler,
-            heartbeat=conn.heartbeat or None, reconnect=_ReconnectDelays(conn.reconnect))
+            heartbeat=conn.heartbeat or None,
+            reconnect=_ReconnectDelays(conn.reconnect))  # type: ignore[arg-type]  # any iterable
 
     def _dead_letter(self, dl: DeadLetter | None) -> tuple[Any, str] | None:
         if dl is None:
@@ -176,6 +177,11 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                                   self.legacy[dst.connection], dead_letter)
         raise ConfigError([f"route {route.name}: {self.config.protocol_of(src)} -> "
                            f"{self.config.protocol_of(dst)} routes are not supported"])
+
+    def on_reactor_quiesced(self, event: Any) -> None:
+        # every event of this round is dispatched: send what the routes batched up
+        for legacy in self.legacy.values():
+            legacy.end_of_burst()
 
     def request_stop(self) -> None:
         """Ask for a graceful stop (safe from a signal handler: only sets a flag)."""

@@ -178,7 +178,7 @@ def _selectable(container: Container, handler: Any, sock: socket.socket) -> Any:
     sel = container.selectable(handler=handler, delegate=sock)
     # proton's global IO handler also sees selectable events and serves those that
     # carry an AMQP 1.0 transport; None tells it this one is ours (as its Acceptor does)
-    sel._transport = None
+    sel._transport = None  # type: ignore[attr-defined]
     return sel
 
 

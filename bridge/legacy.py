@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from proton import Handler
 from proton.reactor import Container
 
 from .amqp010.connection import ConnectionConfig, ProtocolError
@@ -121,6 +122,7 @@ class LegacyConnection:
         self.last_error = ""
         self._deferred: dict[Callable[[], None], None] = {}
         self._batch_pending = False
+        self.quiesce_driven = False
 
     @property
     def users(self) -> list[LegacyUser]:
@@ -157,11 +159,22 @@ class LegacyConnection:
             self.socket.flush()
 
     def defer(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` once at the end of the current burst of events, then write the socket."""
+        """Run ``fn`` once at the end of the current burst of events, then write the socket.
+
+        The burst ends when the container has no more events to dispatch: the owner of
+        the container calls :meth:`end_of_burst` from ``on_reactor_quiesced`` (once it
+        does, ``quiesce_driven`` is set); until then a zero-delay timer stands in.
+        """
         self._deferred[fn] = None
-        if not self._batch_pending:
+        if not self._batch_pending and not self.quiesce_driven:
             self._batch_pending = True
             self.container.schedule(0, _Timer(self._run_deferred))
+
+    def end_of_burst(self) -> None:
+        """Run the deferred work (called when the container is about to wait for I/O)."""
+        self.quiesce_driven = True
+        if self._deferred:
+            self._run_deferred()
 
     @property
     def backpressured(self) -> bool:
@@ -216,20 +229,23 @@ class LegacyConnection:
             log.info("amqp0-10 %s: redirected to %s", self.name, event.host)
             self.urls.insert(self.url_index + 1, _redirect_url(self.urls[0], event.host))
         else:
-            session = getattr(event, "session", None)
-            slot = self.by_session.get(id(session)) if session is not None else None
-            if slot is None or slot.session is not session:
+            session: Session | None = getattr(event, "session", None)
+            if session is None:
+                return
+            owner = self.by_session.get(id(session))
+            if owner is None or owner.session is not session:
                 return
             if isinstance(event, SessionAttached):
-                slot.attached_at = time.monotonic()
+                owner.attached_at = time.monotonic()
                 if event.resumed:
                     self.resumed += 1
-                    log.info("amqp0-10 %s: route %s: session resumed", self.name, slot.user.name)
-                slot.user.on_session(session, event.resumed)
+                    log.info("amqp0-10 %s: route %s: session resumed", self.name,
+                             owner.user.name)
+                owner.user.on_session(session, event.resumed)
             elif isinstance(event, SessionDetached):
-                self._detached(slot, session, event)
+                self._detached(owner, session, event)
             else:
-                slot.user.on_event(event)
+                owner.user.on_event(event)
 
     def _ensure(self, slot: _Slot) -> None:
         """Give ``slot`` a session if the connection is open and it has none attached."""
@@ -313,7 +329,7 @@ def backoff(settings: Reconnect, failures: int) -> float:
     return max(0.0, delay * (1 + random.uniform(-settings.jitter, settings.jitter)))
 
 
-class _Timer:
+class _Timer(Handler):  # type: ignore[misc]
     """A proton timer task handler calling ``fn``."""
 
     def __init__(self, fn: Any) -> None:

@@ -63,7 +63,7 @@ from .amqp010.session import Session, SessionState
 from .amqp010.spec import AcceptMode, AcquireMode, CreditUnit, ErrorCode, FlowMode
 from .config import Reconnect, Route
 from .legacy import LegacyConnection, _Timer, backoff
-from .translate import Translator
+from .translate import Translator, decode, encode
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ RELINK = Reconnect(initial_delay=0.5, max_delay=30.0)
 STABLE_LINK = 10.0
 """Seconds a link must have been up for its loss not to count as a repeated failure."""
 _UNLIMITED = 0xFFFFFFFF
-_EXCEPTION_CONDITIONS = {
+_EXCEPTION_CONDITIONS: dict[int, str] = {
     ErrorCode.UNAUTHORIZED_ACCESS: "amqp:unauthorized-access",
     ErrorCode.NOT_FOUND: "amqp:not-found",
     ErrorCode.RESOURCE_LOCKED: "amqp:resource-locked",
@@ -452,8 +452,8 @@ class LegacyToAmqp10:
             self._settle(taken, RELEASE)
             return
         try:
-            data = self.translator.legacy_to_amqp10(event.delivery_properties, mp,
-                                                   event.body).encode()
+            data = encode(self.translator.legacy_to_amqp10(event.delivery_properties, mp,
+                                                          event.body))
         except MappingError as exc:
             stats.mapping_errors += 1
             self._dead_letter(taken, _plain_copy(event), f"cannot translate: {exc}")
@@ -700,7 +700,7 @@ class Amqp10ToLegacy:
         self.dlq_waiting: deque[tuple[_Received, bytes]] = deque()
         self.bytes = 0
         self.seen = DeliveredIds(route.dedupe.window) if route.dedupe else None
-        self._unflushed = False
+        self._unflushed = False  # transfers sent since the last session.flush
         assert route.source.address is not None
         self.receiver = Amqp10Link(container, amqp10, route.source.address, sender=False,
                                    owner=self, name=f"{route.name}.source")
@@ -815,7 +815,7 @@ class Amqp10ToLegacy:
             return
         received = _Received(delivery, len(data))
         try:
-            message = AmqpMessage.decode(data)
+            message = decode(data)
         except MappingError as exc:
             stats.mapping_errors += 1
             self._dead_letter(received, data, f"cannot translate: {exc}", str(MAPPING_ERROR))
@@ -844,9 +844,8 @@ class Amqp10ToLegacy:
         self.bytes += received.size
         self._recount()
 
-        if not self._unflushed:
-            self._unflushed = True
-            self._kick()
+        self._unflushed = True
+        self._kick()
 
     # -- fates ---------------------------------------------------------------------------
 
@@ -892,7 +891,7 @@ class Amqp10ToLegacy:
         self.legacy.defer(self._end_of_burst)
 
     def _end_of_burst(self) -> None:
-        """Ask the broker for completions of this burst's transfers; grant credit."""
+        """Ask the broker for the completion of this burst's transfers; grant credit."""
         session = self.session
         if self._unflushed and session is not None and session.attached:
             session.flush(completed=True)
@@ -923,12 +922,11 @@ class Amqp10ToLegacy:
                 or self.legacy.backpressured or not session.can_send:
             return
         receiver = link.link
-        if receiver.credit > 0:
-            # RabbitMQ 3.10 counts credit against messages still inside the broker and
-            # overshoots it when topped up (proton's credit goes negative): grant only
-            # once the last grant is used up
-            return
-        busy = self.pending + receiver.queued
+        # RabbitMQ 3.10 counts a top-up against its own delivery count, which lags behind
+        # the messages already on their way to us: it may send the credit still
+        # outstanding once more (proton's credit then goes negative). Counting that
+        # credit twice keeps the window.
+        busy = self.pending + receiver.queued + 2 * max(receiver.credit, 0)
         room = self.limit_messages - busy
         if room >= max(1, self.limit_messages // 4) or (room > 0 and busy == 0):
             receiver.flow(room)

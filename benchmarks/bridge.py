@@ -1,0 +1,477 @@
+"""The bridge end to end: messages/s and latency, against a plain proton client.
+
+Run: ``.venv/bin/python benchmarks/bridge.py [--messages N] [--rounds R]``
+(needs the project's RabbitMQ: it is started like the tests start it).
+
+Set-up: ``amqp-bridge run`` as a subprocess between the in-memory 0-10 broker
+(the engine's server role over TCP, in this process) and RabbitMQ; 1 KiB
+messages with a UUID message-id, content-type and two application headers;
+CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
+
+- *0-10 → 1.0*: a backlog of N messages in the 0-10 queue; the rate is how fast
+  they are accepted by RabbitMQ (and so settled at the source), from 10 % to 100 %
+  of them. Baseline: a plain proton sender (a child process, the same window of
+  1000 unsettled messages) sending the equivalent 1.0 message (same body and
+  properties, built per message) into a RabbitMQ queue.
+- *1.0 → 0-10*: a backlog of N messages in a RabbitMQ queue; the rate is how fast
+  they reach the 0-10 queue. Baseline: a plain proton receiver (credit 1000,
+  accepting each) draining the same kind of backlog; also compared with the
+  sender's rate.
+- *latency*: messages paced at ``--latency-rate`` per second carry their send
+  time; the consumer on the other side (proton in a child process, or the 0-10
+  client here) records arrival - send. p50 / p99 over ``--latency-messages``;
+  baseline: a paced proton sender to a proton receiver through RabbitMQ.
+
+``--profile DIR`` runs each bridge under cProfile (``DIR/<route>.prof``; read
+with ``python -m pstats``).
+
+Rounds interleave the bridge and its baseline (best round kept); the bridge's CPU
+time per message comes from /proc. The machine's other load shows in every
+figure: compare ratios, not absolute rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from proton import Message, symbol  # noqa: E402
+from proton.handlers import MessagingHandler  # noqa: E402
+from proton.reactor import Container  # noqa: E402
+
+from bridge.amqp010.spec import DeliveryProperties, MessageProperties  # noqa: E402
+from bridge.amqp010.transport import BlockingClient, EngineServer  # noqa: E402
+from tests.support.broker010 import Broker  # noqa: E402
+from tests.support.broker010 import Message as StoredMessage  # noqa: E402
+from tests.support.broker010 import Queue as BrokerQueue  # noqa: E402
+from tests.support.rabbitmq import ensure_rabbitmq, unique_queue  # noqa: E402
+
+BODY = bytes(range(256)) * 4
+WINDOW = 1000
+TARGET_RATIO = 0.9
+CE = "cloudevents: {mode: binary, type: com.example.bench, source: /bench}"
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+# --- the bridge -------------------------------------------------------------------------------
+
+
+class Bridge:
+    """``amqp-bridge run`` in a subprocess, with its CPU time."""
+
+    profile_dir: Path | None = None
+    """Set (``--profile DIR``): each bridge runs under cProfile, writing DIR/NAME.prof."""
+
+    def __init__(self, legacy_url: str, cloud_url: str, route: str, workdir: Path) -> None:
+        name = route.split("name:", 1)[1].split()[0]
+        config = workdir / f"bridge-{name}-{time.time_ns()}.yaml"
+        config.write_text(f"""
+connections:
+  legacy: {{protocol: amqp0-10, url: "{legacy_url}", heartbeat: 0}}
+  cloud:  {{protocol: amqp1.0, url: "{cloud_url}"}}
+routes:
+{route}
+""")
+        self.log = open(config.with_suffix(".log"), "wb")  # noqa: SIM115
+        profile = []
+        if self.profile_dir is not None:
+            profile = ["-m", "cProfile", "-o", str(self.profile_dir / f"{name}.prof")]
+        self.proc = subprocess.Popen(
+            [sys.executable, *profile, "-m", "bridge.cli", "run", "-c", str(config),
+             "--log-level", "warning"], cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def cpu(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def rabbitmqctl(url: str, *args: str) -> None:
+    """``rabbitmqctl`` against the node serving ``url`` (as scripts/rabbitmq runs it)."""
+    port = url.rsplit(":", 1)[1]
+    node = os.environ.get("AMQP_BRIDGE_RABBITMQ_NODENAME", f"amqp_bridge_{port}@localhost")
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "ERL_EPMD_ADDRESS": "127.0.0.1",
+           "RABBITMQ_CTL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
+    subprocess.run(["/usr/lib/rabbitmq/bin/rabbitmqctl", "-n", node, "-q", *args], env=env,
+                   capture_output=True, timeout=60, check=True)
+
+
+def unsettled(broker: Broker) -> int:
+    while True:
+        try:
+            return sum(len(m.unacked) for m in list(broker.sessions.values()))
+        except RuntimeError:  # changed size during iteration (the server thread)
+            continue
+
+
+def timed(progress: Any, n: int, bridge: Bridge, timeout: float = 600) -> tuple[float, float]:
+    """(messages/s, bridge CPU µs per message) between 10 % and 100 % of ``n``."""
+    deadline = time.monotonic() + timeout
+    while progress() < n // 10:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the bridge did not start moving messages")
+        time.sleep(0.002)
+    t0, c0 = time.perf_counter(), bridge.cpu()
+    while progress() < n:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the bridge moved {progress()} of {n}")
+        time.sleep(0.002)
+    t1, c1 = time.perf_counter(), bridge.cpu()
+    counted = n - n // 10
+    return counted / (t1 - t0), (c1 - c0) / counted * 1e6
+
+
+def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
+                     workdir: Path) -> tuple[float, float]:
+    queue = broker.queues.setdefault("bench-out", BrokerQueue("bench-out"))
+    for i in range(n):
+        queue.messages.append(StoredMessage(
+            DeliveryProperties(routing_key="bench-out", delivery_mode=2),
+            MessageProperties(message_id=uuid.uuid4(), content_type="application/octet-stream",
+                              application_headers={"seq": i, "region": "emea"}),
+            (), BODY, ""))
+    target = unique_queue("bench-out")
+    bridge = Bridge(server.url, url, f"""
+  - name: out
+    from: {{connection: legacy, queue: bench-out}}
+    to:   {{connection: cloud, address: /queue/{target}}}
+    {CE}
+    max_in_flight: {{messages: {WINDOW}}}""", workdir)
+    try:
+        return timed(lambda: n - len(queue.messages) - unsettled(broker), n, bridge)
+    finally:
+        bridge.stop()
+        rabbitmqctl(url, "delete_queue", target)
+
+
+def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
+                     workdir: Path) -> tuple[float, float]:
+    source = unique_queue("bench-in")
+    child("fill", url, f"/queue/{source}", n)
+    with BlockingClient.connect(f"amqp://guest:guest@{server.address[0]}:{server.address[1]}") \
+            as client:
+        client.declare_queue("bench-in-q")
+        client.bind("bench-in-q", "amq.direct", "bench-in")
+    arrived = broker.queues["bench-in-q"].messages
+    arrived.clear()
+    bridge = Bridge(server.url, url, f"""
+  - name: in
+    from: {{connection: cloud, address: /queue/{source}}}
+    to:   {{connection: legacy, exchange: amq.direct, routing_key: bench-in}}
+    {CE}
+    max_in_flight: {{messages: {WINDOW}}}""", workdir)
+    try:
+        return timed(lambda: len(arrived), n, bridge)
+    finally:
+        bridge.stop()
+        arrived.clear()
+        rabbitmqctl(url, "delete_queue", source)
+
+
+# --- plain proton clients (child processes) --------------------------------------------------
+
+
+def bench_message(i: int, sent: int = 0) -> Message:
+    """What the bridge sends for a 0-10 benchmark message, built the plain proton way."""
+    mid = uuid.uuid4()
+    return Message(
+        id=mid, body=BODY, durable=True, content_type="application/octet-stream",
+        subject="bench-out", inferred=True,
+        annotations={symbol("x-amqp-0-10.routing-key"): "bench-out",
+                     symbol("x-amqp-0-10.exchange"): ""},
+        properties={"seq": i, "region": "emea", "sent": sent, "cloudEvents_specversion": "1.0",
+                    "cloudEvents_id": str(mid), "cloudEvents_source": "/bench",
+                    "cloudEvents_type": "com.example.bench"})
+
+
+class _Sender(MessagingHandler):  # type: ignore[misc]
+    def __init__(self, url: str, address: str, n: int, pace: float = 0.0) -> None:
+        super().__init__(prefetch=0, auto_settle=True)
+        self.url, self.address, self.n, self.pace = url, address, n, pace
+        self.sent = self.settled = 0
+        self.t0 = self.t1 = 0.0
+        self.c0 = 0.0
+        self.start = 0.0
+
+    def on_start(self, event: Any) -> None:
+        self.conn = event.container.connect(self.url, reconnect=False)
+        self.sender = event.container.create_sender(self.conn, self.address)
+        self.start = time.monotonic()
+        if self.pace:
+            event.container.schedule(0, self)
+
+    def on_timer_task(self, event: Any) -> None:
+        self.send()
+        if self.sent < self.n:
+            event.container.schedule(0.001, self)
+
+    def on_sendable(self, event: Any) -> None:
+        if not self.pace:
+            self.send()
+
+    def send(self) -> None:
+        sender = self.sender
+        while sender.credit and self.sent < self.n and self.sent - self.settled < WINDOW:
+            if self.pace and self.start + self.sent / self.pace > time.monotonic():
+                return
+            sender.send(bench_message(self.sent, time.time_ns()))
+            self.sent += 1
+
+    def on_settled(self, event: Any) -> None:
+        self.settled += 1
+        if self.settled == self.n // 10:
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
+        if self.settled == self.n:
+            self.t1 = time.perf_counter()
+            self.c1 = time.process_time()
+            self.conn.close()
+        elif not self.pace:
+            self.send()
+
+
+class _Receiver(MessagingHandler):  # type: ignore[misc]
+    def __init__(self, url: str, address: str, n: int, latency: bool) -> None:
+        super().__init__(prefetch=WINDOW, auto_accept=True)
+        self.url, self.address, self.n, self.latency = url, address, n, latency
+        self.received = 0
+        self.t0 = self.t1 = self.c0 = self.c1 = 0.0
+        self.latencies: list[float] = []
+
+    def on_start(self, event: Any) -> None:
+        self.conn = event.container.connect(self.url, reconnect=False)
+        event.container.create_receiver(self.conn, self.address)
+
+    def on_message(self, event: Any) -> None:
+        if self.latency:
+            self.latencies.append((time.time_ns() - event.message.properties["sent"]) / 1e6)
+        self.received += 1
+        if self.received == self.n // 10:
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
+        if self.received == self.n:
+            self.t1, self.c1 = time.perf_counter(), time.process_time()
+            self.conn.close()
+
+
+def _child(kind: str, url: str, address: str, n: int, pace: float, out: Any) -> None:
+    if kind in ("send", "fill", "pace"):
+        handler: Any = _Sender(url, address, n, pace)
+        Container(handler).run()
+        counted = n - n // 10
+        out.send((counted / (handler.t1 - handler.t0), (handler.c1 - handler.c0) / counted * 1e6))
+    else:
+        receiver = _Receiver(url, address, n, kind == "latency")
+        Container(receiver).run()
+        counted = n - n // 10
+        out.send((counted / (receiver.t1 - receiver.t0),
+                  (receiver.c1 - receiver.c0) / counted * 1e6, receiver.latencies))
+
+
+def child(kind: str, url: str, address: str, n: int, pace: float = 0.0) -> Any:
+    """Run a plain proton client in a fresh process; returns what it measured."""
+    ctx = mp.get_context("spawn")
+    parent_end, child_end = ctx.Pipe()
+    proc = ctx.Process(target=_child, args=(kind, url, address, n, pace, child_end))
+    proc.start()
+    result = parent_end.recv()
+    proc.join()
+    return result
+
+
+def start_child(kind: str, url: str, address: str, n: int, pace: float = 0.0) -> Any:
+    ctx = mp.get_context("spawn")
+    parent_end, child_end = ctx.Pipe()
+    proc = ctx.Process(target=_child, args=(kind, url, address, n, pace, child_end))
+    proc.start()
+    return proc, parent_end
+
+
+def raw_sender(url: str, n: int) -> tuple[float, float]:
+    queue = unique_queue("bench-raw")
+    try:
+        return tuple(child("send", url, f"/queue/{queue}", n))  # type: ignore[return-value]
+    finally:
+        rabbitmqctl(url, "delete_queue", queue)
+
+
+def raw_receiver(url: str, n: int) -> tuple[float, float]:
+    queue = unique_queue("bench-raw")
+    child("fill", url, f"/queue/{queue}", n)
+    try:
+        rate, cpu, _ = child("receive", url, f"/queue/{queue}", n)
+        return rate, cpu
+    finally:
+        rabbitmqctl(url, "delete_queue", queue)
+
+
+# --- latency ---------------------------------------------------------------------------------
+
+
+def latency_proton(url: str, n: int, pace: float) -> list[float]:
+    """Baseline: a paced proton sender to a proton receiver through a RabbitMQ queue."""
+    queue = unique_queue("bench-lat")
+    proc, result = start_child("latency", url, f"/queue/{queue}", n)
+    try:
+        time.sleep(1.0)
+        child("pace", url, f"/queue/{queue}", n, pace)
+        latencies: list[float] = result.recv()[2]
+        proc.join()
+        return latencies
+    finally:
+        rabbitmqctl(url, "delete_queue", queue)
+
+
+def latency_legacy_to_amqp10(server: EngineServer, url: str, n: int, pace: float,
+                             workdir: Path) -> list[float]:
+    target = unique_queue("bench-lat-out")
+    bridge = Bridge(server.url, url, f"""
+  - name: lat-out
+    from: {{connection: legacy, queue: bench-lat}}
+    to:   {{connection: cloud, address: /queue/{target}}}
+    {CE}""", workdir)
+    proc, result = start_child("latency", url, f"/queue/{target}", n)
+    try:
+        with BlockingClient.connect(
+                f"amqp://guest:guest@{server.address[0]}:{server.address[1]}") as client:
+            client.declare_queue("bench-lat")
+            time.sleep(1.0)  # the bridge and the consumer attach
+            start = time.monotonic()
+            for i in range(n):
+                while start + i / pace > time.monotonic():
+                    time.sleep(0.0005)
+                client.publish(BODY, routing_key="bench-lat", wait=False,
+                               delivery=DeliveryProperties(routing_key="bench-lat"),
+                               properties=MessageProperties(
+                                   message_id=uuid.uuid4(), application_headers={
+                                       "sent": time.time_ns(), "seq": i}))
+            latencies: list[float] = result.recv()[2]
+        proc.join()
+        return latencies
+    finally:
+        bridge.stop()
+        rabbitmqctl(url, "delete_queue", target)
+
+
+def latency_amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
+                             pace: float, workdir: Path) -> list[float]:
+    source = unique_queue("bench-lat-in")
+    latencies = []
+    with BlockingClient.connect(f"amqp://guest:guest@{server.address[0]}:{server.address[1]}",
+                                timeout=60) as client:
+        client.declare_queue("bench-lat-in-q")
+        client.bind("bench-lat-in-q", "amq.direct", "bench-lat-in")
+        client.subscribe("bench-lat-in-q", messages=None)
+        bridge = Bridge(server.url, url, f"""
+  - name: lat-in
+    from: {{connection: cloud, address: /queue/{source}}}
+    to:   {{connection: legacy, exchange: amq.direct, routing_key: bench-lat-in}}
+    {CE}""", workdir)
+        try:
+            time.sleep(1.0)
+            proc, _ = start_child("pace", url, f"/queue/{source}", n, pace)
+            while len(latencies) < n:
+                ev = client.receive("bench-lat-in-q", timeout=60)
+                sent = ev.message_properties.application_headers["sent"]
+                latencies.append((time.time_ns() - sent) / 1e6)
+                client.accept(ev, wait=False)
+            proc.join()
+        finally:
+            bridge.stop()
+            rabbitmqctl(url, "delete_queue", source)
+    return latencies
+
+
+def percentiles(values: list[float]) -> tuple[float, float]:
+    q = statistics.quantiles(values, n=100)
+    return q[49], q[98]
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=20_000, help="messages per throughput run")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (best is kept)")
+    parser.add_argument("--latency-messages", type=int, default=3000)
+    parser.add_argument("--latency-rate", type=float, default=500.0, help="messages/s")
+    parser.add_argument("--check", action="store_true",
+                        help=f"exit 1 if a bridge/baseline ratio is below {TARGET_RATIO}")
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="run the bridges under cProfile, writing DIR/<route>.prof "
+                             "(rates then measure the profiler too)")
+    args = parser.parse_args()
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        Bridge.profile_dir = args.profile.resolve()
+    url = ensure_rabbitmq()
+    n = args.messages
+    best: dict[str, tuple[float, float]] = {}
+
+    def keep(name: str, result: tuple[float, float]) -> None:
+        if result[0] > best.get(name, (0.0, 0.0))[0]:
+            best[name] = result
+
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        broker = Broker(users={"guest": "guest"})
+        server = EngineServer(lambda sock: broker.connection()).start()
+        try:
+            for r in range(args.rounds):
+                print(f"round {r + 1}/{args.rounds} ...", flush=True)
+                keep("proton sender", raw_sender(url, n))
+                keep("bridge 0-10 -> 1.0", legacy_to_amqp10(broker, server, url, n, workdir))
+                keep("proton receiver", raw_receiver(url, n))
+                keep("bridge 1.0 -> 0-10", amqp10_to_legacy(broker, server, url, n, workdir))
+            print("latency ...", flush=True)
+            lat_raw = latency_proton(url, args.latency_messages, args.latency_rate)
+            lat_out = latency_legacy_to_amqp10(server, url, args.latency_messages,
+                                               args.latency_rate, workdir)
+            lat_in = latency_amqp10_to_legacy(broker, server, url, args.latency_messages,
+                                              args.latency_rate, workdir)
+        finally:
+            server.stop()
+
+    sender, receiver = best["proton sender"][0], best["proton receiver"][0]
+    print(f"\n1 KiB messages, CloudEvents binary, window {WINDOW}, {n} messages, "
+          f"best of {args.rounds} rounds")
+    print(f"{'':22} {'msg/s':>8} {'CPU µs/msg':>11} {'vs sender':>10} {'vs receiver':>12}")
+    for name in ("proton sender", "proton receiver", "bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10"):
+        rate, cpu = best[name]
+        print(f"{name:22} {rate:8,.0f} {cpu:11,.0f} {rate / sender:9.2f}x {rate / receiver:11.2f}x")
+    print(f"\nlatency at {args.latency_rate:.0f} msg/s ({args.latency_messages} messages), ms:")
+    for name, values in (("proton -> proton", lat_raw), ("0-10 -> 1.0", lat_out),
+                         ("1.0 -> 0-10", lat_in)):
+        p50, p99 = percentiles(values)
+        print(f"  {name:16}  p50 {p50:6.2f}   p99 {p99:6.2f}   max {max(values):6.2f}")
+    ratio_out = best["bridge 0-10 -> 1.0"][0] / sender
+    ratio_in = best["bridge 1.0 -> 0-10"][0] / receiver
+    met = ratio_out >= TARGET_RATIO and ratio_in >= TARGET_RATIO
+    print(f"\ntarget: bridge >= {TARGET_RATIO}x its proton baseline "
+          f"(0-10 -> 1.0 vs sender: {ratio_out:.2f}x; 1.0 -> 0-10 vs receiver: {ratio_in:.2f}x): "
+          f"{'met' if met else 'NOT met'}")
+    return 1 if args.check and not met else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""Memory bound: a 100,000-message backlog behind a slow consumer.
+
+The 0-10 queue holds 100,000 messages of 1 KiB; the bridge moves them to RabbitMQ
+through a link throttled to a trickle (a TCP relay that forwards the bridge's bytes
+at ``SLOW_RATE`` octets/s: the target accepts, and so settles, slowly), then at
+full speed. Throughout, the 0-10 broker never has more than ``max_in_flight``
+messages out to the bridge (credit bridging: the rest of the backlog stays in the
+source), and the bridge process's resident memory stays under ``RSS_BOUND``
+(docs/semantics.md, "Memory bounds").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bridge.amqp010.transport import EngineServer
+from tests.bridge.test_acceptance import (
+    BridgeRun,
+    bridge_config,
+    legacy_broker,
+    preload,
+    rabbitmqctl,
+    route_stats,
+    wait_for,
+)
+from tests.support.broker010 import Broker
+from tests.support.rabbitmq import queue_address, unique_queue
+
+BACKLOG = 100_000
+MAX_IN_FLIGHT = 1000
+RSS_BOUND = 80 * 1024  # KiB: ~55 MiB idle + ~4 KiB per in-flight 1 KiB message + margin
+SLOW_RATE = 256 * 1024  # octets/s towards RabbitMQ while throttled
+
+
+@pytest.fixture
+def legacy() -> Iterator[tuple[Broker, EngineServer]]:
+    with legacy_broker() as pair:
+        yield pair
+
+
+class Relay:
+    """A TCP relay to ``target``; ``rate`` (octets/s, None: unlimited) throttles the
+    client-to-target direction. One thread per direction and connection."""
+
+    def __init__(self, target: tuple[str, int], rate: int | None) -> None:
+        self.target = target
+        self.rate = rate
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            self.sockets += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False),
+                             daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, throttled: bool) -> None:
+        try:
+            while data := src.recv(16384):
+                dst.sendall(data)
+                rate = self.rate if throttled else None
+                if rate:
+                    time.sleep(len(data) / rate)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
+
+
+def test_100000_message_backlog_behind_a_slow_consumer_stays_bounded(
+        legacy: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
+    broker, server = legacy
+    preload(broker, "backlog", BACKLOG)
+    target = unique_queue("memory")
+    port = int(rabbitmq_url.rsplit(":", 1)[1])
+    relay = Relay(("127.0.0.1", port), SLOW_RATE)
+    route = f"""
+  - name: backlog-out
+    from: {{connection: legacy, queue: backlog}}
+    to:   {{connection: cloud, address: {queue_address(target)}}}
+    cloudevents: {{mode: binary, type: com.example.backlog, source: /legacy/backlog}}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+"""
+    url = rabbitmq_url.replace(f":{port}", f":{relay.port}")
+    out_to_bridge: list[int] = []  # the broker's messages delivered and not yet accepted
+    rss: list[int] = []
+    queue = broker.queues["backlog"]
+
+    def sample() -> None:
+        out_to_bridge.append(BACKLOG - moved() - len(queue.messages))
+        rss.append(bridge.status("VmRSS"))
+
+    def moved() -> int:
+        return BACKLOG - len(queue.messages) - unaccepted()
+
+    def unaccepted() -> int:
+        while True:
+            try:
+                return sum(len(m.unacked) for m in list(broker.sessions.values()))
+            except RuntimeError:  # changed size during iteration: retry
+                continue
+
+    bridge = BridgeRun(bridge_config(server.url, url, route), tmp_path).start()
+    try:
+        wait_for(lambda: moved() > 0, 30, "the bridge to start", bridge)
+        slow_until = time.monotonic() + 8
+        while time.monotonic() < slow_until:  # the consumer trickles
+            sample()
+            time.sleep(0.1)
+        slow_moved = moved()
+        relay.rate = None
+        fast_until = time.monotonic() + 8
+        while time.monotonic() < fast_until:  # the consumer keeps up
+            sample()
+            time.sleep(0.1)
+        fast_moved = moved() - slow_moved
+        peak_rss = bridge.status("VmHWM")
+    finally:
+        bridge.stop()
+        relay.close()
+        rabbitmqctl(rabbitmq_url, "delete_queue", target)
+    stats = route_stats(bridge.log(), "backlog-out")
+    print(f"\nslow phase: {slow_moved} messages in 8 s, fast phase: {fast_moved} in 8 s; "
+          f"bridge RSS max {max(rss) / 1024:.1f} MiB (VmHWM {peak_rss / 1024:.1f} MiB); "
+          f"at most {max(out_to_bridge)} messages out to the bridge")
+    assert 0 < slow_moved < fast_moved  # the trickle did hold it back
+    assert BACKLOG - slow_moved - fast_moved > BACKLOG // 2  # most of the backlog still waits
+    assert max(out_to_bridge) <= MAX_IN_FLIGHT  # the rest of the backlog stayed in the source
+    assert stats["peak_in_flight"] <= MAX_IN_FLIGHT
+    assert peak_rss < RSS_BOUND, f"bridge VmHWM {peak_rss} KiB"
