@@ -266,10 +266,11 @@ def _array_to_amqp10(value: t.Array) -> Any:
     native = _NATIVE_ARRAYS.get(value.type_code)
     if native is not None:
         amqp10_type, element = native
-        return Amqp10Array(UNDESCRIBED, amqp10_type, *[element(item) for item in value])
+        return Amqp10Array(UNDESCRIBED, amqp10_type,  # type: ignore[arg-type]  # proton's stub
+                           *[element(item) for item in value])
     if value.type_code in (0xA8, 0xA9):
         return Amqp10Array(
-            UNDESCRIBED,
+            UNDESCRIBED,  # type: ignore[arg-type]  # proton's stub types the descriptor narrowly
             Data.MAP if value.type_code == 0xA8 else Data.LIST,
             *[nested_to_amqp10(item) for item in value],
         )
