@@ -43,9 +43,8 @@ from typing import Any
 from proton import Array, Condition, Delivery, Handler, Link, symbol
 from proton.reactor import Container
 
-from mappings.amqp010 import to_amqp10
 from mappings.errors import MappingError
-from mappings.message import AmqpMessage, BodyKind
+from mappings.message import AmqpMessage
 
 from .amqp010.base import Command, Struct
 from .amqp010.codec import encode_header
@@ -89,11 +88,11 @@ from .amqp010.spec import (
 from .config import ConfigError, Listener, Route
 from .hosting import Amqp010Listener, Amqp010Socket
 from .routes import (
-    LEGACY_HEADER_ANNOTATION,
     MAPPING_ERROR,
     Amqp10Link,
     RouteStats,
     dead_letter_copy,
+    plain_copy,
 )
 from .translate import Translator
 
@@ -686,7 +685,7 @@ class FacadePublish:
             if self.dlq is None:
                 self._fail(entry, ErrorCode.INVALID_ARGUMENT, reason)
             else:
-                self._dead_letter(entry, _plain_copy(ev), reason)
+                self._dead_letter(entry, plain_copy(ev), reason)
         else:
             self.waiting.append(entry)
             self._send()
@@ -827,22 +826,6 @@ class FacadePublish:
         elif pending <= self.limit_messages * 3 // 4 and self.bytes <= self.limit_bytes * 3 // 4:
             self.throttled = False
             self.facade.update_reading()
-
-
-def _plain_copy(ev: MessageReceived) -> AmqpMessage:
-    """An unmappable 0-10 message as plain 1.0 for its dead-letter copy: mapped without
-    CloudEvents if possible, else its body as data, its UUID message-id and its whole
-    0-10 header segment (annotation ``x-amqp-bridge-0-10-header``), as the routes do."""
-    try:
-        return to_amqp10(ev.delivery_properties, ev.message_properties, ev.body)
-    except MappingError:
-        plain = AmqpMessage(body=[ev.body])
-        plain.body_kind = BodyKind.DATA
-        mp = ev.message_properties
-        if mp is not None and isinstance(mp.message_id, uuid.UUID):
-            plain.properties.message_id = mp.message_id
-        plain.message_annotations[LEGACY_HEADER_ANNOTATION] = encode_header(tuple(ev.header))
-        return plain
 
 
 # --- façade-consume -------------------------------------------------------------------------

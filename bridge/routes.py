@@ -456,7 +456,7 @@ class LegacyToAmqp10:
                                                           event.body))
         except MappingError as exc:
             stats.mapping_errors += 1
-            self._dead_letter(taken, _plain_copy(event), f"cannot translate: {exc}")
+            self._dead_letter(taken, plain_copy(event), f"cannot translate: {exc}")
             return
         if self.dlq is not None:
             taken.data = data
@@ -645,7 +645,7 @@ def _runs(items: list[tuple[Session, str, int]]) -> Iterable[tuple[Session, str,
         yield key[0], key[1], run
 
 
-def _plain_copy(event: MessageReceived) -> AmqpMessage:
+def plain_copy(event: MessageReceived) -> AmqpMessage:
     """The message as plain 1.0 (no CloudEvents) for dead-lettering.
 
     A message the mapping refuses keeps its body as data, its UUID message-id, and
