@@ -35,6 +35,12 @@ class Credit:
     bytes: int | None = 0
     in_flight: dict[int, int] = field(default_factory=dict)
     """Window mode: transfer id → byte cost, re-granted when the transfer completes."""
+    stops_pending: int = 0
+    """Receiver side: message.stop commands sent and not yet completed by the peer.
+    Transfers the peer sent before it saw the stop may still arrive meanwhile, so the
+    balance is not enforced until the stop completes (see :meth:`stop_sent`)."""
+    since_stop_messages: int | None = 0
+    since_stop_bytes: int | None = 0
 
     def set_mode(self, mode: int) -> None:
         """message.set-flow-mode (the spec allows switching only at zero credit;
@@ -45,8 +51,10 @@ class Credit:
         """message.flow: add ``value`` of ``unit`` (None or 0xFFFFFFFF = unlimited)."""
         if unit == CreditUnit.MESSAGE:
             self.messages = _plus(self.messages, value)
+            self.since_stop_messages = _plus(self.since_stop_messages, value)
         elif unit == CreditUnit.BYTE:
             self.bytes = _plus(self.bytes, value)
+            self.since_stop_bytes = _plus(self.since_stop_bytes, value)
         else:
             raise ValueError(f"unknown credit unit {unit}")
 
@@ -56,8 +64,30 @@ class Credit:
         self.bytes = 0
         self.in_flight.clear()
 
+    def stop_sent(self) -> None:
+        """Receiver side: we sent message.stop; the peer's credit is zero once it completes.
+
+        Until then the peer may legitimately deliver what it sent under the old credit,
+        so the local balance is kept (not zeroed) and not enforced.  On completion the
+        balance becomes at most what was granted since the stop: never less than the
+        peer's real credit, so a well-behaved peer is never accused.
+        """
+        self.stops_pending += 1
+        self.since_stop_messages = 0
+        self.since_stop_bytes = 0
+
+    def stop_completed(self) -> None:
+        """The peer completed one of our message.stop commands."""
+        self.stops_pending = max(0, self.stops_pending - 1)
+        if self.stops_pending == 0:
+            self.messages = _least(self.messages, self.since_stop_messages)
+            self.bytes = _least(self.bytes, self.since_stop_bytes)
+            self.in_flight.clear()
+
     def allows(self, cost: int) -> bool:
         """True if one transfer of ``cost`` bytes fits."""
+        if self.stops_pending:
+            return True
         return (self.messages is None or self.messages >= 1) and (
             self.bytes is None or self.bytes >= cost)
 
@@ -67,9 +97,9 @@ class Credit:
             raise CreditError(f"transfer of {cost} octets exceeds credit "
                               f"(messages={_fmt(self.messages)}, bytes={_fmt(self.bytes)})")
         if self.messages is not None:
-            self.messages -= 1
+            self.messages = max(0, self.messages - 1)
         if self.bytes is not None:
-            self.bytes -= cost
+            self.bytes = max(0, self.bytes - cost)
         if self.mode == FlowMode.WINDOW:
             self.in_flight[transfer_id] = cost
 
@@ -93,6 +123,13 @@ def _plus(balance: int | None, value: int | None) -> int | None:
     if balance is None or value is None or value >= UNLIMITED:
         return None
     return min(balance + value, UNLIMITED - 1)
+
+
+def _least(a: int | None, b: int | None) -> int | None:
+    """The smaller balance (``None`` is unlimited)."""
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
 
 
 def _fmt(v: int | None) -> str:

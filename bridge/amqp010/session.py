@@ -196,6 +196,7 @@ class Session:
         self._since_flush = 0
         self._ready = False  # command-point sent on the current attachment
         self._our_flushes: dict[int, str] = {}  # message.flush we sent → destination
+        self._our_stops: dict[int, str] = {}  # message.stop we sent → destination
         # receiver of commands
         self._next_in: int | None = None
         self._hwm: int | None = None  # one past the highest command id ever received
@@ -419,11 +420,17 @@ class Session:
         return cid
 
     def message_stop(self, destination: str, *, sync: bool = False) -> int:
-        """message.stop: the peer's credit for ``destination`` drops to zero."""
+        """message.stop: the peer's credit for ``destination`` drops to zero.
+
+        Transfers the peer sent before it saw the stop may still arrive; credit checks
+        for ``destination`` resume once the peer completes the stop (asked for at once).
+        """
         flow = self.incoming_credit.get(destination)
+        cid = self.send(MessageStop(destination=destination, sync=sync or flow is not None))
         if flow is not None:
-            flow.zero()
-        return self.send(MessageStop(destination=destination, sync=sync))
+            flow.stop_sent()
+            self._our_stops[cid] = destination
+        return cid
 
     def message_accept(self, transfers: SequenceSet | Iterable[int], *, sync: bool = False) -> int:
         return self.send(MessageAccept(transfers=_seqset(transfers), sync=sync))
@@ -636,6 +643,9 @@ class Session:
             dest = self._our_flushes.pop(cid, None) if self._our_flushes else None
             if dest is not None and dest in self.incoming_credit:
                 self.incoming_credit[dest].zero()
+            dest = self._our_stops.pop(cid, None) if self._our_stops else None
+            if dest is not None and dest in self.incoming_credit:
+                self.incoming_credit[dest].stop_completed()
         conn = self.connection
         if newly:
             for lo, hi in ranges:

@@ -187,6 +187,44 @@ def test_stop_zeroes_credit_and_flush_uses_it_up() -> None:
     assert len(received(pair)) == 3  # no credit after the flush
 
 
+def test_transfers_sent_before_the_peer_saw_our_stop_are_not_beyond_credit() -> None:
+    """message.stop races with transfers already on the wire: those are legitimate, and
+    credit checks resume (at zero) once the peer completes the stop."""
+    pair, _broker, s = broker_pair()
+    s.queue_declare("q")
+    s.message_subscribe("q", "sub")
+    s.message_set_flow_mode("sub", FlowMode.CREDIT)
+    s.grant("sub", 3, None)
+    pair.pump()
+    server_session = pair.server.conn.sessions[1]
+    s.message_stop("sub")  # not yet on the wire when the server sends
+    for body in (b"a", b"b", b"c"):
+        server_session.message_transfer("sub", (), body)
+    pair.client.receive_data(pair.server.data_to_send())
+    pair.client_events += pair.client.events()
+    assert bodies(pair) == [b"a", b"b", b"c"]
+    assert not pair.of(ExecutionExceptionReceived, "server") and s.attached
+    s.message_flow("sub", CreditUnit.MESSAGE, 1)  # granted after the stop: survives it
+    pair.pump()
+    assert server_session.credit("sub").messages == 1 == s.incoming_credit["sub"].messages
+    assert not s.incoming_credit["sub"].stops_pending
+
+
+def test_credit_after_a_stop_is_at_most_what_was_granted_since() -> None:
+    credit = Credit(mode=FlowMode.CREDIT)
+    credit.add(CreditUnit.MESSAGE, 10)
+    credit.add(CreditUnit.BYTE, UNLIMITED)
+    credit.stop_sent()
+    credit.consume(1, 100)
+    assert credit.allows(10**9)  # the peer may not have seen the stop yet
+    credit.add(CreditUnit.MESSAGE, 2)
+    credit.stop_completed()
+    assert (credit.messages, credit.bytes) == (2, 0)  # bytes: stop took the octet credit
+    assert not credit.allows(1)
+    credit.add(CreditUnit.BYTE, UNLIMITED)
+    assert credit.allows(10**9)
+
+
 def test_server_application_cannot_exceed_credit() -> None:
     pair, _broker, s = broker_pair()
     s.queue_declare("q")
