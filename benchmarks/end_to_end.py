@@ -1,6 +1,6 @@
 """The bridge end to end: messages/s and latency, against a plain proton client.
 
-Run: ``.venv/bin/python benchmarks/bridge.py [--messages N] [--rounds R]``
+Run: ``.venv/bin/python benchmarks/end_to_end.py [--messages N] [--rounds R]``
 (needs the project's RabbitMQ: it is started like the tests start it).
 
 Set-up: ``amqp-bridge run`` as a subprocess between the in-memory 0-10 broker
