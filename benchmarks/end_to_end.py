@@ -52,11 +52,11 @@ from proton import Message, symbol  # noqa: E402
 from proton.handlers import MessagingHandler  # noqa: E402
 from proton.reactor import Container  # noqa: E402
 
+from bridge.amqp010.broker import Broker  # noqa: E402
+from bridge.amqp010.broker import Message as StoredMessage  # noqa: E402
+from bridge.amqp010.broker import Queue as BrokerQueue  # noqa: E402
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties  # noqa: E402
 from bridge.amqp010.transport import BlockingClient, EngineServer  # noqa: E402
-from tests.support.broker010 import Broker  # noqa: E402
-from tests.support.broker010 import Message as StoredMessage  # noqa: E402
-from tests.support.broker010 import Queue as BrokerQueue  # noqa: E402
 from tests.support.rabbitmq import ensure_rabbitmq, unique_queue  # noqa: E402
 
 BODY = bytes(range(256)) * 4

@@ -142,7 +142,7 @@ def run_tcp(n: int, window: int) -> float:
 
 def run_broker_roundtrip(n: int, window: int) -> float:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.support.broker010 import Broker
+    from bridge.amqp010.broker import Broker
 
     broker = Broker(users={"guest": "g"})
     server = broker.connection()

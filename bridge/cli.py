@@ -91,6 +91,31 @@ def run(config_path: str, log_level: str) -> None:
         sys.exit(2)
 
 
+@main.command()
+@click.option("--amqp10-url", default="amqp://guest:guest@127.0.0.1:5672", show_default=True,
+              help="The AMQP 1.0 broker to bridge to (RabbitMQ with its AMQP 1.0 plugin, ...).")
+@click.option("-n", "--messages", default=5, show_default=True, type=click.IntRange(1, 100_000),
+              help="Messages sent each way.")
+@click.option("--keep-running", is_flag=True,
+              help="Leave the bridge and the embedded 0-10 broker up afterwards (Ctrl-C stops).")
+def demo(amqp10_url: str, messages: int, keep_running: bool) -> None:
+    """Run the bridge end to end against an embedded AMQP 0-10 broker.
+
+    Legacy 0-10 orders travel to the AMQP 1.0 broker as CloudEvents, 1.0 replies
+    travel back to a 0-10 queue, and a legacy application publishes through the
+    façade. Exits 1 unless every message arrived.
+    """
+    import logging
+
+    from .demo import run_demo
+    from .logs import configure
+
+    configure("warning")
+    logging.getLogger("proton").setLevel(logging.ERROR)
+    result = run_demo(amqp10_url, messages=messages, keep_running=keep_running, out=sys.stdout)
+    sys.exit(0 if result.ok else 1)
+
+
 def _register_pipeline() -> None:
     """Add ``amqp-bridge pipeline ...`` (its Spark imports happen only when a job runs)."""
     try:

@@ -45,6 +45,9 @@ from proton import (
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
+from bridge.amqp010.broker import Broker
+from bridge.amqp010.broker import Message as StoredMessage
+from bridge.amqp010.broker import Queue as BrokerQueue
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties, ReplyTo
 from bridge.amqp010.transport import BlockingClient, EngineServer
 from bridge.config import parse_config
@@ -52,9 +55,6 @@ from bridge.translate import Translator, decode, encode
 from mappings.amqp010 import message_id_uuid
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage, BodyKind, Header, Properties
-from tests.support.broker010 import Broker
-from tests.support.broker010 import Message as StoredMessage
-from tests.support.broker010 import Queue as BrokerQueue
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,

@@ -28,6 +28,7 @@ from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
+from bridge.amqp010.broker import Broker
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties
 from bridge.amqp010.transport import EngineServer
 from tests.bridge.test_acceptance import (
@@ -44,7 +45,6 @@ from tests.bridge.test_acceptance import (
     route_stats,
     wait_for,
 )
-from tests.support.broker010 import Broker
 from tests.support.rabbitmq import assert_no_message, queue_address, send_messages, unique_queue
 
 MAX_IN_FLIGHT = 200

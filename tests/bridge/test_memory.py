@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.amqp010.broker import Broker
 from bridge.amqp010.transport import EngineServer
 from tests.bridge.test_acceptance import (
     BridgeRun,
@@ -30,7 +31,6 @@ from tests.bridge.test_acceptance import (
     route_stats,
     wait_for,
 )
-from tests.support.broker010 import Broker
 from tests.support.rabbitmq import queue_address, unique_queue
 
 BACKLOG = 100_000

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from proton import Message, symbol
 
+from bridge.amqp010.broker import Broker
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties
 from bridge.amqp010.transport import BlockingClient, EngineServer
-from tests.support.broker010 import Broker
 from tests.support.rabbitmq import queue_address, receive_messages, send_messages, unique_queue
 
 ROOT = Path(__file__).resolve().parents[2]

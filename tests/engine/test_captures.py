@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from bridge.amqp010.base import Command, Control
+from bridge.amqp010.broker import Broker, Message
 from bridge.amqp010.connection import Connection, ConnectionConfig, Role
 from bridge.amqp010.events import (
     CommandsCompleted,
@@ -52,7 +53,6 @@ from bridge.amqp010.spec import (
     SessionCompleted,
     SessionDetach,
 )
-from tests.support.broker010 import Broker, Message
 
 CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "captures" / "amqp-0-10"
 SCENARIOS = sorted(p.stem for p in CAPTURES.glob("*.jsonl"))

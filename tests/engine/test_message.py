@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bridge.amqp010.broker import Broker, topic_match
 from bridge.amqp010.codec import encode_header
 from bridge.amqp010.events import (
     CommandsCompleted,
@@ -32,7 +33,6 @@ from bridge.amqp010.spec import (
     MessageProperties,
     QueueQueryResult,
 )
-from tests.support.broker010 import Broker, topic_match
 
 from .pump import Pair, client_conn
 

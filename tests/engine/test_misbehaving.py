@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from bridge.amqp010.base import Command, Control
+from bridge.amqp010.broker import Broker
 from bridge.amqp010.connection import Connection, ConnectionState
 from bridge.amqp010.events import (
     ConnectionClosed,
@@ -39,7 +40,6 @@ from bridge.amqp010.spec import (
     SessionDetached,
 )
 from bridge.amqp010.types import SequenceSet
-from tests.support.broker010 import Broker
 
 from .pump import client_conn, open_pair, server_conn
 from .test_connection import decode_all

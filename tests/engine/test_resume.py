@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from bridge.amqp010.broker import Broker
 from bridge.amqp010.events import (
     CommandsCompleted,
     MessageReceived,
@@ -16,7 +17,6 @@ from bridge.amqp010.events import (
 from bridge.amqp010.session import Session, SessionState
 from bridge.amqp010.spec import DeliveryProperties, DetachCode, FlowMode, MessageProperties
 from bridge.amqp010.spec import SessionDetached as DetachedCtl
-from tests.support.broker010 import Broker
 
 from .pump import Pair, client_conn
 from .test_connection import decode_all

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from bridge.amqp010.broker import Broker, BrokerConnection
 from bridge.amqp010.connection import Connection, Role
 from bridge.amqp010.events import HeartbeatTimeout
 from bridge.amqp010.framing import Assembler, FrameDecoder, ProtocolHeader
@@ -22,7 +23,6 @@ from bridge.amqp010.transport import (
     SocketTransport,
     parse_url,
 )
-from tests.support.broker010 import Broker, BrokerConnection
 
 from .certs import make_certs, peer_common_name
 

@@ -1,4 +1,4 @@
-"""A small in-memory AMQP 0-10 broker hosted on the engine's server role.
+"""A small in-memory AMQP 0-10 broker hosted on the engine's server role (demo and tests).
 
 Enough of a broker to test clients and the bridge against: queues (declare,
 delete, purge, query, exclusive, auto-delete, alternate exchange), exchanges
@@ -213,7 +213,7 @@ class Broker:
     def connection(self, **config: Any) -> BrokerConnection:
         """A new server-role connection to this broker."""
         cfg = {"authenticator": self.authenticator, "max_session_timeout": self.max_session_timeout,
-               "properties": {"product": "broker010", "version": "0"}, **self.config, **config}
+               "properties": {"product": "amqp-bridge memory broker", "version": "0"}, **self.config, **config}
         conn = BrokerConnection(self, Connection(Role.SERVER, ConnectionConfig(**cfg),
                                                  registry=self.registry))
         self.connections.append(conn)
