@@ -67,7 +67,9 @@ def handshake_refused(detail: str) -> PermanentFault:
 
 
 def auth_failure(detail: str) -> PermanentFault:
-    """The broker refused the SASL login (or no mechanism fits)."""
+    """The broker refused the SASL login (``detail``: its words), or no mechanism fits."""
+    if detail.lower().startswith("authentication failed: "):
+        detail = detail[len("authentication failed: "):]
     return PermanentFault("authentication failed", detail, HINT_AUTH)
 
 
