@@ -95,7 +95,7 @@ from .routes import (
     dead_letter_copy,
     plain_copy,
 )
-from .tls import TlsFileError, peer_common_name, server_context
+from .tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
 from .translate import Translator
 
 log = logging.getLogger(__name__)
@@ -393,7 +393,7 @@ class Facade:
             self._dirty.discard(client.sock)
             if sock.tls_error is not None:
                 log.warning("façade %s: %s: TLS handshake failed: %s", self.name, sock.peer,
-                            sock.tls_error.reason or sock.tls_error)
+                            describe_ssl_error(sock.tls_error))
             elif sock.engine.auth_error is not None:
                 log.warning("façade %s: %s: login refused: %s", self.name, sock.peer,
                             sock.engine.auth_error)

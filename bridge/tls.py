@@ -83,6 +83,13 @@ def classify_ssl_error(exc: ssl.SSLError) -> PermanentFault | None:
     return None
 
 
+def describe_ssl_error(exc: ssl.SSLError) -> str:
+    """A short reason for a failed handshake (the verify message when there is one)."""
+    if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_message:
+        return _clean(exc.verify_message)
+    return _clean((exc.reason or str(exc)).replace("_", " ").lower())
+
+
 def _clean(text: str) -> str:
     return text.rstrip(".").replace("sslv3 alert ", "").replace("tlsv1 alert ", "")
 
