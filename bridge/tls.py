@@ -143,13 +143,27 @@ def _load_chain(ctx: ssl.SSLContext, tls: Any) -> None:
                 pass
         except OSError as exc:
             raise TlsFileError(key, f"cannot read {path!r}: {exc.strerror or exc}") from None
+    password = _password(tls)
     try:
-        ctx.load_cert_chain(tls.cert_file, tls.key_file, password=_password(tls) or "")
+        ctx.load_cert_chain(tls.cert_file, tls.key_file, password=password or "")
     except ssl.SSLError as exc:
-        key = "key_password" if "bad decrypt" in str(exc) or "BAD_DECRYPT" in str(exc) else \
-            "key_file"
-        raise TlsFileError(key, f"cannot load the certificate/key pair ({exc.reason or exc}); "
-                                f"is the key encrypted, or not the certificate's?") from None
+        key_path = tls.key_file or tls.cert_file
+        try:
+            with open(key_path, "rb") as f:
+                encrypted = b"ENCRYPTED" in f.read()
+        except OSError:
+            encrypted = False
+        if "KEY_VALUES_MISMATCH" in str(exc):
+            raise TlsFileError("key_file", f"{key_path!r} is not the key of cert_file "
+                                           f"{tls.cert_file!r}") from None
+        if encrypted and password is None:
+            raise TlsFileError("key_password", f"{key_path!r} is encrypted: give key_password"
+                               ) from None
+        if encrypted:
+            raise TlsFileError("key_password", f"does not decrypt {key_path!r}") from None
+        raise TlsFileError("cert_file", f"cannot load the certificate and key from "
+                                        f"{tls.cert_file!r} / {key_path!r}: "
+                                        f"{exc.reason or exc}") from None
 
 
 def _load_ca(ctx: ssl.SSLContext, path: str) -> None:
