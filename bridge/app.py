@@ -23,8 +23,17 @@ from proton import Endpoint, Handler, Url
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from .config import BridgeConfig, ConfigError, Connection, DeadLetter, Reconnect, Route
+from .config import (
+    BridgeConfig,
+    ConfigError,
+    Connection,
+    DeadLetter,
+    Reconnect,
+    Route,
+    config_secrets,
+)
 from .legacy import LegacyConnection, _Timer, backoff
+from .logs import add_secrets
 from .routes import Amqp10ToLegacy, LegacyToAmqp10
 from .tls import (
     PERMANENT_EXIT_CODE,
@@ -290,6 +299,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
 def run(config: BridgeConfig) -> int:
     """Run the bridge until SIGTERM or SIGINT (exit status 0) or a permanent fault (3)."""
+    add_secrets(config_secrets(config))  # no log line shows them from here on
     bridge = Bridge(config)
     container = Container(bridge)
 

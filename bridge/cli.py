@@ -56,8 +56,8 @@ def check(config_path: str) -> None:
 
     Exits 2 with one line per problem (each naming the key path) if it is invalid.
     """
-    from .config import ConfigError, describe, load_config
-    from .logs import redact
+    from .config import ConfigError, config_secrets, describe, load_config
+    from .logs import add_secrets, redact
 
     try:
         cfg = load_config(config_path)
@@ -65,8 +65,9 @@ def check(config_path: str) -> None:
         for problem in exc.problems:
             click.echo(f"{config_path}: {problem}", err=True)
         sys.exit(2)
+    add_secrets(config_secrets(cfg))
     for line in describe(cfg):
-        click.echo(redact(line))  # load_config registered every secret of the file
+        click.echo(redact(line))
     click.echo(f"{config_path}: OK ({len(cfg.routes)} routes)")
 
 

@@ -31,7 +31,7 @@ from pydantic import (
 
 from mappings.cloudevents.template import EventTemplate
 
-from .logs import add_secrets, redact
+from .logs import redact
 from .passwords import HashFormatError, is_hash, parse_hash, read_users_file
 
 Protocol = Literal["amqp0-10", "amqp1.0"]
@@ -42,8 +42,9 @@ SaslMechanism = Literal["PLAIN", "ANONYMOUS", "EXTERNAL"]
 class ConfigError(ValueError):
     """Invalid configuration; ``problems`` holds one ``"key.path: reason"`` per issue."""
 
-    def __init__(self, problems: list[str], source: str = "config") -> None:
-        self.problems = [redact(p) for p in problems]
+    def __init__(self, problems: list[str], source: str = "config",
+                 secrets: list[str] | None = None) -> None:
+        self.problems = [redact(p, secrets or ()) for p in problems]
         super().__init__(f"{source}: " + "; ".join(self.problems))
 
 
@@ -392,7 +393,8 @@ def _check_files(cfg: BridgeConfig) -> list[str]:
 
 def config_secrets(cfg: BridgeConfig) -> list[str]:
     """Every secret value of the configuration: URL passwords, façade passwords and hashes,
-    TLS key passwords (to register with :func:`bridge.logs.add_secrets`)."""
+    TLS key passwords.  The processes that load a configuration (``amqp-bridge run`` and
+    ``check``) register them with :func:`bridge.logs.add_secrets`."""
     out: list[str] = []
     for conn in cfg.connections.values():
         for url in [conn.url, *conn.failover]:
@@ -485,14 +487,11 @@ def parse_config(text: str, *, source: str = "config", env: Mapping[str, str] | 
         raw = substitute_env(raw, os.environ if env is None else env, secrets=file_secrets)
     except ConfigError as exc:
         raise ConfigError(exc.problems, source) from None
-    # secrets never appear in problems, log lines or the description
-    add_secrets([*file_secrets, *_raw_secrets(raw)])
     try:
-        cfg = BridgeConfig.model_validate(raw)
+        return BridgeConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(_problems(exc), source) from None
-    add_secrets(config_secrets(cfg))
-    return cfg
+        # a secret never appears in a problem, even one put where a value is echoed
+        raise ConfigError(_problems(exc), source, [*file_secrets, *_raw_secrets(raw)]) from None
 
 
 def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> BridgeConfig:
