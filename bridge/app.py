@@ -5,6 +5,10 @@ connections (proton, with its reconnect/failover), the AMQP 0-10 client
 connections (our engine, hosted as selectables, see :mod:`bridge.hosting`) and
 builds a route runtime per configured route (:mod:`bridge.routes`).  Everything
 runs on the container's single thread.
+
+A permanent fault (a certificate or a login refused on every URL of a connection,
+see :mod:`bridge.tls`) stops the bridge gracefully; :func:`run` then returns exit
+status 3 (``docs/operations.md``, "Security").
 """
 
 from __future__ import annotations
@@ -19,9 +23,26 @@ from proton import Endpoint, Handler, Url
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from .config import BridgeConfig, ConfigError, Connection, DeadLetter, Reconnect, Route
+from .config import (
+    BridgeConfig,
+    ConfigError,
+    Connection,
+    DeadLetter,
+    Reconnect,
+    Route,
+    config_secrets,
+)
 from .legacy import LegacyConnection, _Timer, backoff
+from .logs import add_secrets
 from .routes import Amqp10ToLegacy, LegacyToAmqp10
+from .tls import (
+    PERMANENT_EXIT_CODE,
+    PermanentFault,
+    classify_proton_error,
+    describe_verify_failure,
+    proton_domain,
+    verify_failure,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +63,21 @@ class _Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
     closes it with an error, so proton's reconnect keeps trying, as a bridge must.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, settings: Connection | None = None,
+                 on_fatal: Any = None) -> None:
         self.name = name
+        self.settings = settings
+        self.on_fatal = on_fatal
+        """Called with the message once every URL failed permanently in a row."""
         self.up = False
         self.watchers: list[Any] = []
         """Links on this connection (:class:`bridge.routes.Amqp10Link`)."""
+        self.permanent_faults = 0
+        self.fault: PermanentFault | None = None
 
     def on_connection_remote_open(self, event: Any) -> None:
         self.up = True
+        self.permanent_faults = 0
         log.info("amqp1.0 %s: open", self.name)
 
     def on_connection_remote_close(self, event: Any) -> None:
@@ -63,7 +91,28 @@ class _Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
                 transport.close_head()
 
     def on_transport_error(self, event: Any) -> None:
-        log.warning("amqp1.0 %s: %s", self.name, event.transport.condition)
+        condition = event.transport.condition
+        fault = classify_proton_error(condition.name, condition.description or "") \
+            if condition is not None else None
+        if fault is None or self.settings is None:
+            self.permanent_faults = 0
+            log.warning("amqp1.0 %s: %s", self.name, condition)
+            return
+        url = getattr(event.connection, "url", None)
+        if fault.summary == "TLS certificate verify failed" and url is not None:
+            # proton only says "certificate verify failed": ask Python's ssl for the reason
+            detail = describe_verify_failure(self.settings.tls, url.host, int(url.port or 5671))
+            if detail is not None:
+                fault = verify_failure(detail)
+        self.fault = fault
+        self.permanent_faults += 1
+        message = fault.message("amqp1.0", self.name)
+        log.error("%s", message)
+        if self.permanent_faults >= 1 + len(self.settings.failover):
+            # retrying cannot help: closing the endpoint ends proton's reconnect loop
+            event.connection.close()
+            if self.on_fatal is not None:
+                self.on_fatal(message)
 
     def on_transport_tail_closed(self, event: Any) -> None:
         self._lost()
@@ -120,6 +169,8 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.shutdown_timeout = SHUTDOWN_TIMEOUT
         self._stats_due = time.monotonic() + STATS_INTERVAL
         self._last_stats: dict[str, str] = {}
+        self.fatal_error: str | None = None
+        """The permanent fault that stopped the bridge, if one did."""
 
     def on_start(self, event: Any) -> None:
         from .facade import Facade
@@ -134,7 +185,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             if conn.protocol == "amqp1.0":
                 self.amqp10[name] = self._connect_amqp10(container, name, conn)
             else:
-                self.legacy[name] = LegacyConnection(container, name, conn)
+                self.legacy[name] = LegacyConnection(container, name, conn, on_fatal=self.fatal)
         for route in self.config.routes:
             self.routes.append(self._build_route(container, route))
         for legacy in self.legacy.values():
@@ -143,12 +194,25 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             facade.start()
 
     def _connect_amqp10(self, container: Container, name: str, conn: Connection) -> Any:
-        handler = _Amqp10ConnectionHandler(name)
+        handler = _Amqp10ConnectionHandler(name, conn, self.fatal)
         self.amqp10_handlers[name] = handler
+        security: dict[str, Any] = {"allowed_mechs": " ".join(conn.mechanisms)}
+        if conn.tls is not None or any(u.startswith("amqps:") for u in [conn.url, *conn.failover]):
+            security["ssl_domain"] = proton_domain(conn.tls)
+            if conn.tls is not None and conn.tls.server_name:
+                security["sni"] = conn.tls.server_name
         return container.connect(
             url=conn.url, urls=[conn.url, *conn.failover], handler=handler,
             heartbeat=conn.heartbeat or None,
-            reconnect=_ReconnectDelays(conn.reconnect))  # type: ignore[arg-type]  # any iterable
+            reconnect=_ReconnectDelays(conn.reconnect), **security)  # type: ignore[arg-type]
+
+    def fatal(self, message: str) -> None:
+        """A connection failed permanently (already logged as an ERROR): stop gracefully;
+        :func:`run` returns exit status 3."""
+        if self.fatal_error is None:
+            self.fatal_error = message
+            log.info("stopping after a permanent fault (exit status %d)", PERMANENT_EXIT_CODE)
+        self.request_stop()
 
     def _dead_letter(self, dl: DeadLetter | None) -> tuple[Any, str] | None:
         if dl is None:
@@ -233,8 +297,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.container.schedule(CLOSE_GRACE, _Timer(self.container.stop))
 
 
-def run(config: BridgeConfig) -> None:
-    """Run the bridge until SIGTERM or SIGINT."""
+def run(config: BridgeConfig) -> int:
+    """Run the bridge until SIGTERM or SIGINT (exit status 0) or a permanent fault (3)."""
+    add_secrets(config_secrets(config))  # no log line shows them from here on
     bridge = Bridge(config)
     container = Container(bridge)
 
@@ -245,6 +310,7 @@ def run(config: BridgeConfig) -> None:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     container.run()
+    return PERMANENT_EXIT_CODE if bridge.fatal_error is not None else 0
 
 
 __all__ = ["Bridge", "Url", "run"]

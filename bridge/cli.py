@@ -56,7 +56,8 @@ def check(config_path: str) -> None:
 
     Exits 2 with one line per problem (each naming the key path) if it is invalid.
     """
-    from .config import ConfigError, describe, load_config
+    from .config import ConfigError, config_secrets, describe, load_config
+    from .logs import add_secrets, redact
 
     try:
         cfg = load_config(config_path)
@@ -64,8 +65,9 @@ def check(config_path: str) -> None:
         for problem in exc.problems:
             click.echo(f"{config_path}: {problem}", err=True)
         sys.exit(2)
+    add_secrets(config_secrets(cfg))
     for line in describe(cfg):
-        click.echo(line)
+        click.echo(redact(line))
     click.echo(f"{config_path}: OK ({len(cfg.routes)} routes)")
 
 
@@ -75,20 +77,49 @@ def check(config_path: str) -> None:
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
               default="info", show_default=True)
 def run(config_path: str, log_level: str) -> None:
-    """Run the bridge until SIGTERM or SIGINT."""
+    """Run the bridge until SIGTERM or SIGINT.
+
+    Exits 2 for an invalid configuration, 3 after a permanent fault (a certificate or a
+    login refused, see docs/operations.md), 1 on an unexpected error."""
     import logging
 
     from .app import run as run_bridge
     from .config import ConfigError, load_config
+    from .logs import RedactingFormatter
 
-    logging.basicConfig(level=log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    logging.basicConfig(level=log_level.upper(), handlers=[handler])
     try:
-        run_bridge(load_config(config_path))
+        status = run_bridge(load_config(config_path))
     except ConfigError as exc:
         for problem in exc.problems:
             click.echo(f"{config_path}: {problem}", err=True)
         sys.exit(2)
+    except Exception:
+        logging.getLogger("bridge").exception("unexpected error")  # redacted like every line
+        sys.exit(1)
+    sys.exit(status)
+
+
+@main.command("hash-password")
+@click.option("--iterations", type=click.IntRange(10_000), default=600_000, show_default=True,
+              help="PBKDF2-SHA256 work factor.")
+def hash_password_command(iterations: int) -> None:
+    """Print a pbkdf2-sha256 hash for a façade user (listeners.*.users or users_file).
+
+    The password is read from standard input (first line) or, on a terminal, prompted
+    for twice without echo; it is never taken from the command line.
+    """
+    from .passwords import hash_password
+
+    if sys.stdin.isatty():
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    else:
+        password = sys.stdin.readline().removesuffix("\n").removesuffix("\r")
+    if not password:
+        raise click.ClickException("empty password")
+    click.echo(hash_password(password, iterations=iterations))
 
 
 @main.command()

@@ -1,10 +1,12 @@
 """The bridge's YAML configuration, validated with pydantic.
 
 ``load_config(path)`` reads YAML, substitutes ``${NAME}`` / ``${NAME:-default}``
-from the environment, validates, and cross-checks references (a route's
-endpoints name existing connections/listeners of a fitting protocol).  Every
-problem is reported as a :class:`ConfigError` whose lines name the key path,
-e.g. ``routes[0].from.queue: required for an amqp0-10 connection``.
+from the environment and ``${file:/path}`` with a file's content (secrets),
+validates, and cross-checks references (a route's endpoints name existing
+connections/listeners of a fitting protocol) and TLS files (readable, keys
+matching).  Every problem is reported as a :class:`ConfigError` whose lines
+name the key path, e.g. ``routes[0].from.queue: required for an amqp0-10
+connection``; a secret value never appears in one (:func:`config_secrets`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import yaml
 from pydantic import (
@@ -29,16 +31,21 @@ from pydantic import (
 
 from mappings.cloudevents.template import EventTemplate
 
+from .logs import redact
+from .passwords import HashFormatError, is_hash, parse_hash, read_users_file
+
 Protocol = Literal["amqp0-10", "amqp1.0"]
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_ENV = re.compile(r"\$\{(?:file:([^}]+)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}")
+SaslMechanism = Literal["PLAIN", "ANONYMOUS", "EXTERNAL"]
 
 
 class ConfigError(ValueError):
     """Invalid configuration; ``problems`` holds one ``"key.path: reason"`` per issue."""
 
-    def __init__(self, problems: list[str], source: str = "config") -> None:
-        self.problems = problems
-        super().__init__(f"{source}: " + "; ".join(problems))
+    def __init__(self, problems: list[str], source: str = "config",
+                 secrets: list[str] | None = None) -> None:
+        self.problems = [redact(p, secrets or ()) for p in problems]
+        super().__init__(f"{source}: " + "; ".join(self.problems))
 
 
 class _Model(BaseModel):
@@ -54,6 +61,33 @@ class Reconnect(_Model):
     jitter: float = Field(0.2, ge=0, le=1, description="Random +/- fraction applied to each delay.")
 
 
+class ClientTls(_Model):
+    """TLS for an outgoing connection (its URLs must be ``amqps://``)."""
+
+    ca_file: str | None = Field(
+        None, description="PEM file of the CAs that sign the broker's certificate "
+                          "(default: the system's trusted CAs).")
+    cert_file: str | None = Field(
+        None, description="PEM client certificate (chain) to present; needed for SASL EXTERNAL.")
+    key_file: str | None = Field(
+        None, description="PEM private key of cert_file (default: read from cert_file).")
+    key_password: SecretStr | None = Field(
+        None, description="Password of an encrypted key_file (a secret: use ${ENV} or "
+                          "${file:/path}).")
+    verify_hostname: bool = Field(
+        True, description="Check that the broker's certificate names the host connected to "
+                          "(or server_name). The certificate chain is always verified.")
+    server_name: str | None = Field(
+        None, description="Host name to send (SNI) and to expect in the broker's certificate, "
+                          "instead of the URL's host.")
+
+    @model_validator(mode="after")
+    def _key_needs_cert(self) -> ClientTls:
+        if self.key_file and not self.cert_file:
+            raise ValueError("key_file needs cert_file")
+        return self
+
+
 class Connection(_Model):
     """An outgoing connection to a broker."""
 
@@ -67,6 +101,34 @@ class Connection(_Model):
         description="AMQP 0-10 only: seconds the broker is asked to keep each route's session "
                     "after a transport loss, so the bridge resumes it without redelivery "
                     "(0: no resume; in-flight messages are redelivered instead).")
+    tls: ClientTls | None = Field(
+        None, description="TLS settings; amqps:// URLs without this block use TLS with the "
+                          "system's CAs and hostname verification.")
+    sasl_mechanisms: list[SaslMechanism] | None = Field(
+        None, min_length=1,
+        description="SASL mechanisms the bridge may use, in order of preference (default: "
+                    "PLAIN if the URL has a user, else EXTERNAL if tls.cert_file is set, "
+                    "else ANONYMOUS).")
+
+    @model_validator(mode="after")
+    def _tls_consistency(self) -> Connection:
+        plain = [redact_url(u) for u in [self.url, *self.failover] if u.startswith("amqp://")]
+        if self.tls is not None and plain:
+            raise ValueError(f"a 'tls' block needs amqps:// URLs, not {', '.join(plain)}")
+        if "EXTERNAL" in self.mechanisms and (self.tls is None or not self.tls.cert_file):
+            raise ValueError("sasl_mechanisms: EXTERNAL needs tls.cert_file (a client certificate)")
+        return self
+
+    @property
+    def mechanisms(self) -> list[str]:
+        """The SASL mechanisms to allow, best first (configured or derived)."""
+        if self.sasl_mechanisms:
+            return list(self.sasl_mechanisms)
+        if urlsplit(self.url).username:
+            return ["PLAIN"]
+        if self.tls is not None and self.tls.cert_file:
+            return ["EXTERNAL"]
+        return ["ANONYMOUS"]
 
     @field_validator("url", "failover")
     @classmethod
@@ -82,15 +144,44 @@ class Connection(_Model):
         return value
 
 
+class ListenerTls(_Model):
+    """TLS for a façade listener: every accepted connection must start with a TLS handshake."""
+
+    cert_file: str = Field(description="PEM server certificate (chain) the listener presents.")
+    key_file: str | None = Field(
+        None, description="PEM private key of cert_file (default: read from cert_file).")
+    key_password: SecretStr | None = Field(
+        None, description="Password of an encrypted key_file (a secret: use ${ENV} or "
+                          "${file:/path}).")
+    ca_file: str | None = Field(
+        None, description="PEM file of the CAs whose client certificates are accepted "
+                          "(needed unless client_certs is none).")
+    client_certs: Literal["none", "optional", "required"] = Field(
+        "none", description="Whether clients present a certificate: none (not asked), optional "
+                            "(verified if presented) or required. A verified certificate "
+                            "allows SASL EXTERNAL as the certificate's common name (CN).")
+
+    @model_validator(mode="after")
+    def _ca_for_clients(self) -> ListenerTls:
+        if self.client_certs != "none" and not self.ca_file:
+            raise ValueError(f"client_certs: {self.client_certs} needs ca_file")
+        return self
+
+
 class Listener(_Model):
     """A listening socket for legacy AMQP 0-10 applications (the façade)."""
 
-    protocol: Literal["amqp0-10"]
+    protocol: Literal["amqp0-10"] = Field(description="The façade speaks AMQP 0-10.")
     bind: str = Field(description="host:port to listen on.")
     allow_anonymous: bool = Field(False, description="Accept SASL ANONYMOUS logins.")
     users: dict[str, SecretStr] = Field(
         default_factory=dict,
-        description="SASL PLAIN logins: user name -> password (put passwords in ${ENV}).")
+        description="SASL PLAIN logins: user name -> password, or a pbkdf2-sha256$... hash from "
+                    "'amqp-bridge hash-password' (passwords from ${ENV} or ${file:/path}).")
+    users_file: str | None = Field(
+        None, description="File of NAME:pbkdf2-sha256$... lines (hashes only), read at start; "
+                          "adds to users.")
+    tls: ListenerTls | None = Field(None, description="Accept TLS connections only.")
 
     @field_validator("bind")
     @classmethod
@@ -104,10 +195,23 @@ class Listener(_Model):
     @classmethod
     def _check_users(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
         for name, password in value.items():
-            if not name or "\0" in name or "\0" in password.get_secret_value():
+            secret = password.get_secret_value()
+            if not name or "\0" in name or "\0" in secret:
                 raise ValueError(f"user {name!r}: names must be non-empty, and neither a name "
                                  f"nor a password may contain NUL (the PLAIN separator)")
+            if is_hash(secret):
+                try:
+                    parse_hash(secret)
+                except HashFormatError as exc:
+                    raise ValueError(f"user {name!r}: {exc}") from None
         return value
+
+    def user_table(self) -> dict[str, str]:
+        """Every PLAIN login: ``users`` plus ``users_file`` (name -> password or hash)."""
+        table = {u: p.get_secret_value() for u, p in self.users.items()}
+        if self.users_file:
+            table.update(read_users_file(self.users_file))
+        return table
 
 
 class Endpoint(_Model):
@@ -206,6 +310,8 @@ class BridgeConfig(_Model):
     @model_validator(mode="after")
     def _references(self) -> BridgeConfig:
         problems = list(_check_references(self))
+        if not problems:
+            problems = _check_files(self)
         if problems:
             raise ValueError("\n".join([_REFERENCES, *problems]))
         return self
@@ -257,14 +363,74 @@ def _check_endpoint(cfg: BridgeConfig, where: str, side: str, ep: Endpoint | Dea
     return []
 
 
+def _check_files(cfg: BridgeConfig) -> list[str]:
+    """TLS material and users files that cannot be read or do not fit, by key path."""
+    from .tls import TlsFileError, client_context, server_context
+
+    out = []
+    for name, conn in cfg.connections.items():
+        if conn.tls is not None:
+            try:
+                client_context(conn.tls)
+            except TlsFileError as exc:
+                out.append(f"connections.{name}.tls.{exc.key}: {exc.reason}")
+    for name, lst in cfg.listeners.items():
+        if lst.tls is not None:
+            try:
+                server_context(lst.tls)
+            except TlsFileError as exc:
+                out.append(f"listeners.{name}.tls.{exc.key}: {exc.reason}")
+        if lst.users_file:
+            try:
+                read_users_file(lst.users_file)
+            except OSError as exc:
+                out.append(f"listeners.{name}.users_file: cannot read {lst.users_file!r}: "
+                           f"{exc.strerror or exc}")
+            except ValueError as exc:
+                out.append(f"listeners.{name}.users_file: {exc}")
+    return out
+
+
+def config_secrets(cfg: BridgeConfig) -> list[str]:
+    """Every secret value of the configuration: URL passwords, façade passwords and hashes,
+    TLS key passwords.  The processes that load a configuration (``amqp-bridge run`` and
+    ``check``) register them with :func:`bridge.logs.add_secrets`."""
+    out: list[str] = []
+    for conn in cfg.connections.values():
+        for url in [conn.url, *conn.failover]:
+            password = urlsplit(url).password
+            if password:
+                out += [password, unquote(password)]
+        if conn.tls is not None and conn.tls.key_password is not None:
+            out.append(conn.tls.key_password.get_secret_value())
+    for lst in cfg.listeners.values():
+        out += [p.get_secret_value() for p in lst.users.values()]
+        if lst.tls is not None and lst.tls.key_password is not None:
+            out.append(lst.tls.key_password.get_secret_value())
+    return [s for s in out if s]
+
+
 # --- loading -------------------------------------------------------------------------------
 
 
-def substitute_env(value: Any, env: Mapping[str, str], path: str = "") -> Any:
-    """Replace ``${NAME}`` / ``${NAME:-default}`` in every string; unknown names are errors."""
+def substitute_env(value: Any, env: Mapping[str, str], path: str = "",
+                   secrets: list[str] | None = None) -> Any:
+    """Replace ``${NAME}`` / ``${NAME:-default}`` (environment) and ``${file:/path}`` (the
+    file's content without its final line break) in every string; an unknown name or an
+    unreadable file is an error.  File contents are added to ``secrets``."""
     if isinstance(value, str):
         def repl(m: re.Match[str]) -> str:
-            name, default = m.group(1), m.group(2)
+            file, name, default = m.group(1), m.group(2), m.group(3)
+            if file is not None:
+                try:
+                    content = Path(file).read_text(encoding="utf-8").removesuffix("\n")
+                except (OSError, UnicodeDecodeError) as exc:
+                    reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+                    raise ConfigError([f"{path or '<root>'}: cannot read secret file "
+                                       f"{file!r}: {reason}"]) from None
+                if secrets is not None:
+                    secrets.append(content)
+                return content.removesuffix("\r")
             if name in env:
                 return env[name]
             if default is not None:
@@ -272,10 +438,40 @@ def substitute_env(value: Any, env: Mapping[str, str], path: str = "") -> Any:
             raise ConfigError([f"{path or '<root>'}: environment variable {name} is not set"])
         return _ENV.sub(repl, value)
     if isinstance(value, dict):
-        return {k: substitute_env(v, env, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        return {k: substitute_env(v, env, f"{path}.{k}" if path else str(k), secrets)
+                for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute_env(v, env, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [substitute_env(v, env, f"{path}[{i}]", secrets) for i, v in enumerate(value)]
     return value
+
+
+def _raw_secrets(raw: Any) -> list[str]:
+    """Secret values of a configuration that may not validate (for error messages)."""
+    out: list[str] = []
+    if not isinstance(raw, dict):
+        return out
+    for section in ("connections", "listeners"):
+        entries = raw.get(section)
+        for entry in entries.values() if isinstance(entries, dict) else ():
+            if not isinstance(entry, dict):
+                continue
+            urls = [entry.get("url"), *(entry.get("failover") or [])] \
+                if isinstance(entry.get("failover", []), list) else [entry.get("url")]
+            for url in urls:
+                if isinstance(url, str):
+                    try:
+                        password = urlsplit(url).password
+                    except ValueError:
+                        password = None
+                    if password:
+                        out += [password, unquote(password)]
+            users = entry.get("users")
+            if isinstance(users, dict):
+                out += [str(v) for v in users.values() if v is not None]
+            tls = entry.get("tls")
+            if isinstance(tls, dict) and tls.get("key_password") is not None:
+                out.append(str(tls["key_password"]))
+    return out
 
 
 def parse_config(text: str, *, source: str = "config", env: Mapping[str, str] | None = None) -> BridgeConfig:
@@ -286,14 +482,16 @@ def parse_config(text: str, *, source: str = "config", env: Mapping[str, str] | 
         raise ConfigError([f"not valid YAML: {exc}"], source) from None
     if not isinstance(raw, dict):
         raise ConfigError(["the top level must be a mapping with 'routes'"], source)
+    file_secrets: list[str] = []
     try:
-        raw = substitute_env(raw, os.environ if env is None else env)
+        raw = substitute_env(raw, os.environ if env is None else env, secrets=file_secrets)
     except ConfigError as exc:
         raise ConfigError(exc.problems, source) from None
     try:
         return BridgeConfig.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(_problems(exc), source) from None
+        # a secret never appears in a problem, even one put where a value is echoed
+        raise ConfigError(_problems(exc), source, [*file_secrets, *_raw_secrets(raw)]) from None
 
 
 def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> BridgeConfig:
@@ -345,10 +543,10 @@ def describe(cfg: BridgeConfig) -> list[str]:
     lines = []
     for name, conn in cfg.connections.items():
         urls = ", ".join(redact_url(u) for u in [conn.url, *conn.failover])
-        lines.append(f"connection {name}: {conn.protocol} {urls}")
+        lines.append(f"connection {name}: {conn.protocol} {urls}{_client_security(conn)}")
     for name, lst in cfg.listeners.items():
         anon = ", anonymous allowed" if lst.allow_anonymous else ""
-        lines.append(f"listener {name}: {lst.protocol} on {lst.bind}{anon}")
+        lines.append(f"listener {name}: {lst.protocol} on {lst.bind}{anon}{_listener_security(lst)}")
     for route in cfg.routes:
         text = f"route {route.name}: {_endpoint(cfg, route.source)} -> {_endpoint(cfg, route.target)}"
         if route.cloudevents is not None:
@@ -364,6 +562,27 @@ def describe(cfg: BridgeConfig) -> list[str]:
             text += f"; dedupe window {route.dedupe.window}"
         lines.append(text)
     return lines
+
+
+def _client_security(conn: Connection) -> str:
+    text = f"; sasl {'/'.join(conn.mechanisms)}"
+    if conn.tls is None:
+        return text + ("; tls (system CAs)" if conn.url.startswith("amqps:") else "")
+    tls = conn.tls
+    text += f"; tls ca {tls.ca_file or 'system'}"
+    if tls.cert_file:
+        text += f", client cert {tls.cert_file}"
+    if tls.server_name:
+        text += f", server name {tls.server_name}"
+    return text + ("" if tls.verify_hostname else ", hostname NOT verified")
+
+
+def _listener_security(lst: Listener) -> str:
+    users = len(lst.users) + (len(read_users_file(lst.users_file)) if lst.users_file else 0)
+    text = f"; {users} users"
+    if lst.tls is not None:
+        text += f"; tls cert {lst.tls.cert_file}, client certs {lst.tls.client_certs}"
+    return text
 
 
 def _endpoint(cfg: BridgeConfig, ep: Endpoint | DeadLetter) -> str:

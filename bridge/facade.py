@@ -87,6 +87,7 @@ from .amqp010.spec import (
 )
 from .config import ConfigError, Listener, Route
 from .hosting import Amqp010Listener, Amqp010Socket
+from .passwords import PasswordTable
 from .routes import (
     MAPPING_ERROR,
     Amqp10Link,
@@ -94,6 +95,7 @@ from .routes import (
     dead_letter_copy,
     plain_copy,
 )
+from .tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
 from .translate import Translator
 
 log = logging.getLogger(__name__)
@@ -174,7 +176,8 @@ class _GatedSocket(Amqp010Socket):
 
 
 class _Acceptor(Amqp010Listener):
-    """The listening socket; accepted connections become :class:`_GatedSocket`."""
+    """The listening socket; accepted connections become :class:`_GatedSocket`
+    (TLS first if the listener has a context)."""
 
     def on_selectable_readable(self, event: Any) -> None:
         while True:
@@ -188,7 +191,8 @@ class _Acceptor(Amqp010Listener):
             engine = Connection(Role.SERVER, self.make_config())
             engine.tick(time.time())
             hosted = _GatedSocket(self.container, sock, engine, self.on_event,
-                                  peer=f"{addr[0]}:{addr[1]}")
+                                  peer=f"{addr[0]}:{addr[1]}", tls=self.ssl_context,
+                                  server_side=True, on_handshake=self.on_handshake)
             if self.on_accept is not None:
                 self.on_accept(hosted)
 
@@ -231,9 +235,17 @@ class Facade:
         self.container = container
         self.name = name
         self.settings = settings
-        users = {u: p.get_secret_value() for u, p in settings.users.items()}
-        self.authenticator = SimpleAuthenticator(users or None, anonymous=settings.allow_anonymous,
-                                                 external=False)
+        try:
+            self.passwords = PasswordTable(settings.user_table())
+            self.ssl_context = server_context(settings.tls) if settings.tls is not None else None
+        except TlsFileError as exc:
+            raise ConfigError([f"listeners.{name}.tls.{exc.key}: {exc.reason}"]) from None
+        except (OSError, ValueError) as exc:
+            raise ConfigError([f"listeners.{name}.users_file: {exc}"]) from None
+        client_certs = settings.tls is not None and settings.tls.client_certs != "none"
+        self.authenticator = SimpleAuthenticator(
+            self.passwords.check if self.passwords else None,
+            anonymous=settings.allow_anonymous, external=client_certs)
         self.publish_routes: dict[str, FacadePublish] = {}
         self.consume_routes: dict[str, FacadeConsume] = {}
         self.clients: dict[_GatedSocket, _Client] = {}
@@ -266,21 +278,33 @@ class Facade:
         host = host.strip("[]")
         try:
             self.acceptor = _Acceptor(self.container, host, int(port), self._engine_config,
-                                      self._on_event, self._on_accept)
+                                      self._on_event, self._on_accept,
+                                      ssl_context=self.ssl_context,
+                                      on_handshake=self._on_handshake)
         except OSError as exc:
             raise ConfigError([f"listeners.{self.name}.bind: cannot listen on "
                                f"{self.settings.bind}: {exc.strerror or exc}"]) from None
         self.address = self.acceptor.address
-        if not self.authenticator.mechanisms(None):
+        if not self.authenticator.mechanisms("client-certificate"):
             log.warning("façade %s: no users and anonymous logins disabled: every login "
                         "will be refused", self.name)
-        log.info("façade %s: listening on %s:%s", self.name, *self.address)
+        log.info("façade %s: listening on %s:%s%s", self.name, *self.address,
+                 " (TLS)" if self.ssl_context is not None else "")
 
     def _engine_config(self) -> ConnectionConfig:
         return ConnectionConfig(
             authenticator=self.authenticator,
             properties={"product": "amqp-bridge", "listener": self.name},
             max_session_timeout=0)  # sessions are not resumable on the façade
+
+    def _on_handshake(self, sock: Amqp010Socket) -> None:
+        """TLS is up: a verified client certificate's CN is the identity SASL EXTERNAL gets."""
+        assert sock.tls is not None
+        cn = peer_common_name(sock.tls.obj.getpeercert())
+        sock.engine.config.external_identity = cn
+        if cn is not None:
+            log.info("façade %s: %s presented a client certificate for %r", self.name,
+                     sock.peer, cn)
 
     def _on_accept(self, sock: Amqp010Socket) -> None:
         assert isinstance(sock, _GatedSocket)
@@ -367,8 +391,15 @@ class Facade:
         elif isinstance(ev, ConnectionClosed):
             del self.clients[client.sock]
             self._dirty.discard(client.sock)
-            log.info("façade %s: %s closed: %s", self.name, sock.peer,
-                     ev.text or f"code {ev.code}")
+            if sock.tls_error is not None:
+                log.warning("façade %s: %s: TLS handshake failed: %s", self.name, sock.peer,
+                            describe_ssl_error(sock.tls_error))
+            elif sock.engine.auth_error is not None:
+                log.warning("façade %s: %s: login refused: %s", self.name, sock.peer,
+                            sock.engine.auth_error)
+            else:
+                log.info("façade %s: %s closed: %s", self.name, sock.peer,
+                         ev.text or f"code {ev.code}")
         elif isinstance(ev, ExecutionExceptionReceived):
             log.warning("façade %s: %s raised %s: %s", self.name, sock.peer, ev.error_code,
                         ev.description)

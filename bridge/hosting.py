@@ -12,6 +12,12 @@ writable or its deadline (heartbeat) expired, and we drive the engine:
 
 No threads, no locks: the engine, the proton links and the route logic are all
 touched from the container's thread only.
+
+TLS (``ssl_context``) stays sans-IO too: an :class:`ssl.SSLObject` over a pair of
+:class:`ssl.MemoryBIO` sits between the socket and the engine, so the handshake and
+every record move with the same non-blocking reads and writes.  What the engine
+writes before the handshake is done waits in plaintext; a failed handshake is kept
+in :attr:`Amqp010Socket.tls_error` and ends the connection like a transport loss.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import contextlib
 import errno
 import logging
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,17 +46,38 @@ _WRITE_HIGH_WATER = 4 << 20
 """Unsent octets above which :attr:`Amqp010Socket.backpressured` turns true."""
 
 
+class _TlsLayer:
+    """A TLS session over memory buffers: ciphertext in/out, plaintext to/from the engine."""
+
+    def __init__(self, context: ssl.SSLContext, server_side: bool,
+                 server_hostname: str | None) -> None:
+        self.incoming = ssl.MemoryBIO()
+        self.outgoing = ssl.MemoryBIO()
+        self.obj = context.wrap_bio(self.incoming, self.outgoing, server_side=server_side,
+                                    server_hostname=None if server_side else server_hostname)
+        self.done = False
+        self.plain_out = bytearray()
+
+
 class Amqp010Socket:
     """One AMQP 0-10 connection (engine + non-blocking socket) in a proton Container.
 
     Call :meth:`flush` after issuing engine commands outside of an event callback
-    (inside ``on_event`` the socket flushes by itself afterwards).
+    (inside ``on_event`` the socket flushes by itself afterwards).  With ``tls`` the
+    connection starts with a TLS handshake (client or ``server_side``);
+    ``on_handshake`` runs once it completed, before the engine sees any byte.
     """
 
     def __init__(self, container: Container, sock: socket.socket, engine: Connection,
                  on_event: EventHandler, *, connecting: bool = False, peer: str = "",
-                 trace: Any = None) -> None:
+                 trace: Any = None, tls: ssl.SSLContext | None = None,
+                 server_side: bool = False, server_hostname: str | None = None,
+                 on_handshake: Callable[[Amqp010Socket], None] | None = None) -> None:
         self.container = container
+        self.tls = _TlsLayer(tls, server_side, server_hostname) if tls is not None else None
+        self.tls_error: ssl.SSLError | None = None
+        """Why the TLS handshake (or a later record) failed, if it did."""
+        self.on_handshake = on_handshake
         self.sock = sock
         self.engine = engine
         self.on_event = on_event
@@ -77,6 +105,19 @@ class Amqp010Socket:
         except OSError as exc:
             log.info("amqp0-10 %s: receive failed: %s", self.peer, exc)
             data = b""
+        if self.tls is not None:
+            plain, eof = self._tls_receive(data)
+            if plain:
+                self._deliver(plain)
+            if eof and not self.engine.closed:
+                self._run(self.engine.receive_data, b"")
+            elif not plain:
+                self._drain_engine()
+                self._update()
+            return
+        self._deliver(data)
+
+    def _deliver(self, data: bytes) -> None:
         if self.trace is not None and data:
             self.trace.received(data)
         self._run(self.engine.receive_data, data)
@@ -119,6 +160,10 @@ class Amqp010Socket:
             return
         self.closed = True
         self._drain_engine()
+        if self.tls is not None and self.tls.done and self.tls_error is None:
+            with contextlib.suppress(ssl.SSLError):
+                self.tls.obj.unwrap()  # close_notify; the peer's answer is not awaited
+            self._tls_collect()
         self._send()
         self.selectable.terminate()
         self.selectable.update()
@@ -144,9 +189,87 @@ class Amqp010Socket:
         if data:
             if self.trace is not None:
                 self.trace.sent(data)
-            self._out += data
+            if self.tls is not None:
+                self.tls.plain_out += data
+            else:
+                self._out += data
+        if self.tls is not None and not self._connecting:
+            self._tls_send()
         if self._out and not self._connecting:
             self._send()
+
+    # -- TLS ---------------------------------------------------------------------------
+
+    def _tls_step(self) -> None:
+        """Advance the handshake; raises ssl.SSLError if it failed."""
+        tls = self.tls
+        assert tls is not None
+        if tls.done:
+            return
+        try:
+            tls.obj.do_handshake()
+        except ssl.SSLWantReadError:
+            return
+        tls.done = True
+        if self.on_handshake is not None:
+            self.on_handshake(self)
+
+    def _tls_receive(self, data: bytes) -> tuple[bytes, bool]:
+        """Ciphertext from the socket -> (plaintext for the engine, transport ended)."""
+        tls = self.tls
+        assert tls is not None
+        if data:
+            tls.incoming.write(data)
+        else:
+            tls.incoming.write_eof()
+        chunks: list[bytes] = []
+        eof = not data
+        try:
+            self._tls_step()
+            while tls.done:
+                chunk = tls.obj.read(_RECV_SIZE)
+                if not chunk:
+                    eof = True
+                    break
+                chunks.append(chunk)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
+        except ssl.SSLZeroReturnError:
+            eof = True  # close_notify
+        except ssl.SSLError as exc:
+            eof = True
+            if self.tls_error is None and not isinstance(exc, ssl.SSLEOFError):
+                self.tls_error = exc
+                log.info("amqp0-10 %s: TLS failed: %s", self.peer, exc)
+        self._tls_collect()
+        return b"".join(chunks), eof
+
+    def _tls_send(self) -> None:
+        """Start/advance the handshake, encrypt waiting plaintext, queue the records."""
+        tls = self.tls
+        assert tls is not None
+        try:
+            self._tls_step()
+            if tls.done and tls.plain_out:
+                view = memoryview(tls.plain_out)
+                sent = 0
+                while sent < len(view):
+                    sent += tls.obj.write(view[sent:])
+                view.release()
+                tls.plain_out.clear()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
+        except ssl.SSLError as exc:
+            if self.tls_error is None:
+                self.tls_error = exc
+            tls.plain_out.clear()
+        self._tls_collect()
+
+    def _tls_collect(self) -> None:
+        assert self.tls is not None
+        records = self.tls.outgoing.read()
+        if records:
+            self._out += records
 
     def _send(self) -> None:
         while self._out:
@@ -183,8 +306,10 @@ def _selectable(container: Container, handler: Any, sock: socket.socket) -> Any:
 
 
 def connect(container: Container, host: str, port: int, config: ConnectionConfig,
-            on_event: EventHandler, *, trace: Any = None) -> Amqp010Socket:
-    """Start a non-blocking client connection to an AMQP 0-10 peer."""
+            on_event: EventHandler, *, trace: Any = None, ssl_context: ssl.SSLContext | None = None,
+            server_hostname: str | None = None) -> Amqp010Socket:
+    """Start a non-blocking client connection to an AMQP 0-10 peer (TLS with
+    ``ssl_context``, verifying ``server_hostname`` or ``host``)."""
     info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(info[0], socket.SOCK_STREAM)
     sock.setblocking(False)
@@ -195,16 +320,22 @@ def connect(container: Container, host: str, port: int, config: ConnectionConfig
     engine = Connection(Role.CLIENT, config)
     engine.tick(time.time())
     return Amqp010Socket(container, sock, engine, on_event, connecting=True,
-                         peer=f"{host}:{port}", trace=trace)
+                         peer=f"{host}:{port}", trace=trace, tls=ssl_context,
+                         server_hostname=server_hostname or host)
 
 
 class Amqp010Listener:
-    """A listening socket whose accepted connections get a server-role engine."""
+    """A listening socket whose accepted connections get a server-role engine
+    (behind a TLS handshake with ``ssl_context``)."""
 
     def __init__(self, container: Container, host: str, port: int,
                  make_config: Callable[[], ConnectionConfig], on_event: EventHandler,
-                 on_accept: Callable[[Amqp010Socket], None] | None = None) -> None:
+                 on_accept: Callable[[Amqp010Socket], None] | None = None, *,
+                 ssl_context: ssl.SSLContext | None = None,
+                 on_handshake: Callable[[Amqp010Socket], None] | None = None) -> None:
         self.container = container
+        self.ssl_context = ssl_context
+        self.on_handshake = on_handshake
         self.make_config = make_config
         self.on_event = on_event
         self.on_accept = on_accept
@@ -226,7 +357,8 @@ class Amqp010Listener:
             engine = Connection(Role.SERVER, self.make_config())
             engine.tick(time.time())
             hosted = Amqp010Socket(self.container, sock, engine, self.on_event,
-                                   peer=f"{addr[0]}:{addr[1]}")
+                                   peer=f"{addr[0]}:{addr[1]}", tls=self.ssl_context,
+                                   server_side=True, on_handshake=self.on_handshake)
             if self.on_accept is not None:
                 self.on_accept(hosted)
 

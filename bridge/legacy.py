@@ -18,6 +18,13 @@ Faults:
   lost and gets a fresh session after a backoff.
 * The connection is retried through the URL list with exponential backoff and
   jitter.
+* A refused login or certificate is a *permanent* fault: it is logged once as an
+  ERROR and the next URL is tried; once every URL failed that way in a row the
+  connection gives up and calls ``on_fatal`` (the bridge stops, ``docs/operations.md``).
+
+TLS: ``amqps://`` URLs get a TLS handshake first (``tls`` settings, or the system's
+CAs); SASL uses the configured or derived mechanisms (EXTERNAL with the client
+certificate).
 
 Batching: :meth:`LegacyConnection.defer` runs a callback once at the end of
 the current burst of reactor events and then writes the socket, so a burst of
@@ -47,9 +54,10 @@ from .amqp010.events import (
 )
 from .amqp010.session import Session, SessionState
 from .amqp010.transport import client_config, parse_url
+from .config import ConfigError, Reconnect, redact_url
 from .config import Connection as ConnectionSettings
-from .config import Reconnect, redact_url
 from .hosting import Amqp010Socket, connect
+from .tls import PermanentFault, TlsFileError, auth_failure, classify_ssl_error, client_context
 
 log = logging.getLogger(__name__)
 
@@ -103,11 +111,23 @@ class _Slot:
 class LegacyConnection:
     """A client connection to one AMQP 0-10 broker, kept up for as long as the bridge runs."""
 
-    def __init__(self, container: Container, name: str, settings: ConnectionSettings) -> None:
+    def __init__(self, container: Container, name: str, settings: ConnectionSettings, *,
+                 on_fatal: Callable[[str], None] | None = None) -> None:
         self.container = container
         self.name = name
         self.settings = settings
+        self.on_fatal = on_fatal
+        """Called with the message once every URL failed permanently in a row."""
         self.urls = [settings.url, *settings.failover]
+        self.ssl_context = None
+        if settings.tls is not None or any(u.startswith("amqps:") for u in self.urls):
+            try:
+                self.ssl_context = client_context(settings.tls)
+            except TlsFileError as exc:
+                raise ConfigError([f"connections.{name}.tls.{exc.key}: {exc.reason}"]) from None
+        self.permanent_faults = 0
+        """Consecutive attempts that failed permanently (bad certificate or login)."""
+        self.fault: PermanentFault | None = None
         self.slots: list[_Slot] = []
         self.by_session: dict[int, _Slot] = {}  # id(session) -> slot
         self.socket: Amqp010Socket | None = None
@@ -194,12 +214,18 @@ class LegacyConnection:
     def _connect(self) -> None:
         url = self.urls[self.url_index % len(self.urls)]
         addr = parse_url(url)
+        tls = self.settings.tls
         config: ConnectionConfig = client_config(
             url, heartbeat=int(self.settings.heartbeat) or None,
+            external=bool(tls is not None and tls.cert_file),
             properties={"product": "amqp-bridge", "connection": self.name})
+        config.credentials.preference = tuple(self.settings.mechanisms)
         log.info("amqp0-10 %s: connecting to %s", self.name, redact_url(url))
         try:
-            self.socket = connect(self.container, addr.host, addr.port, config, self._on_event)
+            self.socket = connect(
+                self.container, addr.host, addr.port, config, self._on_event,
+                ssl_context=self.ssl_context if addr.tls else None,
+                server_hostname=(tls.server_name if tls is not None else None) or addr.host)
         except OSError as exc:
             self.last_error = str(exc)
             self.url_index += 1
@@ -220,6 +246,7 @@ class LegacyConnection:
         if isinstance(event, ConnectionOpened):
             self.open = True
             self.failures = 0
+            self.permanent_faults = 0
             log.info("amqp0-10 %s: open (%s)", self.name, sock.peer)
             for slot in self.slots:
                 self._ensure(slot)
@@ -303,11 +330,38 @@ class LegacyConnection:
         self._ensure(slot)
         self.flush()
 
+    def _permanent_fault(self, sock: Amqp010Socket) -> PermanentFault | None:
+        if sock.tls_error is not None:
+            return classify_ssl_error(sock.tls_error)
+        if sock.engine.auth_error is not None:
+            return auth_failure(sock.engine.auth_error)
+        return None
+
     def _closed(self, event: ConnectionClosed) -> None:
         was_open = self.open
         self.open = False
         self.last_error = event.text or f"closed with code {event.code}"
-        log.info("amqp0-10 %s: connection closed: %s", self.name, self.last_error)
+        fault = self._permanent_fault(self.socket) if self.socket is not None else None
+        if fault is not None and not self.stopping:
+            self.fault = fault
+            self.permanent_faults += 1
+            message = fault.message("amqp0-10", self.name)
+            log.error("%s", message)
+            self.last_error = f"{fault.summary}: {fault.detail}"
+            if self.permanent_faults >= len(self.urls):
+                # retrying cannot help: stop here, no retry storm (docs/operations.md)
+                self.stopping = True
+                self.socket = None
+                for slot in self.slots:
+                    if slot.session is not None:
+                        self._forget(slot)
+                        slot.user.on_lost()
+                if self.on_fatal is not None:
+                    self.on_fatal(message)
+                return
+        else:
+            self.permanent_faults = 0
+            log.info("amqp0-10 %s: connection closed: %s", self.name, self.last_error)
         # sessions the engine did not report detached (never attached) are lost
         for slot in self.slots:
             session = slot.session

@@ -31,10 +31,12 @@ def add_secrets(values: Iterable[str]) -> None:
     _secrets.sort(key=len, reverse=True)
 
 
-def redact(text: str) -> str:
-    """``text`` with URL passwords and registered secrets replaced by ``***``."""
+def redact(text: str, extra: Iterable[str] = ()) -> str:
+    """``text`` with URL passwords and registered secrets (and ``extra`` ones) replaced by
+    ``***``."""
     text = _URL_PASSWORD.sub(r"\g<scheme>\g<user>:***@", text)
-    for secret in _secrets:
+    more = sorted((s for s in extra if s and len(s) >= 3), key=len, reverse=True)
+    for secret in [*_secrets, *more] if more else _secrets:
         if secret in text:
             text = text.replace(secret, "***")
     return text
@@ -76,6 +78,13 @@ class KeyValueFormatter(logging.Formatter):
         if record.exc_info:
             parts.append(f"exception={_quote(self.formatException(record.exc_info))}")
         return redact(" ".join(parts))
+
+
+class RedactingFormatter(logging.Formatter):
+    """A plain ``logging.Formatter`` whose lines (tracebacks included) go through :func:`redact`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def _quote(value: str) -> str:

@@ -168,6 +168,10 @@ class Connection:
         self.known_hosts: list[str] = []
         self.close_code: int | None = None
         self.close_text = ""
+        self.auth_error: str | None = None
+        """Why the SASL login failed: the server refused it (client role: the peer closed
+        the connection between start-ok and tune; server role: the credentials or the
+        mechanism were refused), or no offered mechanism was usable (client role)."""
         self.sessions: dict[int, Session] = {}
         """Attached (or attaching/detaching) sessions by channel."""
         self._out: list[bytes] = []
@@ -435,6 +439,8 @@ class Connection:
             self._send_control(0, ConnectionCloseOk())
             code = ctl.reply_code if ctl.reply_code is not None else CloseCode.NORMAL  # type: ignore[attr-defined]
             self.close_code, self.close_text = code, ctl.reply_text or ""  # type: ignore[attr-defined]
+            if not self.is_server and st is ConnectionState.AWAIT_TUNE:
+                self.auth_error = self.close_text or f"login refused (close code {code})"
             self._finish(code, self.close_text, by_peer=True)
             return
         if t is ConnectionCloseOk and st is S.CLOSING:
@@ -456,6 +462,7 @@ class Connection:
         try:
             mech = creds.choose(offered)
         except AuthenticationError as exc:
+            self.auth_error = str(exc)
             self._fatal(CloseCode.CONNECTION_FORCED, str(exc))
             return
         self._client_mech = mech
@@ -509,8 +516,8 @@ class Connection:
         cfg = self.config
         mech = cfg.authenticator.mechanism(ctl.mechanism or "", cfg.external_identity)
         if mech is None:
-            self._fatal(CloseCode.CONNECTION_FORCED,
-                        f"SASL mechanism {ctl.mechanism!r} is not offered")
+            self.auth_error = f"SASL mechanism {ctl.mechanism!r} is not offered"
+            self._fatal(CloseCode.CONNECTION_FORCED, self.auth_error)
             return
         self._mechanism = mech
         self._sasl(lambda: mech.start(ctl.response or b""))
@@ -524,6 +531,7 @@ class Connection:
         try:
             step = run()
         except AuthenticationError as exc:
+            self.auth_error = str(exc)
             self._fatal(CloseCode.CONNECTION_FORCED, f"authentication failed: {exc}")
             return
         if step.challenge is not None:

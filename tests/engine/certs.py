@@ -1,11 +1,12 @@
-"""Throw-away TLS material for loopback tests, made with the openssl command."""
+"""Throw-away TLS material for the engine's loopback tests (see :mod:`tests.support.certs`)."""
 
 from __future__ import annotations
 
 import ssl
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.certs import CertificateAuthority
 
 
 @dataclass(frozen=True)
@@ -31,22 +32,12 @@ class Certs:
         return ctx
 
 
-def _run(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
 def make_certs(directory: Path) -> Certs:
-    d = directory
-    _run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test-ca",
-         "-keyout", "ca.key", "-out", "ca.pem", cwd=d)
-    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    for name, cn in (("server", "localhost"), ("client", "bridge-client")):
-        _run("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={cn}",
-             "-keyout", f"{name}.key", "-out", f"{name}.csr", cwd=d)
-        _run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-             "-CAcreateserial", "-days", "2", "-extfile", "san.ext", "-out", f"{name}.pem", cwd=d)
-    return Certs(d / "ca.pem", d / "server.pem", d / "server.key", d / "client.pem",
-                 d / "client.key")
+    """A CA, a server certificate for localhost/127.0.0.1 and a client one (CN bridge-client)."""
+    ca = CertificateAuthority("test-ca")
+    server = ca.issue(directory, "server", "localhost")
+    client = ca.issue(directory, "client", "bridge-client")
+    return Certs(ca.write(directory / "ca.pem"), server.cert, server.key, client.cert, client.key)
 
 
 def peer_common_name(sock: object) -> str | None:

@@ -1,0 +1,106 @@
+"""Fixtures of the security tests: a throw-away PKI and a RabbitMQ node with a TLS listener.
+
+The TLS node is a second node of its own (``scripts/rabbitmq`` with
+``AMQP_BRIDGE_RABBITMQ_TLS_DIR``) on free ports, so the shared plain node is never
+touched; it is stopped when the test session ends.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.certs import Pki, make_pki
+
+ROOT = Path(__file__).resolve().parents[2]
+RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
+EXTERNAL_USER = "bridge-client"
+"""CN of the client certificate; RabbitMQ logs it in with SASL EXTERNAL."""
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"), client_cn=EXTERNAL_USER)
+
+
+@dataclass(frozen=True)
+class TlsBroker:
+    """The TLS RabbitMQ node: ``amqps://localhost:TLS_PORT`` (guest/guest, or EXTERNAL)."""
+
+    port: int
+    tls_port: int
+    env: dict[str, str]
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}"
+
+    def tls_url(self, userinfo: str = "guest:guest@") -> str:
+        return f"amqps://{userinfo}localhost:{self.tls_port}"
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_ports() -> tuple[int, int]:
+    """A port P with P+1 (TLS) and P+20000 (Erlang distribution) free too."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        port = 20000 + port % 25000
+        if all(_free(p) for p in (port, port + 1, port + 20000)):
+            return port, port + 1
+    raise RuntimeError("no free ports for the TLS RabbitMQ node")
+
+
+def _script(env: dict[str, str], command: str, timeout: float = 180) -> str:
+    done = subprocess.run([str(ROOT / "scripts" / "rabbitmq"), command], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"scripts/rabbitmq {command} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout.strip()
+
+
+def _ctl(env: dict[str, str], *args: str) -> None:
+    ctl_env = {**env, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "ERL_EPMD_ADDRESS": "127.0.0.1",
+               "RABBITMQ_CTL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
+    subprocess.run([RABBITMQCTL, "-n", env["AMQP_BRIDGE_RABBITMQ_NODENAME"], "-q", *args],
+                   env=ctl_env, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_tls(pki: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsBroker]:
+    """A RabbitMQ node with a TLS listener presenting ``pki.server`` and trusting ``pki``'s
+    CA for client certificates; the user ``bridge-client`` exists for EXTERNAL."""
+    tls_dir = tmp_path_factory.mktemp("rabbitmq-tls-certs")
+    shutil.copy(pki.ca_file, tls_dir / "ca.pem")
+    shutil.copy(pki.server.cert, tls_dir / "server.pem")
+    shutil.copy(pki.server.key, tls_dir / "server.key")
+    port, tls_port = _free_ports()
+    env = {**os.environ,
+           "AMQP_BRIDGE_RABBITMQ_PORT": str(port),
+           "AMQP_BRIDGE_RABBITMQ_TLS_PORT": str(tls_port),
+           "AMQP_BRIDGE_RABBITMQ_NODENAME": f"amqp_bridge_tls_{port}@localhost",
+           "AMQP_BRIDGE_RABBITMQ_DIR": str(tmp_path_factory.mktemp("rabbitmq-tls-node")),
+           "AMQP_BRIDGE_RABBITMQ_TLS_DIR": str(tls_dir)}
+    try:
+        _script(env, "start")
+        _ctl(env, "add_user", EXTERNAL_USER, os.urandom(18).hex())
+        _ctl(env, "set_permissions", "-p", "/", EXTERNAL_USER, ".*", ".*", ".*")
+        yield TlsBroker(port, tls_port, env)
+    finally:
+        _script(env, "stop")
