@@ -91,11 +91,12 @@ class ClientTls(_Model):
 class Connection(_Model):
     """An outgoing connection to a broker."""
 
-    protocol: Protocol
+    protocol: Protocol = Field(description="amqp0-10 (qpidd, Qpid Broker-J) or amqp1.0.")
     url: str = Field(description="amqp://[user:password@]host[:port][/vhost] or amqps://...")
     failover: list[str] = Field(default_factory=list, description="Further URLs tried in order.")
     heartbeat: float = Field(30.0, ge=0, description="Heartbeat interval, seconds (0: off).")
-    reconnect: Reconnect = Field(default_factory=Reconnect)
+    reconnect: Reconnect = Field(default_factory=Reconnect,
+                                 description="Backoff between connection attempts.")
     session_timeout: int = Field(
         30, ge=0, le=86400,
         description="AMQP 0-10 only: seconds the broker is asked to keep each route's session "
@@ -217,12 +218,20 @@ class Listener(_Model):
 class Endpoint(_Model):
     """One side of a route: a connection or listener plus the node on it."""
 
-    connection: str | None = None
-    listener: str | None = None
-    queue: str | None = None
-    address: str | None = None
-    exchange: str | None = None
-    routing_key: str | None = None
+    connection: str | None = Field(None, description="Name of a connection (one of "
+                                   "connection or listener).")
+    listener: str | None = Field(None, description="Name of a façade listener (one of "
+                                 "connection or listener).")
+    queue: str | None = Field(None, description="0-10 queue: consumed from on a connection; "
+                              "the queue façade clients subscribe to on a listener; as a "
+                              "target, published to through the default exchange.")
+    address: str | None = Field(None, description="AMQP 1.0 node address (RabbitMQ: "
+                                "/queue/NAME, /exchange/NAME/KEY, /amq/queue/NAME).")
+    exchange: str | None = Field(None, description="0-10 exchange published to (as a "
+                                 "target), or the exchange façade clients publish to.")
+    routing_key: str | None = Field(None, description="Routing key for messages published "
+                                    "to a 0-10 exchange (default: the target queue, else "
+                                    "the message's subject).")
 
     @model_validator(mode="after")
     def _one_owner(self) -> Endpoint:
@@ -234,17 +243,26 @@ class Endpoint(_Model):
 class CloudEvents(_Model):
     """How a route renders messages as CloudEvents."""
 
-    mode: Literal["binary", "structured"]
+    mode: Literal["binary", "structured"] = Field(
+        description="binary: attributes in application-properties; structured: the whole "
+                    "event as application/cloudevents+json.")
     prefix: Literal["cloudEvents_", "cloudEvents:"] = Field(
         "cloudEvents_", description="Application-property prefix in binary mode.")
     source: str | None = Field(None, description="Template: creates events from plain messages.")
-    type: str | None = None
-    id: str | None = None
-    time: Literal["creation_time", "now", "none"] = "creation_time"
-    subject: str | None = None
-    dataschema: str | None = None
-    datacontenttype: str | None = None
-    extensions: dict[str, str] = Field(default_factory=dict)
+    type: str | None = Field(None, description="Template of the event type (with source), "
+                             "e.g. com.example.order or com.example.{routing_key}.")
+    id: str | None = Field(None, description="Template of the event id (default: the "
+                           "message-id, else a new UUID).")
+    time: Literal["creation_time", "now", "none"] = Field(
+        "creation_time", description="Event time: the message's creation time (else now), "
+                                     "now, or none.")
+    subject: str | None = Field(None, description="Template of the subject attribute.")
+    dataschema: str | None = Field(None, description="Template of the dataschema attribute.")
+    datacontenttype: str | None = Field(None, description="Data content type (default: the "
+                                        "message's content-type).")
+    extensions: dict[str, str] = Field(default_factory=dict, description="Extension "
+                                       "attribute name -> application property holding "
+                                       "its value.")
 
     @model_validator(mode="after")
     def _template(self) -> CloudEvents:
@@ -282,30 +300,38 @@ class Dedupe(_Model):
 class DeadLetter(_Model):
     """Where rejected or unmappable messages go instead of being rejected at the source."""
 
-    connection: str
-    address: str | None = None
-    exchange: str | None = None
-    routing_key: str | None = None
+    connection: str = Field(description="Name of an AMQP 1.0 connection.")
+    address: str | None = Field(None, description="AMQP 1.0 address of the dead-letter node.")
+    exchange: str | None = Field(None, description="Not supported yet: dead-letter targets "
+                                 "are AMQP 1.0 addresses.")
+    routing_key: str | None = Field(None, description="Not supported yet (see exchange).")
 
 
 class Route(_Model):
     """Messages flow from ``from`` to ``to``."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
-    source: Endpoint = Field(alias="from")
-    target: Endpoint = Field(alias="to")
-    cloudevents: CloudEvents | None = None
-    dead_letter: DeadLetter | None = None
-    max_in_flight: MaxInFlight = Field(default_factory=MaxInFlight)
-    dedupe: Dedupe | None = None
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$", description="Unique route name (logs, "
+                      "metrics, archives).")
+    source: Endpoint = Field(alias="from", description="Where messages are taken from.")
+    target: Endpoint = Field(alias="to", description="Where they are delivered.")
+    cloudevents: CloudEvents | None = Field(None, description="Render messages as "
+                                            "CloudEvents (optional).")
+    dead_letter: DeadLetter | None = Field(None, description="Where rejected or unmappable "
+                                           "messages go (default: rejected at the source).")
+    max_in_flight: MaxInFlight = Field(default_factory=MaxInFlight, description="Bound on "
+                                       "unsettled messages.")
+    dedupe: Dedupe | None = Field(None, description="Duplicate suppression by message-id "
+                                  "(optional).")
 
 
 class BridgeConfig(_Model):
     """The whole configuration file."""
 
-    connections: dict[str, Connection] = Field(default_factory=dict)
-    listeners: dict[str, Listener] = Field(default_factory=dict)
-    routes: list[Route] = Field(min_length=1)
+    connections: dict[str, Connection] = Field(default_factory=dict, description=
+                                               "Outgoing connections to brokers, by name.")
+    listeners: dict[str, Listener] = Field(default_factory=dict, description="Façade "
+                                           "listeners for legacy 0-10 applications, by name.")
+    routes: list[Route] = Field(min_length=1, description="What flows from where to where.")
 
     @model_validator(mode="after")
     def _references(self) -> BridgeConfig:
