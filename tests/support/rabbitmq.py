@@ -16,6 +16,8 @@ call is self-contained and a broken connection never leaks into the next test.
 
 from __future__ import annotations
 
+import atexit
+import os
 import subprocess
 import uuid
 from collections.abc import Iterable, Sequence
@@ -114,6 +116,9 @@ class Received:
 def ensure_rabbitmq() -> str:
     """Install and start the project's RabbitMQ if needed; return its AMQP URL.
 
+    With ``AMQP_BRIDGE_RABBITMQ=testcontainers`` the broker is a Docker container
+    started through testcontainers instead (:func:`rabbitmq_container`).
+
     Idempotent and cheap when the broker is already up (about a second: it
     runs ``scripts/rabbitmq start``, which checks the running node). Returns
     a URL such as ``amqp://guest:guest@127.0.0.1:5672``; the port comes from
@@ -122,6 +127,8 @@ def ensure_rabbitmq() -> str:
     Raises :class:`RuntimeError` with the script's output if the broker cannot
     be installed or started: tests that need it must fail, never skip.
     """
+    if os.environ.get("AMQP_BRIDGE_RABBITMQ") == "testcontainers":
+        return rabbitmq_container()
     try:
         proc = subprocess.run(
             [str(RABBITMQ_SCRIPT), "start"],
@@ -144,6 +151,42 @@ def ensure_rabbitmq() -> str:
         )
     return url
 
+
+
+RABBITMQ_IMAGE = "rabbitmq:3.10"
+_container_url: str | None = None
+
+
+def rabbitmq_container(image: str = RABBITMQ_IMAGE) -> str:
+    """RabbitMQ with its AMQP 1.0 plugin in Docker (testcontainers); its AMQP URL.
+
+    For machines with a Docker engine and no Debian package manager. One
+    container serves the whole test session and is removed when it ends. The
+    tests that drive the broker with ``rabbitmqctl`` (restart, queue deletion)
+    need the local node of ``scripts/rabbitmq``. Raises :class:`RuntimeError`
+    naming the cause when Docker cannot be reached: tests fail, never skip.
+    """
+    global _container_url
+    if _container_url is not None:
+        return _container_url
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.waiting_utils import wait_for_logs
+
+    try:
+        container = (DockerContainer(image)
+                     .with_exposed_ports(5672)
+                     .with_command(["bash", "-c", "rabbitmq-plugins enable --offline "
+                                    "rabbitmq_amqp1_0 && exec docker-entrypoint.sh "
+                                    "rabbitmq-server"]))
+        container.start()
+        wait_for_logs(container, "Server startup complete", timeout=_START_TIMEOUT)
+    except Exception as exc:
+        raise RuntimeError(f"AMQP_BRIDGE_RABBITMQ=testcontainers: cannot start {image} in "
+                           f"Docker: {exc}") from exc
+    atexit.register(container.stop)
+    host, port = container.get_container_host_ip(), container.get_exposed_port(5672)
+    _container_url = f"amqp://guest:guest@{host}:{port}"
+    return _container_url
 
 def _text(data: str | bytes | None) -> str:
     if isinstance(data, bytes):
