@@ -73,18 +73,20 @@ def check(config_path: str) -> None:
 @click.option("-c", "--config", "config_path", required=True, type=click.Path(dir_okay=False),
               help="The bridge's YAML configuration.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-              default="info", show_default=True)
-def run(config_path: str, log_level: str) -> None:
+              default=None, help="Overrides logging.level of the configuration (default info).")
+@click.option("--log-format", type=click.Choice(["kv", "json"]), default=None,
+              help="Overrides logging.format of the configuration (default kv).")
+def run(config_path: str, log_level: str | None, log_format: str | None) -> None:
     """Run the bridge until SIGTERM or SIGINT."""
-    import logging
-
+    from . import logs
     from .app import run as run_bridge
-    from .config import ConfigError, load_config
+    from .config import ConfigError, load_config, secret_values
 
-    logging.basicConfig(level=log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        run_bridge(load_config(config_path))
+        cfg = load_config(config_path)
+        logs.add_secrets(secret_values(cfg))
+        logs.configure(log_level or cfg.logging.level, log_format or cfg.logging.format)
+        run_bridge(cfg)
     except ConfigError as exc:
         for problem in exc.problems:
             click.echo(f"{config_path}: {problem}", err=True)

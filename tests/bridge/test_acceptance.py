@@ -55,6 +55,7 @@ from mappings.message import AmqpMessage, BodyKind, Header, Properties
 from tests.support.broker010 import Broker
 from tests.support.broker010 import Message as StoredMessage
 from tests.support.broker010 import Queue as BrokerQueue
+from tests.support.logs import route_stats
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -131,14 +132,6 @@ class BridgeRun:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def route_stats(log: str, route: str) -> dict[str, int]:
-    """The route's counters from the last statistics line the bridge logged (at exit)."""
-    lines = [line for line in log.splitlines() if f" route {route}: received=" in line]
-    assert lines, f"no statistics for route {route} in the log"
-    fields = lines[-1].split(f" route {route}: ", 1)[1].split()
-    return {k: int(v) for k, v in (f.split("=") for f in fields)}
 
 
 def bridge_config(legacy_url: str, rabbitmq_url: str, routes: str, *,
