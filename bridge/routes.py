@@ -301,8 +301,12 @@ class Amqp10Link:
         if not self.up or self.closing:
             return  # nothing was attached on that transport
         self.up = False
-        log.info("route %s: 1.0 link %s detached: connection lost", self.route, self.name,
-                 extra=self.log_fields("link_lost"))
+        if self.connection.state & Endpoint.LOCAL_CLOSED:
+            log.info("route %s: 1.0 link %s detached: connection closed", self.route,
+                     self.name, extra=self.log_fields("link_detached"))
+        else:
+            log.info("route %s: 1.0 link %s detached: connection lost", self.route, self.name,
+                     extra=self.log_fields("link_lost"))
         # Proton re-attaches the old link on the next transport, keeping its void
         # deliveries (never sent again as long as nobody settles them). It is closed once
         # the peer has answered its attach (ending a session before the peer's begin

@@ -76,8 +76,9 @@ class BridgeRun:
     """``amqp-bridge run -c FILE`` as a subprocess; its log is kept for assertions."""
 
     def __init__(self, config: str, tmp_path: Path, name: str = "bridge", *,
-                 log_level: str = "info") -> None:
+                 log_level: str = "info", args: tuple[str, ...] = ()) -> None:
         self.log_level = log_level
+        self.args = args
         self.config_path = tmp_path / f"{name}.yaml"
         self.config_path.write_text(config)
         self.log_path = tmp_path / f"{name}.log"
@@ -87,7 +88,7 @@ class BridgeRun:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bridge.cli", "run", "-c", str(self.config_path),
-             "--log-level", self.log_level],
+             "--log-level", self.log_level, *self.args],
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         log.close()
