@@ -332,8 +332,9 @@ class LegacyConnection:
         if self.socket is not None and self.socket.error:
             self.last_error += f" ({self.socket.error})"
         log.info("amqp0-10 %s: connection closed: %s", self.name, self.last_error,
-                 extra=self.log_fields("closed" if was_open else "connect_failed",
-                                       error=self.last_error))
+                 extra=self.log_fields(
+                     "closed" if self.stopping else "lost" if was_open else "connect_failed",
+                     error=self.last_error))
         # sessions the engine did not report detached (never attached) are lost
         for slot in self.slots:
             session = slot.session
