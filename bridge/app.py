@@ -22,7 +22,7 @@ from proton.reactor import Container
 from .config import BridgeConfig, ConfigError, Connection, DeadLetter, Reconnect, Route
 from .legacy import LegacyConnection, _Timer, backoff
 from .metrics import MetricsServer
-from .routes import Amqp10ToLegacy, LegacyToAmqp10
+from .routes import Amqp10ToLegacy, LegacyToAmqp10, condition_text
 
 log = logging.getLogger(__name__)
 
@@ -85,18 +85,18 @@ class _Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
     def on_connection_remote_close(self, event: Any) -> None:
         if event.connection.state & Endpoint.LOCAL_ACTIVE:
             # keep the connection endpoint open and drop the transport: proton reconnects
-            condition = event.connection.remote_condition
+            condition = condition_text(event.connection.remote_condition)
             log.warning("amqp1.0 %s: closed by the peer: %s", self.name, condition,
-                        extra=self.log_fields("closed_by_peer", error=str(condition)))
+                        extra=self.log_fields("closed_by_peer", error=condition))
             transport = event.transport
             if transport is not None:
                 transport.close_tail()
                 transport.close_head()
 
     def on_transport_error(self, event: Any) -> None:
-        condition = event.transport.condition
+        condition = condition_text(event.transport.condition)
         log.warning("amqp1.0 %s: %s", self.name, condition,
-                    extra=self.log_fields("transport_error", error=str(condition)))
+                    extra=self.log_fields("transport_error", error=condition))
 
     def on_transport_tail_closed(self, event: Any) -> None:
         self._lost(event.connection)

@@ -283,16 +283,16 @@ class Amqp10Link:
 
     def on_link_remote_close(self, event: Any) -> None:
         if event.link == self.link:
-            self._lost(f"link closed by the peer: {_condition(event.link.remote_condition)}")
+            self._lost(f"link closed by the peer: {condition_text(event.link.remote_condition)}")
 
     def on_link_remote_detach(self, event: Any) -> None:
         if event.link == self.link:
-            self._lost(f"link detached by the peer: {_condition(event.link.remote_condition)}")
+            self._lost(f"link detached by the peer: {condition_text(event.link.remote_condition)}")
 
     def on_session_remote_close(self, event: Any) -> None:
         session = event.session
         if session == self.session:
-            self._lost(f"session ended by the peer: {_condition(session.remote_condition)}")
+            self._lost(f"session ended by the peer: {condition_text(session.remote_condition)}")
         elif session.state & Endpoint.LOCAL_CLOSED:
             session.free()  # an old session's end handshake is complete
 
@@ -367,7 +367,8 @@ class Amqp10Link:
             self._open()
 
 
-def _condition(condition: Condition | None) -> str:
+def condition_text(condition: Condition | None) -> str:
+    """An AMQP 1.0 error condition as ``name: description`` for logs and reasons."""
     if condition is None:
         return "no error condition"
     return f"{condition.name}: {condition.description}" if condition.description else condition.name
@@ -566,7 +567,7 @@ class LegacyToAmqp10:
                 self.seen.add(taken.key)
             self._settle(taken, ACCEPT)
         elif state == Delivery.REJECTED:
-            reason = f"rejected by the target: {_condition(delivery.remote.condition)}"
+            reason = f"rejected by the target: {condition_text(delivery.remote.condition)}"
             message = AmqpMessage.decode(taken.data) if taken.data is not None else None
             self._dead_letter(taken, message, reason)
         elif state == Delivery.RELEASED:
