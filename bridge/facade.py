@@ -722,6 +722,7 @@ class FacadePublish:
             self.stats.mapping_errors += 1
             reason = f"cannot translate: {exc}"
             if self.dlq is None:
+                self.stats.rejected += 1
                 self._fail(entry, ErrorCode.INVALID_ARGUMENT, reason)
             else:
                 self._dead_letter(entry, plain_copy(ev), reason)
