@@ -914,7 +914,8 @@ class _Subscription:
         self.cancelled = False
         self.closed = False
         self.link = Amqp10Link(route.container, route.amqp10, route.address, sender=False,
-                               owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}", route=route.name)
+                               owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
+                               route=route.name)
 
     @property
     def busy(self) -> int:
@@ -1201,6 +1202,8 @@ class FacadeConsume:
         self.facade = facade
         self.container = container
         self.amqp10 = amqp10
+        self.connection = amqp10.handler
+        """The 1.0 connection's handler (``up``, ``name``): read by the metrics thread."""
         self.address = route.source.address
         self.translator = Translator(route)
         self.stats = RouteStats()
@@ -1248,8 +1251,8 @@ class FacadeConsume:
         """What keeps the route from being ready (empty when it is); safe from any thread."""
         out = _waiting(self.facade, [s.link for s in tuple(self.subscriptions)
                                      if not s.closed])
-        if not getattr(self.amqp10.handler, "up", True):
-            out.append(f"1.0 connection {self.amqp10.handler.name}")
+        if not self.connection.up:
+            out.append(f"1.0 connection {self.connection.name}")
         return out
 
     def subscribe(self, st: _SessionState, destination: str, accept_mode: AcceptMode,

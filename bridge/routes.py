@@ -207,6 +207,9 @@ class Amqp10Link:
         self.owner = owner
         self.name = name
         self.route = route
+        self.handler = connection.handler
+        """The connection's handler (``name``, ``peer``), kept so that other threads (the
+        metrics server) never call into proton."""
         self.link: Any = None
         self.session: Any = None
         self.up = False
@@ -216,7 +219,7 @@ class Amqp10Link:
         self.generation = 0
         self._stale: list[tuple[Any, Any]] = []
         """Links (and sessions) of dead transports, waiting to be re-attached and closed."""
-        watchers = getattr(connection.handler, "watchers", None)
+        watchers = getattr(self.handler, "watchers", None)
         if watchers is not None:
             watchers.append(self)
         self._open()
@@ -230,12 +233,12 @@ class Amqp10Link:
     @property
     def connection_name(self) -> str:
         """The configured name of the link's connection."""
-        return str(getattr(self.connection.handler, "name", "?"))
+        return str(getattr(self.handler, "name", "?"))
 
     def log_fields(self, event: str) -> dict[str, Any]:
         """``extra`` fields of this link's log lines."""
         return {"event": event, "route": self.route, "connection": self.connection_name,
-                "peer": getattr(self.connection.handler, "peer", ""), "link": self.name,
+                "peer": getattr(self.handler, "peer", ""), "link": self.name,
                 "address": self.address}
 
     def send(self, data: bytes) -> Delivery:
