@@ -754,6 +754,7 @@ class FacadePublish:
         if link is self.sender:
             self.waiting.extendleft(reversed(list(self.in_flight.values())))
             self.in_flight.clear()
+            self.stats.credit = 0
         else:
             self.dlq_waiting.extendleft(reversed(list(self.dlq_in_flight.values())))
             self.dlq_in_flight.clear()

@@ -794,12 +794,14 @@ class Amqp10ToLegacy:
         self._kick()
 
     def on_suspended(self) -> None:
-        pass  # transfers not completed yet are replayed on the resumed session
+        # transfers not completed yet are replayed on the resumed session
+        self.stats.credit = 0
 
     def on_lost(self) -> bool:
         # transfers not completed may or may not have reached the broker: give the
         # 1.0 messages back (released) so they are redelivered
         self.session = None
+        self.stats.credit = 0
         for received in self.in_flight.values():
             if received.delivery is not None:
                 _give_back(received.delivery)
