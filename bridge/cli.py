@@ -78,6 +78,8 @@ def check(config_path: str) -> None:
               help="Overrides logging.format of the configuration (default kv).")
 def run(config_path: str, log_level: str | None, log_format: str | None) -> None:
     """Run the bridge until SIGTERM or SIGINT."""
+    import logging
+
     from . import logs
     from .app import run as run_bridge
     from .config import ConfigError, load_config, secret_values
@@ -91,6 +93,10 @@ def run(config_path: str, log_level: str | None, log_format: str | None) -> None
         for problem in exc.problems:
             click.echo(f"{config_path}: {problem}", err=True)
         sys.exit(2)
+    except Exception:  # a bug: its traceback as one structured, redacted line too
+        logging.getLogger("bridge").critical("stopped by an unexpected error", exc_info=True,
+                                             extra={"event": "crashed"})
+        sys.exit(1)
 
 
 def _register_pipeline() -> None:
