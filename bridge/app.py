@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from proton import Endpoint, Handler, Url
@@ -34,7 +34,8 @@ from .config import (
 )
 from .legacy import LegacyConnection, _Timer, backoff
 from .logs import add_secrets
-from .routes import Amqp10ToLegacy, LegacyToAmqp10
+from .metrics import MetricsServer
+from .routes import Amqp10ToLegacy, LegacyToAmqp10, condition_text
 from .tls import (
     PERMANENT_EXIT_CODE,
     PermanentFault,
@@ -70,21 +71,51 @@ class _Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self.on_fatal = on_fatal
         """Called with the message once every URL failed permanently in a row."""
         self.up = False
+        self.attempts = 0
+        """Transports bound so far (connection attempts, the first one included)."""
+        self.peer = ""
+        """host:port of the broker connected (or being connected) to."""
         self.watchers: list[Any] = []
         """Links on this connection (:class:`bridge.routes.Amqp10Link`)."""
         self.permanent_faults = 0
         self.fault: PermanentFault | None = None
 
+    @property
+    def reconnects(self) -> int:
+        """Connection attempts after the first (proton's reconnects and failovers)."""
+        return max(0, self.attempts - 1)
+
+    def log_fields(self, event: str, **more: Any) -> dict[str, Any]:
+        """``extra`` fields of a log line about this connection."""
+        return {"event": event, "connection": self.name, "peer": self.peer, **more}
+
+    def reconnect_scheduled(self, delay: float) -> None:
+        """Proton drew ``delay`` from the reconnect schedule (for the first connection too)."""
+        if self.attempts == 0:
+            return  # the first connection, not a reconnect
+        log.info("amqp1.0 %s: reconnecting in %.2fs", self.name, delay,
+                 extra=self.log_fields("reconnect_scheduled", delay=round(delay, 3)))
+
+    def on_connection_bound(self, event: Any) -> None:
+        # proton binds a fresh transport for every attempt (reconnect and failover alike)
+        self.attempts += 1
+        url = event.connection.url
+        if url is not None:
+            self.peer = f"{url.host}:{url.port}"
+        log.info("amqp1.0 %s: connecting to %s", self.name, self.peer,
+                 extra=self.log_fields("connecting", attempt=self.attempts))
+
     def on_connection_remote_open(self, event: Any) -> None:
         self.up = True
         self.permanent_faults = 0
-        log.info("amqp1.0 %s: open", self.name)
+        log.info("amqp1.0 %s: open", self.name, extra=self.log_fields("open"))
 
     def on_connection_remote_close(self, event: Any) -> None:
         if event.connection.state & Endpoint.LOCAL_ACTIVE:
             # keep the connection endpoint open and drop the transport: proton reconnects
-            log.warning("amqp1.0 %s: closed by the peer: %s", self.name,
-                        event.connection.remote_condition)
+            condition = condition_text(event.connection.remote_condition)
+            log.warning("amqp1.0 %s: closed by the peer: %s", self.name, condition,
+                        extra=self.log_fields("closed_by_peer", error=condition))
             transport = event.transport
             if transport is not None:
                 transport.close_tail()
@@ -96,7 +127,9 @@ class _Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
             if condition is not None else None
         if fault is None or self.settings is None:
             self.permanent_faults = 0
-            log.warning("amqp1.0 %s: %s", self.name, condition)
+            text = condition_text(condition)
+            log.warning("amqp1.0 %s: %s", self.name, text,
+                        extra=self.log_fields("transport_error", error=text))
             return
         url = getattr(event.connection, "url", None)
         if fault.summary == "TLS certificate verify failed" and url is not None:
@@ -107,7 +140,7 @@ class _Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self.fault = fault
         self.permanent_faults += 1
         message = fault.message("amqp1.0", self.name)
-        log.error("%s", message)
+        log.error("%s", message, extra=self.log_fields("permanent_fault", error=fault.summary))
         if self.permanent_faults >= 1 + len(self.settings.failover):
             # retrying cannot help: closing the endpoint ends proton's reconnect loop
             event.connection.close()
@@ -115,14 +148,17 @@ class _Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
                 self.on_fatal(message)
 
     def on_transport_tail_closed(self, event: Any) -> None:
-        self._lost()
+        self._lost(event.connection)
 
     def on_transport_closed(self, event: Any) -> None:
-        self._lost()
+        self._lost(event.connection)
 
-    def _lost(self) -> None:
+    def _lost(self, connection: Any) -> None:
         if self.up:
-            log.info("amqp1.0 %s: disconnected", self.name)
+            if connection is not None and connection.state & Endpoint.LOCAL_CLOSED:
+                log.info("amqp1.0 %s: closed", self.name, extra=self.log_fields("closed"))
+            else:
+                log.info("amqp1.0 %s: disconnected", self.name, extra=self.log_fields("lost"))
         self.up = False
         for link in list(self.watchers):
             link.on_disconnected()
@@ -132,17 +168,22 @@ class _ReconnectDelays:
     """Proton's reconnect schedule: at once, then exponential backoff with jitter.
 
     Proton iterates it afresh after every successful open, so each outage starts
-    from the initial delay again.
+    from the initial delay again.  Each delay drawn is reported to ``on_delay``
+    (proton waits it before each URL of the failover list).
     """
 
-    def __init__(self, settings: Reconnect) -> None:
+    def __init__(self, settings: Reconnect, on_delay: Callable[[float], None]) -> None:
         self.settings = settings
+        self.on_delay = on_delay
 
     def __iter__(self) -> Iterator[float]:
+        self.on_delay(0.0)
         yield 0.0
         failures = 0
         while True:
-            yield backoff(self.settings, failures)
+            delay = backoff(self.settings, failures)
+            self.on_delay(delay)
+            yield delay
             failures += 1
 
 
@@ -171,6 +212,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self._last_stats: dict[str, str] = {}
         self.fatal_error: str | None = None
         """The permanent fault that stopped the bridge, if one did."""
+        self._ready: dict[str, bool] = {}
+        """Each route's readiness as last logged."""
+        self.facades: dict[str, Any] = {}
 
     def on_start(self, event: Any) -> None:
         from .facade import Facade
@@ -178,7 +222,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         container = event.container
         self.container = container
         container.schedule(HOUSEKEEPING_INTERVAL, _Timer(self._housekeeping))
-        self.facades: dict[str, Facade] = {
+        self.facades = {
             name: Facade(container, name, listener)
             for name, listener in self.config.listeners.items()}
         for name, conn in self.config.connections.items():
@@ -204,7 +248,8 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         return container.connect(
             url=conn.url, urls=[conn.url, *conn.failover], handler=handler,
             heartbeat=conn.heartbeat or None,
-            reconnect=_ReconnectDelays(conn.reconnect), **security)  # type: ignore[arg-type]
+            reconnect=_ReconnectDelays(conn.reconnect,  # type: ignore[arg-type]  # any iterable
+                                       handler.reconnect_scheduled), **security)
 
     def fatal(self, message: str) -> None:
         """A connection failed permanently (already logged as an ERROR): stop gracefully;
@@ -242,6 +287,23 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         raise ConfigError([f"route {route.name}: {self.config.protocol_of(src)} -> "
                            f"{self.config.protocol_of(dst)} routes are not supported"])
 
+    # -- observed by the metrics server (from its own thread: reads only) -----------------
+
+    def observed_routes(self) -> list[Any]:
+        """The routes (empty until they are built at start)."""
+        return list(self.routes)
+
+    def observed_connections(self) -> list[tuple[str, str, bool, int]]:
+        """``(name, protocol, up, reconnects)`` per configured connection."""
+        out = [(name, "amqp1.0", h.up, h.reconnects)
+               for name, h in list(self.amqp10_handlers.items())]
+        out += [(name, "amqp0-10", c.open, c.reconnects) for name, c in list(self.legacy.items())]
+        return out
+
+    def observed_listeners(self) -> list[tuple[str, int]]:
+        """``(name, connected clients)`` per façade listener."""
+        return [(name, len(f.clients)) for name, f in list(self.facades.items())]
+
     def on_reactor_quiesced(self, event: Any) -> None:
         # every event of this round is dispatched: send what the routes batched up
         for legacy in self.legacy.values():
@@ -259,32 +321,49 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         if now >= self._stats_due:
             self._stats_due = now + STATS_INTERVAL
             self._log_stats(only_changed=True)
+        self._log_readiness()
         if self.stop_requested:
             if self.stopping_since is None:
                 self.stopping_since = time.monotonic()
-                log.info("stopping: draining %d in-flight messages",
-                         sum(r.pending for r in self.routes))
+                pending = sum(r.pending for r in self.routes)
+                log.info("stopping: draining %d in-flight messages", pending,
+                         extra={"event": "stopping", "in_flight": pending})
                 for route in self.routes:
                     route.pause()
             drained = all(r.pending == 0 for r in self.routes)
             if drained or time.monotonic() - self.stopping_since >= self.shutdown_timeout:
                 if not drained:
+                    pending = sum(r.pending for r in self.routes)
                     log.warning("stopping with %d messages in flight (they will be redelivered)",
-                                sum(r.pending for r in self.routes))
+                                pending, extra={"event": "stop_timeout", "in_flight": pending})
                 self._close_all()
                 return
         self.container.schedule(HOUSEKEEPING_INTERVAL, _Timer(self._housekeeping))
 
+    def _log_readiness(self) -> None:
+        """One line whenever a route becomes ready or stops being ready."""
+        for route in self.routes:
+            waiting = route.waiting_for()
+            if self._ready.get(route.name) == (not waiting):
+                continue
+            self._ready[route.name] = not waiting
+            if waiting:
+                log.info("route %s: not ready, waiting for %s", route.name, ", ".join(waiting),
+                         extra={"event": "route_not_ready", "route": route.name,
+                                "waiting_for": ", ".join(waiting)})
+            else:
+                log.info("route %s: ready", route.name,
+                         extra={"event": "route_ready", "route": route.name})
+
     def _log_stats(self, *, only_changed: bool) -> None:
         for route in self.routes:
-            stats = getattr(route, "stats", None)
-            if stats is None:
-                continue
-            line = " ".join(f"{k}={v}" for k, v in vars(stats).items() if k != "extra")
+            counters = route.stats.counters()
+            line = " ".join(f"{k}={v}" for k, v in counters.items())
             if only_changed and self._last_stats.get(route.name) == line:
                 continue
             self._last_stats[route.name] = line
-            log.info("route %s: %s", route.name, line)
+            log.info("route %s: statistics", route.name,
+                     extra={"event": "stats", "route": route.name, **counters})
 
     def _close_all(self) -> None:
         assert self.container is not None
@@ -298,19 +377,41 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
 
 def run(config: BridgeConfig) -> int:
-    """Run the bridge until SIGTERM or SIGINT (exit status 0) or a permanent fault (3)."""
+    """Run the bridge until SIGTERM or SIGINT (exit status 0) or a permanent fault (3),
+    with the metrics server if one is configured."""
     add_secrets(config_secrets(config))  # no log line shows them from here on
     bridge = Bridge(config)
     container = Container(bridge)
 
     def stop(signum: int, frame: Any) -> None:
-        log.info("signal %d: stopping", signum)
+        log.info("signal %d: stopping", signum, extra={"event": "signal", "signal": signum})
         bridge.request_stop()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    container.run()
+    server = start_metrics(config, bridge)
+    try:
+        container.run()
+    finally:
+        if server is not None:
+            server.stop()
     return PERMANENT_EXIT_CODE if bridge.fatal_error is not None else 0
+
+
+def start_metrics(config: BridgeConfig, bridge: Bridge) -> MetricsServer | None:
+    """Start the HTTP server for ``/metrics``, ``/healthz``, ``/readyz`` if configured."""
+    if config.metrics is None:
+        return None
+    host, _, port = config.metrics.bind.rpartition(":")
+    try:
+        server = MetricsServer(bridge, host.strip("[]"), int(port)).start()
+    except OSError as exc:
+        raise ConfigError([f"metrics.bind: cannot listen on {config.metrics.bind}: "
+                           f"{exc.strerror or exc}"]) from None
+    address = f"{server.address[0]}:{server.address[1]}"
+    log.info("metrics: listening on %s", address,
+             extra={"event": "metrics_listening", "address": address})
+    return server
 
 
 __all__ = ["Bridge", "Url", "run"]

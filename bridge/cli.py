@@ -75,29 +75,32 @@ def check(config_path: str) -> None:
 @click.option("-c", "--config", "config_path", required=True, type=click.Path(dir_okay=False),
               help="The bridge's YAML configuration.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-              default="info", show_default=True)
-def run(config_path: str, log_level: str) -> None:
+              default=None, help="Overrides logging.level of the configuration (default info).")
+@click.option("--log-format", type=click.Choice(["kv", "json"]), default=None,
+              help="Overrides logging.format of the configuration (default kv).")
+def run(config_path: str, log_level: str | None, log_format: str | None) -> None:
     """Run the bridge until SIGTERM or SIGINT.
 
     Exits 2 for an invalid configuration, 3 after a permanent fault (a certificate or a
     login refused, see docs/operations.md), 1 on an unexpected error."""
     import logging
 
+    from . import logs
     from .app import run as run_bridge
-    from .config import ConfigError, load_config
-    from .logs import RedactingFormatter
+    from .config import ConfigError, config_secrets, load_config
 
-    handler = logging.StreamHandler()
-    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    logging.basicConfig(level=log_level.upper(), handlers=[handler])
     try:
-        status = run_bridge(load_config(config_path))
+        cfg = load_config(config_path)
+        logs.add_secrets(config_secrets(cfg))
+        logs.configure(log_level or cfg.logging.level, log_format or cfg.logging.format)
+        status = run_bridge(cfg)
     except ConfigError as exc:
         for problem in exc.problems:
             click.echo(f"{config_path}: {problem}", err=True)
         sys.exit(2)
-    except Exception:
-        logging.getLogger("bridge").exception("unexpected error")  # redacted like every line
+    except Exception:  # a bug: its traceback as one structured, redacted line too
+        logging.getLogger("bridge").critical("stopped by an unexpected error", exc_info=True,
+                                             extra={"event": "crashed"})
         sys.exit(1)
     sys.exit(status)
 

@@ -324,6 +324,29 @@ class Route(_Model):
                                   "(optional).")
 
 
+class Metrics(_Model):
+    """The operations HTTP server: Prometheus ``/metrics``, ``/healthz`` and ``/readyz``."""
+
+    bind: str = Field("127.0.0.1:9464", description="host:port the HTTP server listens on "
+                      "(port 0: any free port, logged at start).")
+
+    @field_validator("bind")
+    @classmethod
+    def _check_bind(cls, value: str) -> str:
+        return _host_port(value)
+
+
+class Logging(_Model):
+    """The bridge's log output (stderr); ``--log-format`` / ``--log-level`` override it."""
+
+    format: Literal["kv", "json"] = Field(
+        "kv", description="kv: one line of key=value pairs per event; json: one JSON object "
+                          "per line.")
+    level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Least severe level logged; per-message events are logged at "
+                            "debug only.")
+
+
 class BridgeConfig(_Model):
     """The whole configuration file."""
 
@@ -332,6 +355,9 @@ class BridgeConfig(_Model):
     listeners: dict[str, Listener] = Field(default_factory=dict, description="Façade "
                                            "listeners for legacy 0-10 applications, by name.")
     routes: list[Route] = Field(min_length=1, description="What flows from where to where.")
+    metrics: Metrics | None = Field(
+        None, description="Serve metrics and health endpoints over HTTP (absent: no server).")
+    logging: Logging = Field(default_factory=Logging, description="Log format and level.")
 
     @model_validator(mode="after")
     def _references(self) -> BridgeConfig:
@@ -348,6 +374,13 @@ class BridgeConfig(_Model):
         if listener:
             return self.listeners[listener].protocol
         return self.connections[str(endpoint.connection)].protocol
+
+
+def _host_port(value: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{value!r} is not host:port")
+    return value
 
 
 def _check_references(cfg: BridgeConfig) -> list[str]:
@@ -587,6 +620,9 @@ def describe(cfg: BridgeConfig) -> list[str]:
         if route.dedupe is not None:
             text += f"; dedupe window {route.dedupe.window}"
         lines.append(text)
+    if cfg.metrics is not None:
+        lines.append(f"metrics: http://{cfg.metrics.bind}/metrics, /healthz, /readyz")
+    lines.append(f"logging: {cfg.logging.format} lines at {cfg.logging.level}")
     return lines
 
 

@@ -94,6 +94,7 @@ from .routes import (
     RouteStats,
     dead_letter_copy,
     plain_copy,
+    redelivered_1_0,
 )
 from .tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
 from .translate import Translator
@@ -186,7 +187,8 @@ class _Acceptor(Amqp010Listener):
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:  # e.g. out of file descriptors: try again on the next event
-                log.warning("façade: accept failed: %s", exc)
+                log.warning("façade: accept failed: %s", exc,
+                            extra={"event": "accept_failed", "error": str(exc)})
                 return
             engine = Connection(Role.SERVER, self.make_config())
             engine.tick(time.time())
@@ -287,9 +289,20 @@ class Facade:
         self.address = self.acceptor.address
         if not self.authenticator.mechanisms("client-certificate"):
             log.warning("façade %s: no users and anonymous logins disabled: every login "
-                        "will be refused", self.name)
+                        "will be refused", self.name, extra=self.log_fields("no_logins"))
         log.info("façade %s: listening on %s:%s%s", self.name, *self.address,
-                 " (TLS)" if self.ssl_context is not None else "")
+                 " (TLS)" if self.ssl_context is not None else "",
+                 extra=self.log_fields("listening", bind=f"{self.address[0]}:{self.address[1]}",
+                                       tls=self.ssl_context is not None))
+
+    @property
+    def listening(self) -> bool:
+        """True while the listener accepts connections."""
+        return self.acceptor is not None and not self.stopping
+
+    def log_fields(self, event: str, **more: Any) -> dict[str, Any]:
+        """``extra`` fields of a log line about this listener (``peer=...`` in more)."""
+        return {"event": event, "listener": self.name, **more}
 
     def _engine_config(self) -> ConnectionConfig:
         return ConnectionConfig(
@@ -313,7 +326,8 @@ class Facade:
             sock.flush()
             return
         self.clients[sock] = _Client(sock)
-        log.info("façade %s: connection from %s", self.name, sock.peer)
+        log.info("façade %s: connection from %s", self.name, sock.peer,
+                 extra=self.log_fields("client_connected", peer=sock.peer))
 
     # -- shutdown -------------------------------------------------------------------------
 
@@ -387,24 +401,33 @@ class Facade:
                 self._end_session(st)
         elif isinstance(ev, ConnectionOpened):
             client.user = ev.user
-            log.info("façade %s: %s logged in as %r", self.name, sock.peer, ev.user)
+            log.info("façade %s: %s logged in as %r", self.name, sock.peer, ev.user,
+                     extra=self.log_fields("client_open", peer=sock.peer, user=ev.user))
         elif isinstance(ev, ConnectionClosed):
             del self.clients[client.sock]
             self._dirty.discard(client.sock)
             if sock.tls_error is not None:
+                error = describe_ssl_error(sock.tls_error)
                 log.warning("façade %s: %s: TLS handshake failed: %s", self.name, sock.peer,
-                            describe_ssl_error(sock.tls_error))
+                            error, extra=self.log_fields("tls_refused", peer=sock.peer,
+                                                         error=error))
             elif sock.engine.auth_error is not None:
                 log.warning("façade %s: %s: login refused: %s", self.name, sock.peer,
-                            sock.engine.auth_error)
+                            sock.engine.auth_error, extra=self.log_fields(
+                                "login_refused", peer=sock.peer, error=str(sock.engine.auth_error)))
             else:
-                log.info("façade %s: %s closed: %s", self.name, sock.peer,
-                         ev.text or f"code {ev.code}")
+                reason = ev.text or f"code {ev.code}"
+                if sock.error:
+                    reason += f" ({sock.error})"
+                log.info("façade %s: %s closed: %s", self.name, sock.peer, reason,
+                         extra=self.log_fields("client_closed", peer=sock.peer, error=reason))
         elif isinstance(ev, ExecutionExceptionReceived):
             log.warning("façade %s: %s raised %s: %s", self.name, sock.peer, ev.error_code,
-                        ev.description)
+                        ev.description, extra=self.log_fields(
+                            "client_exception", peer=sock.peer, error=ev.description))
         elif isinstance(ev, HeartbeatTimeout):
-            log.info("façade %s: %s silent for %.1fs", self.name, sock.peer, ev.idle)
+            log.info("façade %s: %s silent for %.1fs", self.name, sock.peer, ev.idle,
+                     extra=self.log_fields("client_silent", peer=sock.peer))
 
     def _end_session(self, st: _SessionState) -> None:
         st.ended = True
@@ -512,8 +535,8 @@ class Facade:
         if exchange not in self.publish_routes:
             raise Refused(ErrorCode.NOT_FOUND, f"bind failed: no such exchange {exchange!r}", 1)
         # both ends exist; what reaches the queue is decided by its route's 1.0 source
-        log.info("façade %s: binding %r -> %r accepted (routing is the 1.0 broker's)",
-                 self.name, exchange, c.queue)
+        log.debug("façade %s: binding %r -> %r accepted (routing is the 1.0 broker's)",
+                  self.name, exchange, c.queue)
 
     def _subscribe(self, st: _SessionState, cid: int, c: MessageSubscribe) -> _Later:
         route = self._queue(c.queue or "", 0)
@@ -599,6 +622,13 @@ _COMMANDS: dict[type[Command], Callable[..., Struct | _Later | None]] = {
 # --- 1.0 helpers ----------------------------------------------------------------------------
 
 
+def _waiting(facade: Facade, links: list[Amqp10Link]) -> list[str]:
+    out = [] if facade.listening else [f"façade {facade.name} listening"]
+    out += [f"1.0 link to {link.address!r} on {link.connection_name}"
+            for link in links if not link.up]
+    return out
+
+
 def _supports_modified(link: Link) -> bool:
     """False if the 1.0 source lists the outcomes it supports and *modified* is not one of
     them (RabbitMQ 3.x lists accepted, rejected, released and ends the session on any other)."""
@@ -660,6 +690,8 @@ class _Publish:
     """The encoded 1.0 message (its dead-letter copy once it is being dead-lettered)."""
     size: int
     releases: int = 0
+    t0: float = 0.0
+    """When the publish arrived (``time.monotonic()``), for the latency histogram."""
 
 
 class FacadePublish:
@@ -683,11 +715,11 @@ class FacadePublish:
         self.bytes = 0
         self.throttled = False
         self.sender = Amqp10Link(container, amqp10, route.target.address, sender=True,
-                                 owner=self, name=f"{route.name}.target")
+                                 owner=self, name=f"{route.name}.target", route=route.name)
         self.dlq: Amqp10Link | None = None
         if dead_letter is not None:
             self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
-                                  owner=self, name=f"{route.name}.dead-letter")
+                                  owner=self, name=f"{route.name}.dead-letter", route=route.name)
 
     @property
     def pending(self) -> int:
@@ -699,14 +731,25 @@ class FacadePublish:
         """Graceful stop: take no new publishes (those taken still complete)."""
         self.facade.pause()
 
+    @property
+    def ready(self) -> bool:
+        """The façade listens and the 1.0 sender is attached."""
+        return not self.waiting_for()
+
+    def waiting_for(self) -> list[str]:
+        """What keeps the route from being ready (empty when it is); safe from any thread."""
+        return _waiting(self.facade, [self.sender])
+
     # -- from the façade ------------------------------------------------------------------
 
     def publish(self, st: _SessionState, ev: MessageReceived) -> None:
         self.stats.received += 1
         dp = ev.delivery_properties or DeliveryProperties()
+        if dp.redelivered:
+            self.stats.redelivered += 1
         dp.exchange = ev.destination  # set by the broker on receipt, as qpidd does
         mp = ev.message_properties
-        entry = _Publish(st, ev.command_id, ev.transfer, b"", len(ev.body))
+        entry = _Publish(st, ev.command_id, ev.transfer, b"", len(ev.body), t0=time.monotonic())
         self.bytes += entry.size
         try:
             entry.data = self.translator.legacy_to_amqp10(dp, mp, ev.body).encode()
@@ -714,6 +757,7 @@ class FacadePublish:
             self.stats.mapping_errors += 1
             reason = f"cannot translate: {exc}"
             if self.dlq is None:
+                self.stats.rejected += 1
                 self._fail(entry, ErrorCode.INVALID_ARGUMENT, reason)
             else:
                 self._dead_letter(entry, plain_copy(ev), reason)
@@ -745,6 +789,7 @@ class FacadePublish:
         if link is self.sender:
             self.waiting.extendleft(reversed(list(self.in_flight.values())))
             self.in_flight.clear()
+            self.stats.credit = 0
         else:
             self.dlq_waiting.extendleft(reversed(list(self.dlq_in_flight.values())))
             self.dlq_in_flight.clear()
@@ -771,6 +816,7 @@ class FacadePublish:
                     and len(self.in_flight) + len(self.dlq_in_flight) < self.limit_messages:
                 entry = queue.popleft()
                 in_flight[link.send(entry.data)] = entry
+        self.stats.credit = self.sender.credit
 
     def _on_outcome(self, delivery: Delivery) -> None:
         entry = self.in_flight.pop(delivery, None)
@@ -780,6 +826,7 @@ class FacadePublish:
             return
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
+            self.stats.latency.observe(time.monotonic() - entry.t0)
             self._complete(entry)
             return
         target = self.route.target.address
@@ -806,6 +853,8 @@ class FacadePublish:
         self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR), reason)
 
     def _dead_letter(self, entry: _Publish, message: AmqpMessage, reason: str) -> None:
+        log.debug("route %s: message dead-lettered: %s", self.name, reason,
+                  extra={"event": "message_refused", "route": self.name, "error": reason})
         entry.data = dead_letter_copy(message, self.name, reason)
         self.dlq_waiting.append(entry)
         self._send()
@@ -837,8 +886,10 @@ class FacadePublish:
     def _fail(self, entry: _Publish, code: int, reason: str) -> None:
         """The publish cannot be forwarded: the publisher's session ends with the reason."""
         self.bytes -= entry.size
-        log.warning("route %s: publish refused: %s", self.name, reason)
         st = entry.st
+        log.warning("route %s: publish refused: %s", self.name, reason,
+                    extra=self.facade.log_fields("publish_refused", route=self.name,
+                                                 peer=st.client.sock.peer, error=reason))
         if st.live:
             st.session.exception(code, entry.command_id, reason, command=entry.command)
             self.facade.flush_later(st.client.sock)
@@ -872,6 +923,8 @@ class _Held:
     body: bytes
     cost: int
     """What the transfer takes from byte credit: header segment plus body octets."""
+    t0: float = 0.0
+    """When the 1.0 delivery arrived (``time.monotonic()``), for the latency histogram."""
 
 
 class _Subscription:
@@ -897,7 +950,8 @@ class _Subscription:
         self.cancelled = False
         self.closed = False
         self.link = Amqp10Link(route.container, route.amqp10, route.address, sender=False,
-                               owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}")
+                               owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
+                               route=route.name)
 
     @property
     def busy(self) -> int:
@@ -905,6 +959,13 @@ class _Subscription:
         link = self.link
         promised = link.link.credit + link.link.queued if link.up else 0
         return promised + len(self.held) + len(self.unsettled)
+
+    def subscriber_credit(self) -> int:
+        """The subscriber's message credit (unlimited counts as the route's bound)."""
+        credit = self._credit()
+        if credit is None:
+            return 0
+        return self.route.limit_messages if credit.messages is None else credit.messages
 
     def _credit(self) -> Any:
         """The 0-10 credit the subscriber granted (None once cancelled or gone)."""
@@ -1036,14 +1097,18 @@ class _Subscription:
             route.stats.released += 1
             return
         try:
-            dp, mp, body = route.translator.amqp10_to_legacy(AmqpMessage.decode(data))
+            message = AmqpMessage.decode(data)
+            if redelivered_1_0(message.header):
+                route.stats.redelivered += 1
+            dp, mp, body = route.translator.amqp10_to_legacy(message)
         except MappingError as exc:
             route.stats.mapping_errors += 1
             route.unmappable(self, delivery, data, exc)
             self.grant()
             return
         header = (dp, mp)
-        self.held.append(_Held(delivery, header, body, len(encode_header(header)) + len(body)))
+        self.held.append(_Held(delivery, header, body, len(encode_header(header)) + len(body),
+                               t0=time.monotonic()))
         route.bytes_in_flight += len(body)
         self.pump()
         self.grant()
@@ -1091,6 +1156,7 @@ class _Subscription:
             delivery.update(Delivery.ACCEPTED)
             delivery.settle()
             route.stats.delivered += 1
+            route.stats.latency.observe(time.monotonic() - msg.t0)
         elif state == Delivery.REJECTED:
             _reject(delivery, str(REJECTED_BY_SUBSCRIBER), reason)
             route.stats.rejected += 1
@@ -1172,6 +1238,8 @@ class FacadeConsume:
         self.facade = facade
         self.container = container
         self.amqp10 = amqp10
+        self.connection = amqp10.handler
+        """The 1.0 connection's handler (``up``, ``name``): read by the metrics thread."""
         self.address = route.source.address
         self.translator = Translator(route)
         self.stats = RouteStats()
@@ -1186,7 +1254,7 @@ class FacadeConsume:
         self.dlq: Amqp10Link | None = None
         if dead_letter is not None:
             self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
-                                  owner=self, name=f"{route.name}.dead-letter")
+                                  owner=self, name=f"{route.name}.dead-letter", route=route.name)
 
     @property
     def exclusive(self) -> bool:
@@ -1209,6 +1277,20 @@ class FacadeConsume:
         self.paused = True
         self.facade.pause()
 
+    @property
+    def ready(self) -> bool:
+        """The façade listens, the 1.0 connection is open and every subscriber's link is
+        attached."""
+        return not self.waiting_for()
+
+    def waiting_for(self) -> list[str]:
+        """What keeps the route from being ready (empty when it is); safe from any thread."""
+        out = _waiting(self.facade, [s.link for s in tuple(self.subscriptions)
+                                     if not s.closed])
+        if not self.connection.up:
+            out.append(f"1.0 connection {self.connection.name}")
+        return out
+
     def subscribe(self, st: _SessionState, destination: str, accept_mode: AcceptMode,
                   exclusive: bool) -> _Subscription:
         sub = _Subscription(self, st, destination, accept_mode, exclusive)
@@ -1218,9 +1300,12 @@ class FacadeConsume:
     def grant(self) -> None:
         """Room in the route's bound: let every subscription top its link credit up."""
         busy = self.busy
+        credit = 0
         for sub in list(self.subscriptions):
             busy += sub.grant(busy)
+            credit += sub.subscriber_credit()
         stats = self.stats
+        stats.credit = credit
         stats.in_flight = self.pending
         stats.in_flight_bytes = self.bytes_in_flight
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
@@ -1229,6 +1314,9 @@ class FacadeConsume:
                    exc: MappingError) -> None:
         """A 1.0 message no 0-10 subscriber can get: dead-letter it, or reject it."""
         reason = f"cannot translate: {exc}"
+        log.debug("route %s: message %s: %s", self.name,
+                  "rejected" if self.dlq is None else "dead-lettered", reason,
+                  extra={"event": "message_refused", "route": self.name, "error": reason})
         if self.dlq is None:
             _reject(delivery, str(MAPPING_ERROR), reason)
             self.stats.rejected += 1

@@ -84,6 +84,8 @@ class Amqp010Socket:
         self.peer = peer
         self.trace = trace
         self.closed = False
+        self.error = ""
+        """The socket error that ended the connection, if one did (owners log it)."""
         self._connecting = connecting
         self._out = bytearray()
         self._in_callback = False
@@ -103,7 +105,8 @@ class Amqp010Socket:
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
-            log.info("amqp0-10 %s: receive failed: %s", self.peer, exc)
+            log.debug("amqp0-10 %s: receive failed: %s", self.peer, exc)
+            self.error = f"receive failed: {exc}"
             data = b""
         if self.tls is not None:
             plain, eof = self._tls_receive(data)
@@ -126,7 +129,8 @@ class Amqp010Socket:
         if self._connecting:
             err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if err:
-                log.info("amqp0-10 %s: connect failed: %s", self.peer, errno.errorcode.get(err, err))
+                self.error = f"connect failed: {errno.errorcode.get(err, err)}"
+                log.debug("amqp0-10 %s: %s", self.peer, self.error)
                 self._run(self.engine.receive_data, b"")
                 return
             self._connecting = False
@@ -278,7 +282,8 @@ class Amqp010Socket:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                log.info("amqp0-10 %s: send failed: %s", self.peer, exc)
+                log.debug("amqp0-10 %s: send failed: %s", self.peer, exc)
+                self.error = f"send failed: {exc}"
                 self._out.clear()
                 if not self.closed:
                     self._run(self.engine.receive_data, b"")

@@ -140,9 +140,15 @@ class LegacyConnection:
         """Sessions resumed after a transport loss (for logs and tests)."""
         self.stopping = False
         self.last_error = ""
+        self.peer = ""
+        """host:port of the broker connected (or being connected) to."""
         self._deferred: dict[Callable[[], None], None] = {}
         self._batch_pending = False
         self.quiesce_driven = False
+
+    def log_fields(self, event: str, **more: Any) -> dict[str, Any]:
+        """``extra`` fields of a log line about this connection (``route=...`` etc. in more)."""
+        return {"event": event, "connection": self.name, "peer": self.peer, **more}
 
     @property
     def users(self) -> list[LegacyUser]:
@@ -220,7 +226,9 @@ class LegacyConnection:
             external=bool(tls is not None and tls.cert_file),
             properties={"product": "amqp-bridge", "connection": self.name})
         config.credentials.preference = tuple(self.settings.mechanisms)
-        log.info("amqp0-10 %s: connecting to %s", self.name, redact_url(url))
+        self.peer = f"{addr.host}:{addr.port}"
+        log.info("amqp0-10 %s: connecting to %s", self.name, redact_url(url),
+                 extra=self.log_fields("connecting", url=redact_url(url)))
         try:
             self.socket = connect(
                 self.container, addr.host, addr.port, config, self._on_event,
@@ -237,7 +245,9 @@ class LegacyConnection:
         delay = backoff(self.settings.reconnect, self.failures)
         self.failures += 1
         self.reconnects += 1
-        log.info("amqp0-10 %s: reconnecting in %.2fs (%s)", self.name, delay, self.last_error)
+        log.info("amqp0-10 %s: reconnecting in %.2fs (%s)", self.name, delay, self.last_error,
+                 extra=self.log_fields("reconnect_scheduled", delay=round(delay, 3),
+                                       error=self.last_error))
         self.container.schedule(delay, _Timer(self._connect))
 
     def _on_event(self, sock: Amqp010Socket, event: Event) -> None:
@@ -247,13 +257,15 @@ class LegacyConnection:
             self.open = True
             self.failures = 0
             self.permanent_faults = 0
-            log.info("amqp0-10 %s: open (%s)", self.name, sock.peer)
+            log.info("amqp0-10 %s: open (%s)", self.name, sock.peer,
+                     extra=self.log_fields("open"))
             for slot in self.slots:
                 self._ensure(slot)
         elif isinstance(event, ConnectionClosed):
             self._closed(event)
         elif isinstance(event, ConnectionRedirected):
-            log.info("amqp0-10 %s: redirected to %s", self.name, event.host)
+            log.info("amqp0-10 %s: redirected to %s", self.name, event.host,
+                     extra=self.log_fields("redirected", to=event.host))
             self.urls.insert(self.url_index + 1, _redirect_url(self.urls[0], event.host))
         else:
             session: Session | None = getattr(event, "session", None)
@@ -267,7 +279,12 @@ class LegacyConnection:
                 if event.resumed:
                     self.resumed += 1
                     log.info("amqp0-10 %s: route %s: session resumed", self.name,
-                             owner.user.name)
+                             owner.user.name,
+                             extra=self.log_fields("session_resumed", route=owner.user.name))
+                else:
+                    log.info("amqp0-10 %s: route %s: session attached", self.name,
+                             owner.user.name,
+                             extra=self.log_fields("session_attached", route=owner.user.name))
                 owner.user.on_session(session, event.resumed)
             elif isinstance(event, SessionDetached):
                 self._detached(owner, session, event)
@@ -285,7 +302,9 @@ class LegacyConnection:
                 sock.engine.resume(session)
                 return
             except ProtocolError as exc:
-                log.info("amqp0-10 %s: route %s: cannot resume: %s", self.name, slot.user.name, exc)
+                log.info("amqp0-10 %s: route %s: cannot resume: %s", self.name, slot.user.name, exc,
+                         extra=self.log_fields("session_lost", route=slot.user.name,
+                                               error=str(exc)))
                 self._forget(slot)
                 slot.user.on_lost()
         elif session is not None:
@@ -305,7 +324,8 @@ class LegacyConnection:
         engine_open = self.socket is not None and self.socket.engine.is_open
         if not engine_open and session.state is SessionState.DETACHED and not self.stopping:
             log.info("amqp0-10 %s: route %s: transport lost, session kept for %ss",
-                     self.name, slot.user.name, session.timeout)
+                     self.name, slot.user.name, session.timeout,
+                     extra=self.log_fields("session_suspended", route=slot.user.name))
             slot.user.on_suspended()
             return
         self._forget(slot)
@@ -321,7 +341,9 @@ class LegacyConnection:
         delay = REATTACH_PAUSE + (backoff(self.settings.reconnect, slot.failures - 1)
                                   if slot.failures else 0.0)
         log.warning("amqp0-10 %s: route %s: session ended by the broker (%s); new session in "
-                    "%.2fs", self.name, slot.user.name, reason, delay)
+                    "%.2fs", self.name, slot.user.name, reason, delay,
+                    extra=self.log_fields("session_ended", route=slot.user.name, error=reason,
+                                          delay=round(delay, 3)))
         slot.waiting = True
         self.container.schedule(delay, _Timer(lambda: self._reattach(slot)))
 
@@ -346,7 +368,8 @@ class LegacyConnection:
             self.fault = fault
             self.permanent_faults += 1
             message = fault.message("amqp0-10", self.name)
-            log.error("%s", message)
+            log.error("%s", message, extra=self.log_fields("permanent_fault",
+                                                             error=fault.summary))
             self.last_error = f"{fault.summary}: {fault.detail}"
             if self.permanent_faults >= len(self.urls):
                 # retrying cannot help: stop here, no retry storm (docs/operations.md)
@@ -361,7 +384,12 @@ class LegacyConnection:
                 return
         else:
             self.permanent_faults = 0
-            log.info("amqp0-10 %s: connection closed: %s", self.name, self.last_error)
+            if self.socket is not None and self.socket.error:
+                self.last_error += f" ({self.socket.error})"
+            log.info("amqp0-10 %s: connection closed: %s", self.name, self.last_error,
+                     extra=self.log_fields(
+                         "closed" if self.stopping else "lost" if was_open else "connect_failed",
+                         error=self.last_error))
         # sessions the engine did not report detached (never attached) are lost
         for slot in self.slots:
             session = slot.session

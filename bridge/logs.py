@@ -100,4 +100,5 @@ def configure(level: str = "info", fmt: str = "kv") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    logging.captureWarnings(True)  # warnings become log lines too (one format per stream)
     logging.getLogger("proton").setLevel(max(root.level, logging.WARNING))

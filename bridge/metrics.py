@@ -27,13 +27,20 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 
 COUNTERS = {
     "received": "Messages taken from the route's source.",
-    "delivered": "Messages whose target accepted them (the source was then settled).",
+    "delivered": "Messages the target accepted (the source was then settled).",
     "rejected": "Messages rejected at the source (target rejected them or they could not be mapped, without a dead-letter target).",
     "dead_lettered": "Messages accepted by the dead-letter target.",
     "released": "Messages given back to the source for redelivery.",
-    "redelivered": "Messages that arrived flagged as redelivered.",
+    "redelivered": "Messages that arrived flagged as redelivered (0-10 redelivered; 1.0 delivery-count > 0 or first-acquirer false).",
     "duplicates_suppressed": "Messages dropped because their message-id was seen recently.",
     "mapping_errors": "Messages that could not be translated (0-10 <-> 1.0 or CloudEvents).",
+}
+
+
+GAUGES = {
+    "in_flight": "Messages between source and target, outcome pending.",
+    "in_flight_bytes": "Body octets of the in-flight messages.",
+    "credit": "Credit the route currently holds from its target.",
 }
 
 
@@ -66,18 +73,28 @@ class ObservedRoute(Protocol):
 
     name: str
     stats: Any
+    limit_messages: int
+    """The route's ``max_in_flight.messages``."""
 
     @property
     def ready(self) -> bool: ...
 
 
 class ObservedBridge(Protocol):
-    """What the collector and the health endpoints read from the bridge."""
+    """What the collector and the health endpoints read from the bridge.
+
+    Called from the HTTP server's thread: implementations only read attributes.
+    ``observed_routes`` is empty until the bridge has built its routes (not ready).
+    """
 
     def observed_routes(self) -> Iterable[ObservedRoute]: ...
 
     def observed_connections(self) -> Iterable[tuple[str, str, bool, int]]:
         """``(name, protocol, up, reconnects)`` per connection."""
+        ...
+
+    def observed_listeners(self) -> Iterable[tuple[str, int]]:
+        """``(name, connected clients)`` per façade listener."""
         ...
 
 
@@ -94,16 +111,17 @@ class BridgeCollector(Collector):
             for route in routes:
                 family.add_metric([route.name], getattr(route.stats, field, 0))
             yield family
-        gauges = {
-            "in_flight": "Messages between source and target, outcome pending.",
-            "in_flight_bytes": "Body octets of the in-flight messages.",
-            "credit": "Credit the route currently holds from its target.",
-        }
-        for field, help_text in gauges.items():
-            family = GaugeMetricFamily(f"amqp_bridge_{field}", help_text, labels=["route"])
+        for field, help_text in GAUGES.items():
+            gauge = GaugeMetricFamily(f"amqp_bridge_{field}", help_text, labels=["route"])
             for route in routes:
-                family.add_metric([route.name], getattr(route.stats, field, 0))
-            yield family
+                gauge.add_metric([route.name], getattr(route.stats, field, 0))
+            yield gauge
+        limit = GaugeMetricFamily("amqp_bridge_max_in_flight",
+                                  "The route's configured max_in_flight.messages.",
+                                  labels=["route"])
+        for route in routes:
+            limit.add_metric([route.name], route.limit_messages)
+        yield limit
         ready = GaugeMetricFamily("amqp_bridge_route_ready",
                                   "1 when both sides of the route are attached.", labels=["route"])
         for route in routes:
@@ -126,12 +144,25 @@ class BridgeCollector(Collector):
             reconnects.add_metric([name, protocol], count)
         yield up
         yield reconnects
+        clients = GaugeMetricFamily("amqp_bridge_facade_clients",
+                                    "0-10 client connections to the façade listener.",
+                                    labels=["listener"])
+        for name, count in self.bridge.observed_listeners():
+            clients.add_metric([name], count)
+        yield clients
 
 
 def readiness(bridge: ObservedBridge) -> tuple[bool, dict[str, Any]]:
-    """Whether every route is attached on both sides, with the routes that are not."""
-    waiting = [route.name for route in bridge.observed_routes() if not route.ready]
-    return not waiting, {"ready": not waiting, "routes_not_ready": waiting}
+    """Whether every route is attached on both sides, with the routes that are not.
+
+    A bridge without routes yet (still starting) is not ready."""
+    routes = list(bridge.observed_routes())
+    waiting = [route.name for route in routes if not route.ready]
+    ok = bool(routes) and not waiting
+    detail: dict[str, Any] = {"ready": ok, "routes_not_ready": waiting}
+    if not routes:
+        detail["starting"] = True
+    return ok, detail
 
 
 def wsgi_app(bridge: ObservedBridge) -> Callable[..., Iterable[bytes]]:
@@ -171,7 +202,9 @@ class MetricsServer:
     def __init__(self, bridge: ObservedBridge, host: str, port: int) -> None:
         self.server: WSGIServer = make_server(host, port, wsgi_app(bridge),
                                               handler_class=_QuietHandler)
-        self.address = self.server.server_address[:2]
+        bound = self.server.server_address
+        self.address: tuple[str, int] = (str(bound[0]), int(bound[1]))
+        """The bound address (the actual port when 0 was asked for)."""
         self.thread = threading.Thread(target=self.server.serve_forever, name="metrics",
                                        daemon=True)
 

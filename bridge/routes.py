@@ -50,7 +50,7 @@ from proton.reactor import Container
 
 from mappings.amqp010 import to_amqp10
 from mappings.errors import MappingError
-from mappings.message import AmqpMessage, BodyKind
+from mappings.message import AmqpMessage, BodyKind, Header
 
 from .amqp010.codec import encode_header
 from .amqp010.events import (
@@ -63,6 +63,7 @@ from .amqp010.session import Session, SessionState
 from .amqp010.spec import AcceptMode, AcquireMode, CreditUnit, ErrorCode, FlowMode
 from .config import Reconnect, Route
 from .legacy import LegacyConnection, _Timer, backoff
+from .metrics import LatencyHistogram
 from .translate import Translator, decode, encode
 
 log = logging.getLogger(__name__)
@@ -95,20 +96,37 @@ _EXCEPTION_CONDITIONS: dict[int, str] = {
 
 @dataclass
 class RouteStats:
-    """Per-route counters (exported as metrics)."""
+    """Per-route counters and gauges, updated on the event loop and read by the metrics
+    collector (:mod:`bridge.metrics`; counter names as in ``metrics.COUNTERS``)."""
 
     received: int = 0
     delivered: int = 0
     rejected: int = 0
     dead_lettered: int = 0
     released: int = 0
+    redelivered: int = 0
+    """Messages that arrived flagged redelivered (see :func:`redelivered_1_0`)."""
+    duplicates_suppressed: int = 0
+    """Messages settled at the source without forwarding: their id was recently delivered."""
     mapping_errors: int = 0
     in_flight: int = 0
     in_flight_bytes: int = 0
-    duplicates: int = 0
-    """Messages settled at the source without forwarding: their id was recently delivered."""
+    credit: int = 0
+    """Credit the route holds from its target (see docs/operations.md per route kind)."""
     peak_in_flight: int = 0
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)
+    """Source receipt to the target's accepted outcome, per delivered message."""
     extra: dict[str, int] = field(default_factory=dict)
+
+    def counters(self) -> dict[str, int]:
+        """The integer fields (for the statistics log line)."""
+        return {k: v for k, v in vars(self).items() if isinstance(v, int)}
+
+
+def redelivered_1_0(header: Header) -> bool:
+    """Whether a received 1.0 message is flagged redelivered: delivery-count > 0, or
+    first-acquirer false (RabbitMQ 3.10 marks redeliveries so, delivery-count staying 0)."""
+    return bool(header.delivery_count) or header.first_acquirer is False
 
 
 def send_raw(sender: Link, data: bytes) -> Delivery:
@@ -181,13 +199,17 @@ class Amqp10Link:
     """
 
     def __init__(self, container: Container, connection: Any, address: str, *, sender: bool,
-                 owner: Any, name: str) -> None:
+                 owner: Any, name: str, route: str = "") -> None:
         self.container = container
         self.connection = connection
         self.address = address
         self.is_sender = sender
         self.owner = owner
         self.name = name
+        self.route = route
+        self.handler = connection.handler
+        """The connection's handler (``name``, ``peer``), kept so that other threads (the
+        metrics server) never call into proton."""
         self.link: Any = None
         self.session: Any = None
         self.up = False
@@ -197,7 +219,7 @@ class Amqp10Link:
         self.generation = 0
         self._stale: list[tuple[Any, Any]] = []
         """Links (and sessions) of dead transports, waiting to be re-attached and closed."""
-        watchers = getattr(connection.handler, "watchers", None)
+        watchers = getattr(self.handler, "watchers", None)
         if watchers is not None:
             watchers.append(self)
         self._open()
@@ -208,12 +230,26 @@ class Amqp10Link:
     def credit(self) -> int:
         return self.link.credit if self.up else 0
 
+    @property
+    def connection_name(self) -> str:
+        """The configured name of the link's connection."""
+        return str(getattr(self.handler, "name", "?"))
+
+    def log_fields(self, event: str) -> dict[str, Any]:
+        """``extra`` fields of this link's log lines."""
+        return {"event": event, "route": self.route, "connection": self.connection_name,
+                "peer": getattr(self.handler, "peer", ""), "link": self.name,
+                "address": self.address}
+
     def send(self, data: bytes) -> Delivery:
         """Send encoded message bytes unsettled (only while :attr:`up`)."""
         return send_raw(self.link, data)
 
     def close(self) -> None:
         """Detach for good (shutdown)."""
+        if self.up:
+            log.info("route %s: 1.0 link %s detached", self.route, self.name,
+                     extra=self.log_fields("link_detached"))
         self.closing = True
         self.up = False
         if self.link is not None:
@@ -228,6 +264,8 @@ class Amqp10Link:
             if not self.up:
                 self.up = True
                 self.up_since = time.monotonic()
+                log.info("route %s: 1.0 link %s attached to %r", self.route, self.name,
+                         self.address, extra=self.log_fields("link_attached"))
                 self.owner.on_link_up(self)
             return
         for stale in self._stale:
@@ -248,16 +286,16 @@ class Amqp10Link:
 
     def on_link_remote_close(self, event: Any) -> None:
         if event.link == self.link:
-            self._lost(f"link closed by the peer: {_condition(event.link.remote_condition)}")
+            self._lost(f"link closed by the peer: {condition_text(event.link.remote_condition)}")
 
     def on_link_remote_detach(self, event: Any) -> None:
         if event.link == self.link:
-            self._lost(f"link detached by the peer: {_condition(event.link.remote_condition)}")
+            self._lost(f"link detached by the peer: {condition_text(event.link.remote_condition)}")
 
     def on_session_remote_close(self, event: Any) -> None:
         session = event.session
         if session == self.session:
-            self._lost(f"session ended by the peer: {_condition(session.remote_condition)}")
+            self._lost(f"session ended by the peer: {condition_text(session.remote_condition)}")
         elif session.state & Endpoint.LOCAL_CLOSED:
             session.free()  # an old session's end handshake is complete
 
@@ -266,6 +304,12 @@ class Amqp10Link:
         if not self.up or self.closing:
             return  # nothing was attached on that transport
         self.up = False
+        if self.connection.state & Endpoint.LOCAL_CLOSED:
+            log.info("route %s: 1.0 link %s detached: connection closed", self.route,
+                     self.name, extra=self.log_fields("link_detached"))
+        else:
+            log.info("route %s: 1.0 link %s detached: connection lost", self.route, self.name,
+                     extra=self.log_fields("link_lost"))
         # Proton re-attaches the old link on the next transport, keeping its void
         # deliveries (never sent again as long as nobody settles them). It is closed once
         # the peer has answered its attach (ending a session before the peer's begin
@@ -311,7 +355,8 @@ class Amqp10Link:
         self.failures = 0 if lived >= STABLE_LINK else self.failures + 1
         delay = backoff(RELINK, self.failures - 1) if self.failures else 0.0
         log.warning("1.0 link %s to %r: %s; re-attaching in %.2fs", self.name, self.address,
-                    reason, delay)
+                    reason, delay, extra={**self.log_fields("link_lost"), "error": reason,
+                                          "delay": round(delay, 3)})
         self.up = False
         old_link, old_session = self.link, self.session
         self.link = self.session = None
@@ -325,7 +370,8 @@ class Amqp10Link:
             self._open()
 
 
-def _condition(condition: Condition | None) -> str:
+def condition_text(condition: Condition | None) -> str:
+    """An AMQP 1.0 error condition as ``name: description`` for logs and reasons."""
     if condition is None:
         return "no error condition"
     return f"{condition.name}: {condition.description}" if condition.description else condition.name
@@ -347,6 +393,8 @@ class _Taken:
     """The encoded 1.0 message, kept while a rejection may need to dead-letter it."""
     key: Any = None
     """Duplicate-detection key (message-id), when the route suppresses duplicates."""
+    t0: float = 0.0
+    """When it was received (``time.monotonic()``), for the latency histogram."""
 
 
 class LegacyToAmqp10:
@@ -379,11 +427,11 @@ class LegacyToAmqp10:
         self._unconfirmed: dict[int, int] = {}  # message.accept command id -> messages
         assert route.target.address is not None
         self.sender = Amqp10Link(container, amqp10, route.target.address, sender=True,
-                                 owner=self, name=f"{route.name}.target")
+                                 owner=self, name=f"{route.name}.target", route=route.name)
         self.dlq: Amqp10Link | None = None
         if dead_letter is not None:
             self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
-                                  owner=self, name=f"{route.name}.dead-letter")
+                                  owner=self, name=f"{route.name}.dead-letter", route=route.name)
         legacy.add(self)
 
     # -- 0-10 side -----------------------------------------------------------------------
@@ -432,7 +480,8 @@ class LegacyToAmqp10:
                 self._kick()
         elif isinstance(event, ExecutionExceptionReceived):
             log.warning("route %s: 0-10 exception %s: %s", self.name, event.error_code,
-                        event.description)
+                        event.description, extra=self.legacy.log_fields(
+                            "session_exception", route=self.name, error=event.description))
 
     def _on_message(self, event: MessageReceived) -> None:
         self.granted = max(0, self.granted - 1)
@@ -440,11 +489,14 @@ class LegacyToAmqp10:
         stats = self.stats
         stats.received += 1
         mp = event.message_properties
-        taken = _Taken(event.session, event.command_id, len(event.body))
+        dp = event.delivery_properties
+        if dp is not None and dp.redelivered:
+            stats.redelivered += 1
+        taken = _Taken(event.session, event.command_id, len(event.body), t0=time.monotonic())
         if self.seen is not None:
             taken.key = message_id_key(mp.message_id if mp is not None else None)
             if taken.key is not None and taken.key in self.seen:
-                stats.duplicates += 1
+                stats.duplicates_suppressed += 1
                 self._settle(taken, ACCEPT)
                 return
         if self.paused or not self.sender.up:  # credit granted before the stop or the loss
@@ -513,11 +565,12 @@ class LegacyToAmqp10:
         self._uncount(taken.size)
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
+            self.stats.latency.observe(time.monotonic() - taken.t0)
             if self.seen is not None and taken.key is not None:
                 self.seen.add(taken.key)
             self._settle(taken, ACCEPT)
         elif state == Delivery.REJECTED:
-            reason = f"rejected by the target: {_condition(delivery.remote.condition)}"
+            reason = f"rejected by the target: {condition_text(delivery.remote.condition)}"
             message = AmqpMessage.decode(taken.data) if taken.data is not None else None
             self._dead_letter(taken, message, reason)
         elif state == Delivery.RELEASED:
@@ -532,6 +585,9 @@ class LegacyToAmqp10:
     # -- fates ---------------------------------------------------------------------------
 
     def _dead_letter(self, taken: _Taken, message: AmqpMessage | None, reason: str) -> None:
+        log.debug("route %s: message %s: %s", self.name,
+                  "rejected" if self.dlq is None or message is None else "dead-lettered", reason,
+                  extra={"event": "message_refused", "route": self.name, "error": reason})
         if self.dlq is None or message is None:
             self.stats.rejected += 1
             session = taken.session
@@ -593,6 +649,15 @@ class LegacyToAmqp10:
         return (len(self.in_flight) + len(self.dlq_in_flight) + len(self.dlq_waiting)
                 + self.accepts_pending)
 
+    @property
+    def ready(self) -> bool:
+        """Both sides attached (the 0-10 session and the 1.0 sender), and not stopping."""
+        return not self.waiting_for()
+
+    def waiting_for(self) -> list[str]:
+        """What keeps the route from being ready (empty when it is); safe from any thread."""
+        return _waiting(self.paused, self.session, self.legacy.name, self.sender)
+
     def pause(self) -> None:
         """Take no more messages from the source (graceful shutdown)."""
         self.paused = True
@@ -607,10 +672,10 @@ class LegacyToAmqp10:
             self.stopped = True
 
     def _grant(self) -> None:
+        credit = self.stats.credit = self.sender.credit
         session = self.session
         if session is None or not session.attached or self.paused or not self.sender.up:
             return
-        credit = self.sender.credit
         busy = self.pending + self.granted
         room = min(credit - self.granted, self.limit_messages - busy)
         if self.bytes >= self.limit_bytes:
@@ -623,6 +688,15 @@ class LegacyToAmqp10:
                 self.stopped = False
             session.message_flow(self.destination, CreditUnit.MESSAGE, room)
             self.granted += room
+
+
+def _waiting(paused: bool, session: Session | None, legacy: str, link: Amqp10Link) -> list[str]:
+    out = ["stopping"] if paused else []
+    if session is None or not session.attached:
+        out.append(f"0-10 session on {legacy}")
+    if not link.up:
+        out.append(f"1.0 link to {link.address!r} on {link.connection_name}")
+    return out
 
 
 def _usable(session: Session | None) -> bool:
@@ -676,6 +750,8 @@ class _Received:
     data: bytes | None = None
     """The received message, kept while an exception may need to dead-letter it."""
     key: Any = None
+    t0: float = 0.0
+    """When it was received (``time.monotonic()``), for the latency histogram."""
 
 
 class Amqp10ToLegacy:
@@ -703,11 +779,11 @@ class Amqp10ToLegacy:
         self._unflushed = False  # transfers sent since the last session.flush
         assert route.source.address is not None
         self.receiver = Amqp10Link(container, amqp10, route.source.address, sender=False,
-                                   owner=self, name=f"{route.name}.source")
+                                   owner=self, name=f"{route.name}.source", route=route.name)
         self.dlq: Amqp10Link | None = None
         if dead_letter is not None:
             self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
-                                  owner=self, name=f"{route.name}.dead-letter")
+                                  owner=self, name=f"{route.name}.dead-letter", route=route.name)
         legacy.add(self)
 
     # -- 0-10 side -----------------------------------------------------------------------
@@ -718,12 +794,14 @@ class Amqp10ToLegacy:
         self._kick()
 
     def on_suspended(self) -> None:
-        pass  # transfers not completed yet are replayed on the resumed session
+        # transfers not completed yet are replayed on the resumed session
+        self.stats.credit = 0
 
     def on_lost(self) -> bool:
         # transfers not completed may or may not have reached the broker: give the
         # 1.0 messages back (released) so they are redelivered
         self.session = None
+        self.stats.credit = 0
         for received in self.in_flight.values():
             if received.delivery is not None:
                 _give_back(received.delivery)
@@ -736,13 +814,16 @@ class Amqp10ToLegacy:
     def on_event(self, event: Event) -> None:
         if isinstance(event, CommandsCompleted):
             seen = self.seen
+            stats = self.stats
+            now = time.monotonic()
             for command_id in event.commands:
                 received = self.in_flight.pop(command_id, None)
                 if received is None:
                     continue
                 self.progress = True
                 self.bytes -= received.size
-                self.stats.delivered += 1
+                stats.delivered += 1
+                stats.latency.observe(now - received.t0)
                 if seen is not None and received.key is not None:
                     seen.add(received.key)
                 if received.delivery is not None:
@@ -752,7 +833,8 @@ class Amqp10ToLegacy:
             self._kick()
         elif isinstance(event, ExecutionExceptionReceived):
             log.warning("route %s: 0-10 exception %s: %s", self.name, event.error_code,
-                        event.description)
+                        event.description, extra=self.legacy.log_fields(
+                            "session_exception", route=self.name, error=event.description))
             if event.command_id is None:
                 return
             received = self.in_flight.pop(event.command_id, None)
@@ -813,17 +895,19 @@ class Amqp10ToLegacy:
             _give_back(delivery)  # stopping, or no 0-10 session right now: give it back
             stats.released += 1
             return
-        received = _Received(delivery, len(data))
+        received = _Received(delivery, len(data), t0=time.monotonic())
         try:
             message = decode(data)
         except MappingError as exc:
             stats.mapping_errors += 1
             self._dead_letter(received, data, f"cannot translate: {exc}", str(MAPPING_ERROR))
             return
+        if redelivered_1_0(message.header):
+            stats.redelivered += 1
         if self.seen is not None:
             received.key = message_id_key(message.properties.message_id)
             if received.key is not None and received.key in self.seen:
-                stats.duplicates += 1
+                stats.duplicates_suppressed += 1
                 delivery.update(Delivery.ACCEPTED)
                 delivery.settle()
                 self._kick()
@@ -853,6 +937,9 @@ class Amqp10ToLegacy:
                      condition: str) -> None:
         if received.delivery is None:
             return  # the source redelivers it anyway
+        log.debug("route %s: message %s: %s", self.name,
+                  "rejected" if self.dlq is None or data is None else "dead-lettered", reason,
+                  extra={"event": "message_refused", "route": self.name, "error": reason})
         if self.dlq is None or data is None:
             _reject(received.delivery, condition, reason)
             self.stats.rejected += 1
@@ -909,15 +996,28 @@ class Amqp10ToLegacy:
         """Messages taken from the source whose outcome is not settled yet."""
         return len(self.in_flight) + len(self.dlq_in_flight) + len(self.dlq_waiting)
 
+    @property
+    def ready(self) -> bool:
+        """Both sides attached (the 1.0 receiver and the 0-10 session), and not stopping."""
+        return not self.waiting_for()
+
+    def waiting_for(self) -> list[str]:
+        """What keeps the route from being ready (empty when it is); safe from any thread."""
+        return _waiting(self.paused, self.session, self.legacy.name, self.receiver)
+
     def pause(self) -> None:
         """Take no more messages from the source (graceful shutdown)."""
         self.paused = True
 
     def _grant(self) -> None:
+        session = self.session
+        # a 0-10 target grants no credit to a publisher: what bounds the route there is
+        # the session's replay buffer (transfers the broker has not completed yet)
+        self.stats.credit = max(0, session.max_outstanding - session.outstanding) \
+            if session is not None and session.attached else 0
         link = self.receiver
         if not link.up or self.paused:
             return
-        session = self.session
         if session is None or not session.attached or self.bytes >= self.limit_bytes \
                 or self.legacy.backpressured or not session.can_send:
             return

@@ -55,6 +55,7 @@ from bridge.translate import Translator, decode, encode
 from mappings.amqp010 import message_id_uuid
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage, BodyKind, Header, Properties
+from tests.support.logs import route_stats
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -75,8 +76,9 @@ class BridgeRun:
     """``amqp-bridge run -c FILE`` as a subprocess; its log is kept for assertions."""
 
     def __init__(self, config: str, tmp_path: Path, name: str = "bridge", *,
-                 log_level: str = "info") -> None:
+                 log_level: str = "info", args: tuple[str, ...] = ()) -> None:
         self.log_level = log_level
+        self.args = args
         self.config_path = tmp_path / f"{name}.yaml"
         self.config_path.write_text(config)
         self.log_path = tmp_path / f"{name}.log"
@@ -86,7 +88,7 @@ class BridgeRun:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bridge.cli", "run", "-c", str(self.config_path),
-             "--log-level", self.log_level],
+             "--log-level", self.log_level, *self.args],
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         log.close()
@@ -131,14 +133,6 @@ class BridgeRun:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def route_stats(log: str, route: str) -> dict[str, int]:
-    """The route's counters from the last statistics line the bridge logged (at exit)."""
-    lines = [line for line in log.splitlines() if f" route {route}: received=" in line]
-    assert lines, f"no statistics for route {route} in the log"
-    fields = lines[-1].split(f" route {route}: ", 1)[1].split()
-    return {k: int(v) for k, v in (f.split("=") for f in fields)}
 
 
 def bridge_config(legacy_url: str, rabbitmq_url: str, routes: str, *,

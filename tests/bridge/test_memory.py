@@ -11,9 +11,6 @@ source), and the bridge process's resident memory stays under ``RSS_BOUND``
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +29,7 @@ from tests.bridge.test_acceptance import (
     wait_for,
 )
 from tests.support.rabbitmq import queue_address, unique_queue
+from tests.support.relay import Relay
 
 BACKLOG = 100_000
 MAX_IN_FLIGHT = 1000
@@ -44,50 +42,6 @@ FAST_PHASE_MESSAGES = 30_000  # the fast phase ends here (or after 8 s), with th
 def legacy() -> Iterator[tuple[Broker, EngineServer]]:
     with legacy_broker() as pair:
         yield pair
-
-
-class Relay:
-    """A TCP relay to ``target``; ``rate`` (octets/s, None: unlimited) throttles the
-    client-to-target direction. One thread per direction and connection."""
-
-    def __init__(self, target: tuple[str, int], rate: int | None) -> None:
-        self.target = target
-        self.rate = rate
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            self.sockets += [client, upstream]
-            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, False),
-                             daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket, throttled: bool) -> None:
-        try:
-            while data := src.recv(16384):
-                dst.sendall(data)
-                rate = self.rate if throttled else None
-                if rate:
-                    time.sleep(len(data) / rate)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self.listener.close()
-        for s in self.sockets:
-            s.close()
 
 
 def test_100000_message_backlog_behind_a_slow_consumer_stays_bounded(

@@ -123,3 +123,51 @@ def test_cli_check_ok_and_error(tmp_path: Path) -> None:
     assert f"{bad}: routes[0].from.queue: required to consume from an amqp0-10 connection" in result.stderr
     result = runner.invoke(main, ["check", "-c", str(tmp_path / "missing.yaml")])
     assert result.exit_code == 2 and "cannot read" in result.stderr
+
+
+def test_metrics_and_logging_sections() -> None:
+    cfg = parse_config(GOOD, env={"LEGACY_PASSWORD": "x"})
+    assert cfg.metrics is None  # absent: no HTTP server
+    assert (cfg.logging.format, cfg.logging.level) == ("kv", "info")
+    assert describe(cfg)[-1] == "logging: kv lines at info"
+    cfg = parse_config(GOOD + 'metrics: {bind: "0.0.0.0:9100"}\nlogging: {format: json, level: debug}\n',
+                       env={"LEGACY_PASSWORD": "x"})
+    assert cfg.metrics is not None and cfg.metrics.bind == "0.0.0.0:9100"
+    assert (cfg.logging.format, cfg.logging.level) == ("json", "debug")
+    assert describe(cfg)[-2:] == ["metrics: http://0.0.0.0:9100/metrics, /healthz, /readyz",
+                                  "logging: json lines at debug"]
+    assert parse_config(GOOD + "metrics: {}\n", env={"LEGACY_PASSWORD": "x"}).metrics.bind \
+        == "127.0.0.1:9464"
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    ('metrics: {bind: "9464"}', "metrics.bind: '9464' is not host:port"),
+    ('metrics: {bind: "h:99999"}', "metrics.bind: 'h:99999' is not host:port"),
+    ("metrics: {port: 9464}", "metrics.port: unknown key"),
+    ("logging: {format: xml}", "logging.format: Input should be 'kv' or 'json'"),
+    ("logging: {level: verbose}", "logging.level: Input should be 'debug', 'info', 'warning' or 'error'"),
+])
+def test_metrics_and_logging_errors_name_the_key(extra: str, expected: str) -> None:
+    assert expected in problems(GOOD + extra + "\n", {"LEGACY_PASSWORD": "x"})
+
+
+def test_the_operations_settings_are_described_for_the_reference() -> None:
+    from bridge.config import BridgeConfig, Logging, Metrics
+
+    for model in (Metrics, Logging):
+        assert model.__doc__
+        for name, info in model.model_fields.items():
+            assert info.description, f"{model.__name__}.{name}"
+    for name in ("metrics", "logging"):
+        assert BridgeConfig.model_fields[name].description
+
+
+def test_config_secrets_lists_every_configured_password() -> None:
+    from bridge.config import config_secrets
+
+    cfg = parse_config(GOOD.replace('failover: ["amqp://127.0.0.1:5681"]',
+                                    'failover: ["amqp://u:p%40ss@127.0.0.1:5681"]')
+                       .replace('bind: "127.0.0.1:5682"}',
+                                'bind: "127.0.0.1:5682", users: {app: app-pw}}'),
+                       env={"LEGACY_PASSWORD": "pw1"})
+    assert sorted(set(config_secrets(cfg))) == ["app-pw", "p%40ss", "p@ss", "pw1"]

@@ -1,0 +1,86 @@
+"""``amqp-bridge run``: logging settings from the configuration, overridden by
+``--log-level`` / ``--log-format``; a metrics address that cannot be bound is a
+configuration error (exit 2) before anything connects."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+from tests.support.logs import parse_line
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on (connections to it are refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def config(tmp_path: Path, extra: str) -> Path:
+    port = closed_port()
+    path = tmp_path / "bridge.yaml"
+    path.write_text(f"""
+connections:
+  legacy: {{protocol: amqp0-10, url: "amqp://127.0.0.1:{port}", heartbeat: 0,
+            reconnect: {{initial_delay: 0.1, max_delay: 0.2}}}}
+  cloud:  {{protocol: amqp1.0, url: "amqp://127.0.0.1:{port}",
+            reconnect: {{initial_delay: 0.1, max_delay: 0.2}}}}
+routes:
+  - name: out
+    from: {{connection: legacy, queue: q}}
+    to:   {{connection: cloud, address: a}}
+{extra}
+""")
+    return path
+
+
+def run_briefly(path: Path, *args: str, seconds: float = 1.5) -> tuple[int, list[str]]:
+    """Run the bridge (against brokers that refuse connections) for ``seconds``, then
+    SIGTERM; returns its exit code and its output lines."""
+    proc = subprocess.Popen([sys.executable, "-m", "bridge.cli", "run", "-c", str(path), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
+    time.sleep(seconds)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=20)
+    return proc.returncode, [line for line in out.decode().splitlines() if line.strip()]
+
+
+def test_log_settings_come_from_the_config_and_the_flags_override_them(tmp_path: Path) -> None:
+    path = config(tmp_path, "logging: {format: json, level: warning}")
+    rc, lines = run_briefly(path)
+    assert rc == 0, lines
+    docs = [orjson.loads(line) for line in lines]
+    assert docs and {d["level"] for d in docs} <= {"warning", "error"}, lines
+    rc, lines = run_briefly(path, "--log-level", "info")
+    assert rc == 0, lines
+    docs = [orjson.loads(line) for line in lines]
+    connecting = [d for d in docs if d.get("event") == "connecting"]
+    assert {d["connection"] for d in connecting} == {"legacy", "cloud"}, lines
+    assert any(d.get("event") == "reconnect_scheduled" for d in docs)
+    rc, lines = run_briefly(path, "--log-level", "info", "--log-format", "kv")
+    assert rc == 0, lines
+    assert not any(line.startswith("{") for line in lines)
+    kv = [parse_line(line) for line in lines]
+    assert all(kv), lines
+    assert any(d is not None and d.get("event") == "connecting" and d.get("level") == "info"
+               for d in kv)
+
+
+def test_a_metrics_address_in_use_is_a_configuration_error(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        path = config(tmp_path, f'metrics: {{bind: "127.0.0.1:{port}"}}')
+        proc = subprocess.run([sys.executable, "-m", "bridge.cli", "run", "-c", str(path)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=30, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"metrics.bind: cannot listen on 127.0.0.1:{port}" in proc.stderr
+    assert "connecting" not in proc.stderr  # nothing was started
