@@ -22,6 +22,7 @@ from bridge.passwords import hash_password
 from tests.bridge.test_acceptance import BridgeRun
 from tests.security.conftest import EXTERNAL_USER
 from tests.support.certs import Issued, Pki
+from tests.support.logs import records
 from tests.support.rabbitmq import queue_address, receive_messages, send_messages, unique_queue
 
 APP_USER, APP_PASSWORD = "app", "app-pa55word"
@@ -134,9 +135,10 @@ def test_wrong_password_is_refused_with_connection_forced(facade: SecureFacade) 
     assert isinstance(event, ConnectionClosed) and event.code == CloseCode.CONNECTION_FORCED
     assert event.text == f"authentication failed: bad credentials for '{APP_USER}'"
     log = facade.wait_for_log(f"login refused: bad credentials for '{APP_USER}'")
-    warning = [line for line in log.splitlines() if "login refused" in line]
-    assert warning and all(" WARNING bridge.facade façade secure: 127.0.0.1:" in w
-                           for w in warning), warning
+    warning = [r for r in records(log) if r.get("event") == "login_refused"]
+    assert warning and all(r["level"] == "warning" and r["logger"] == "bridge.facade"
+                           and r["listener"] == "secure" and r["peer"].startswith("127.0.0.1:")
+                           for r in warning), warning
     assert WRONG_PASSWORD not in log and APP_PASSWORD not in log
 
 
