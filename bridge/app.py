@@ -256,7 +256,8 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         :func:`run` returns exit status 3."""
         if self.fatal_error is None:
             self.fatal_error = message
-            log.info("stopping after a permanent fault (exit status %d)", PERMANENT_EXIT_CODE)
+            log.info("stopping after a permanent fault (exit status %d)", PERMANENT_EXIT_CODE,
+                     extra={"event": "stopping_after_fault"})
         self.request_stop()
 
     def _dead_letter(self, dl: DeadLetter | None) -> tuple[Any, str] | None:
