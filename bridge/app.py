@@ -22,6 +22,7 @@ from proton.reactor import Container
 from .config import BridgeConfig, ConfigError, Connection, DeadLetter, Reconnect, Route
 from .legacy import LegacyConnection, _Timer, backoff
 from .routes import Amqp10ToLegacy, LegacyToAmqp10
+from .taps import BridgeTaps
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.shutdown_timeout = SHUTDOWN_TIMEOUT
         self._stats_due = time.monotonic() + STATS_INTERVAL
         self._last_stats: dict[str, str] = {}
+        self.taps: BridgeTaps | None = None
 
     def on_start(self, event: Any) -> None:
         from .facade import Facade
@@ -137,6 +139,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                 self.legacy[name] = LegacyConnection(container, name, conn)
         for route in self.config.routes:
             self.routes.append(self._build_route(container, route))
+        self._open_taps(container)
         for legacy in self.legacy.values():
             legacy.start()
         for facade in self.facades.values():
@@ -177,6 +180,20 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                                   self.legacy[dst.connection], dead_letter)
         raise ConfigError([f"route {route.name}: {self.config.protocol_of(src)} -> "
                            f"{self.config.protocol_of(dst)} routes are not supported"])
+
+    def _open_taps(self, container: Container) -> None:
+        """Give each route with a ``tap`` its archive tap (docs/archive.md)."""
+        for index, (route, runtime) in enumerate(zip(self.config.routes, self.routes,
+                                                     strict=True)):
+            if route.tap is not None:
+                if self.taps is None:
+                    self.taps = BridgeTaps(container)
+                runtime.tap = self.taps.open(index, route, runtime.on_tap_ready)
+
+    def close_taps(self) -> None:
+        """Write what the taps recorded into closed files (idempotent)."""
+        if self.taps is not None:
+            self.taps.close()
 
     def on_reactor_quiesced(self, event: Any) -> None:
         # every event of this round is dispatched: send what the routes batched up
@@ -229,8 +246,14 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             legacy.stop()
         for conn in self.amqp10.values():
             conn.close()
-        # let the close frames go out, then end the loop whatever peers do
-        self.container.schedule(CLOSE_GRACE, _Timer(self.container.stop))
+        # let the close frames go out, then end the loop whatever peers do; the taps are
+        # closed last, once no outcome can come any more
+        self.container.schedule(CLOSE_GRACE, _Timer(self._stop_loop))
+
+    def _stop_loop(self) -> None:
+        assert self.container is not None
+        self.close_taps()
+        self.container.stop()
 
 
 def run(config: BridgeConfig) -> None:
@@ -244,7 +267,10 @@ def run(config: BridgeConfig) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    container.run()
+    try:
+        container.run()
+    finally:
+        bridge.close_taps()  # after a failure too: keep what was recorded
 
 
 __all__ = ["Bridge", "Url", "run"]

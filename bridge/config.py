@@ -9,6 +9,7 @@ e.g. ``routes[0].from.queue: required for an amqp0-10 connection``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from pydantic import (
 )
 
 from mappings.cloudevents.template import EventTemplate
+from pipeline.tap import TapConfig  # a pydantic model only: imports neither pyarrow nor Spark
 
 Protocol = Literal["amqp0-10", "amqp1.0"]
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -194,6 +196,10 @@ class Route(_Model):
     dead_letter: DeadLetter | None = None
     max_in_flight: MaxInFlight = Field(default_factory=MaxInFlight)
     dedupe: Dedupe | None = None
+    tap: TapConfig | None = Field(
+        None, description="Archive the route's messages as Parquet files (docs/archive.md): "
+                          "as received from the source and/or as accepted by the target. "
+                          "Needs pyarrow (the 'spark' extra).")
 
 
 class BridgeConfig(_Model):
@@ -206,6 +212,13 @@ class BridgeConfig(_Model):
     @model_validator(mode="after")
     def _references(self) -> BridgeConfig:
         problems = list(_check_references(self))
+        if problems:
+            raise ValueError("\n".join([_REFERENCES, *problems]))
+        return self
+
+    @model_validator(mode="after")
+    def _taps(self) -> BridgeConfig:
+        problems = list(_check_taps(self))
         if problems:
             raise ValueError("\n".join([_REFERENCES, *problems]))
         return self
@@ -230,6 +243,26 @@ def _check_references(cfg: BridgeConfig) -> list[str]:
             out += _check_endpoint(cfg, f"{where}.{side}", side, ep)
         if route.dead_letter is not None:
             out += _check_endpoint(cfg, f"{where}.dead_letter", "to", route.dead_letter)
+    return out
+
+
+def _check_taps(cfg: BridgeConfig) -> list[str]:
+    """Taps need pyarrow; routes tapping one directory share its writer, so its settings."""
+    out = []
+    shared: dict[str, tuple[int, TapConfig]] = {}
+    for i, route in enumerate(cfg.routes):
+        tap = route.tap
+        if tap is None:
+            continue
+        if importlib.util.find_spec("pyarrow") is None:  # looks, does not import
+            out.append(f"routes[{i}].tap: writing archives needs pyarrow, which is not "
+                       f"installed: pip install 'amqp-bridge[spark]' (or just pyarrow)")
+        path = os.path.normpath(os.path.abspath(tap.path))
+        first = shared.setdefault(path, (i, tap))
+        if first[0] != i and first[1].writer_settings() != tap.writer_settings():
+            out.append(f"routes[{i}].tap: archives to {tap.path!r} like routes[{first[0]}] "
+                       f"({cfg.routes[first[0]].name}), so its rotate_rows, rotate_seconds, "
+                       f"queue_size and overflow must be the same")
     return out
 
 
@@ -362,6 +395,8 @@ def describe(cfg: BridgeConfig) -> list[str]:
         text += f"; max in flight {mif.messages} messages / {mif.bytes} bytes"
         if route.dedupe is not None:
             text += f"; dedupe window {route.dedupe.window}"
+        if route.tap is not None:
+            text += f"; tap {route.tap.side} -> {route.tap.path} (overflow {route.tap.overflow})"
         lines.append(text)
     return lines
 

@@ -158,6 +158,26 @@ class ArchiveWriter:
             return
         self._recorded += 1
 
+    def try_record(self, route: str, side: str, encoded: bytes, time_us: int, *,
+                   timeout: float = 0.0) -> bool:
+        """Queue an encoded message if there is room within ``timeout`` seconds (0: now).
+
+        Returns False when the queue stayed full: nothing was queued or counted,
+        and the caller decides what to do (the live bridge holds the row and
+        withholds credit, see :mod:`bridge.taps`). Unlike :meth:`record` it never
+        waits longer, whatever ``overflow`` says. Raises :class:`ArchiveError`
+        once the writer has failed or is closed.
+        """
+        if self._error is not None or self._closed:
+            raise ArchiveError(self._failure_text())
+        if side not in SIDES:
+            raise ValueError(f"side must be one of {SIDES}, not {side!r}")
+        if not self._queue.put((route, side, time_us, encoded), block=timeout > 0,
+                               timeout=timeout):
+            return False
+        self._recorded += 1
+        return True
+
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every message recorded so far is in a closed, visible file."""
         if self._closed:

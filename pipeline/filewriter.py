@@ -162,9 +162,12 @@ class RowMaker:
 
 def serve(conn: Connection, path: str, writer_id: str, settings: dict[str, Any]) -> None:
     """The child process's main loop (see the module docstring)."""
-    # Ctrl-C in the bridge's terminal reaches the whole process group: the bridge
-    # decides when to stop, and then sends "stop" so that no row is lost.
+    # Ctrl-C in the bridge's terminal reaches the whole process group, and a service
+    # manager's stop (systemd's default KillMode) sends SIGTERM to every process of the
+    # service: the bridge decides when to stop, drains, and then sends "stop" so that no
+    # row is lost. If the bridge itself is gone, the socket's end of file stops this one.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     files = RotatingFiles(Path(path), writer_id, **settings)
     maker = RowMaker()
     unarchivable = lost = 0
@@ -204,7 +207,13 @@ def serve(conn: Connection, path: str, writer_id: str, settings: dict[str, Any])
                 files.finish()
                 conn.send(("stopped", stats()))
                 return
-    except Exception as exc:  # disk full, directory gone, parent gone ...
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        # the bridge is gone without a "stop" (killed): keep the rows it had sent
+        try:
+            files.finish()
+        except Exception:  # nothing to report to: the parent is gone
+            files.abandon()
+    except Exception as exc:  # disk full, directory gone ...
         lost = files.abandon() + unwritten
         _try_send(conn, ("failed", repr(exc), stats()))
 
