@@ -273,10 +273,12 @@ class ArchiveWriter:
             self._queue.wait_for(_BATCH_PAUSE, self._queue.capacity // 2)
 
     def _encoded(
-        self, route: str, side: str, time_us: int, payload: AmqpMessage | bytes
+        self, route: str, side: str, time_us: int, payload: AmqpMessage | bytes | bytearray
     ) -> tuple[str, str, int, bytes] | None:
         """A recorded item with the message's encoding (made here if the caller had none)."""
-        if isinstance(payload, AmqpMessage):
+        if isinstance(payload, bytearray | memoryview):  # proton's recv() gives bytearray
+            payload = bytes(payload)
+        elif isinstance(payload, AmqpMessage):
             try:
                 payload = payload.encode()
             except MappingError as exc:

@@ -191,7 +191,8 @@ def serve(conn: Connection, path: str, writer_id: str, settings: dict[str, Any])
                     unwritten -= 1
                     try:
                         row = maker.row(route, side, time_us, encoded)
-                    except (MappingError, SectionError) as exc:
+                    except (MappingError, SectionError, TypeError, ValueError) as exc:
+                        # one message the row cannot be made of: reported, the rest archived
                         unarchivable += 1
                         conn.send(("warning", f"message on route {route!r} not archived: {exc}"))
                         continue
