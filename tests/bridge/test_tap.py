@@ -12,8 +12,11 @@ bridge wrote:
 - the façade's two route kinds archive what legacy applications publish and
   what they accept;
 - a stalled archive writer (its process stopped) makes the bridge withhold
-  credit instead of blocking or losing rows; once it runs again every message
-  goes through and is archived.
+  credit instead of blocking or losing rows (``overflow: block``; once it runs
+  again every message goes through and is archived), or drop and count rows
+  while messages keep flowing (``overflow: drop``);
+- a tap that cannot work (pyarrow missing, a path that cannot be a directory)
+  stops ``check`` / ``run`` with a message naming ``routes[i].tap``.
 """
 
 from __future__ import annotations
@@ -248,53 +251,92 @@ def _writer_pid(bridge: BridgeRun) -> int:
     return children[0]
 
 
-def test_a_stalled_writer_holds_the_route_back_and_loses_nothing(
-        rabbitmq_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("direction", "overflow"), [
+    ("0-10 -> 1.0", "block"), ("1.0 -> 0-10", "block"), ("0-10 -> 1.0", "drop")])
+def test_a_stalled_writer_holds_the_route_back_or_drops_rows_as_configured(
+        direction: str, overflow: str, rabbitmq_url: str, tmp_path: Path) -> None:
+    """``block``: the route stops taking messages while the writer is stopped, and every
+    row is archived once it runs again; ``drop``: messages keep flowing, rows are dropped
+    and counted. Nothing is lost on the message path either way."""
     count = 3000
     broker = Broker(users={"guest": "guest"})
     server = EngineServer(lambda sock: broker.connection()).start()
     archive = tmp_path / "archive"
-    target = unique_queue("tap-stall")
-    ids = {str(i) for i in preload(broker, "stall", count)}
-    routes = f"""
-  - name: stall-out
+    queue = unique_queue("tap-stall")
+    tap = f"tap: {{path: '{archive}', queue_size: 100, overflow: {overflow}}}"
+    if direction == "0-10 -> 1.0":
+        ids = {str(i) for i in preload(broker, "stall", count)}
+        routes = f"""
+  - name: stall
     from: {{connection: legacy, queue: stall}}
-    to:   {{connection: cloud, address: {queue_address(target)}}}
+    to:   {{connection: cloud, address: {queue_address(queue)}}}
     max_in_flight: {{messages: 100}}
-    tap: {{path: '{archive}', queue_size: 100, overflow: block}}
+    {tap}
 """
+
+        def left() -> int:  # messages not yet through
+            return legacy_backlog(broker, "stall")
+    else:
+        ids = {f"m-{i}" for i in range(count)}
+        send_messages(rabbitmq_url, queue_address(queue), [
+            Message(id=f"m-{i}", body=b"x" * 1024, inferred=True) for i in range(count)],
+            timeout=60)
+        with legacy_client(server) as client:
+            client.declare_queue("stall-q")
+            client.bind("stall-q", "amq.direct", "stall")
+        routes = f"""
+  - name: stall
+    from: {{connection: cloud, address: {queue_address(queue)}}}
+    to:   {{connection: legacy, exchange: amq.direct, routing_key: stall}}
+    max_in_flight: {{messages: 100}}
+    {tap}
+"""
+
+        def left() -> int:
+            return count - len(broker.queues["stall-q"].messages)
     writer = None
     try:
         bridge = BridgeRun(bridge_config(server.url, rabbitmq_url, routes), tmp_path)
         with bridge:
-            wait_for(lambda: archive.exists() and bool(bridge.proc) and _has_child(bridge), 20,
-                     "the archive writer to start", bridge)
+            wait_for(lambda: _has_child(bridge), 20, "the archive writer to start", bridge)
             writer = _writer_pid(bridge)
             os.kill(writer, signal.SIGSTOP)
-            # the writer takes nothing: its socket, then its queue fill up, then the route
-            # holds rows and stops taking messages from the 0-10 queue (without it, all
-            # 3,000 would go through)
-            stuck = steady(lambda: legacy_backlog(broker, "stall"), quiet=1.0, timeout=60)
-            assert stuck > 0, bridge.log()[-4000:]
-            assert "holding rows and withholding credit" in bridge.log()
+            # the writer takes nothing: its socket, then its queue fill up; then the route
+            # holds rows and takes no more messages (block), or drops rows (drop)
+            stuck = steady(left, quiet=1.0, timeout=60)
+            log = bridge.log()
+            if overflow == "block":
+                assert stuck > 0, log[-4000:]  # without backpressure all would go through
+                assert "holding rows and withholding credit" in log
+            else:
+                assert stuck == 0, log[-4000:]
+                assert "queue is full (overflow: drop)" in log
             assert bridge.proc is not None and bridge.proc.poll() is None
             os.kill(writer, signal.SIGCONT)
             writer = None
-            wait_for(lambda: legacy_backlog(broker, "stall") == 0, 60,
-                     "every message to go through", bridge)
+            wait_for(lambda: left() == 0, 60, "every message to go through", bridge)
         assert bridge.proc is not None and bridge.proc.returncode == 0, bridge.log()[-4000:]
     finally:
         if writer is not None:
             os.kill(writer, signal.SIGCONT)
         server.stop()
-    out = receive_messages(rabbitmq_url, queue_address(target), count, timeout=60)
-    assert {str(m.message.id) for m in out} == ids
+    if direction == "0-10 -> 1.0":
+        out = receive_messages(rabbitmq_url, queue_address(queue), count, timeout=60)
+        assert {str(m.message.id) for m in out} == ids
+    else:
+        assert_no_message(rabbitmq_url, queue_address(queue))  # all taken and settled
     assert_complete_files(archive)
     counts = Counter((r["side"], r["message_id"]) for r in archive_rows(archive))
-    assert counts == {(side, m): 1 for m in ids for side in ("received", "delivered")}
-    stats = tap_stats(bridge.log(), "stall-out")
-    assert stats["recorded"] == 2 * count and stats["lost"] == stats["dropped"] == 0
-    assert stats["backpressure"] >= 1 and stats["held_peak"] >= 1
+    stats = tap_stats(bridge.log(), "stall")
+    assert stats["lost"] == 0
+    if overflow == "block":
+        assert counts == {(side, m): 1 for m in ids for side in ("received", "delivered")}
+        assert stats["recorded"] == 2 * count and stats["dropped"] == 0
+        assert stats["backpressure"] >= 1 and stats["held_peak"] >= 1
+    else:
+        assert stats["dropped"] > 0 and stats["backpressure"] == 0
+        assert stats["recorded"] + stats["dropped"] == 2 * count
+        assert sum(counts.values()) == stats["recorded"] and set(counts.values()) == {1}
 
 
 def steady(value: Callable[[], int], *, quiet: float, timeout: float) -> int:
