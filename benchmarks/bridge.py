@@ -26,8 +26,10 @@ CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
   on (an archive of every message as received and as delivered, docs/archive.md),
   interleaved with the runs without it: both rates, their ratio, the bridge's and
   the archive writer process's CPU per message, and how long the stop (drain,
-  then the last archive file written) took. The archive is checked afterwards
-  (2 rows per message). ``--only-tap`` runs just this comparison.
+  then the last archive file written) took, and how long the route withheld
+  credit because the writer was behind. The archive is checked afterwards
+  (2 rows per message). Below saturation: the 0-10 → 1.0 latency run (next
+  item) with and without the tap. ``--only-tap`` runs just these comparisons.
 
 ``--profile DIR`` runs each bridge under cProfile (``DIR/<route>.prof``; read
 with ``python -m pstats``).
@@ -94,7 +96,8 @@ connections:
 routes:
 {route}
 """)
-        self.log = open(config.with_suffix(".log"), "wb")  # noqa: SIM115
+        self.log_path = config.with_suffix(".log")
+        self.log = open(self.log_path, "wb")  # noqa: SIM115
         profile = []
         if self.profile_dir is not None:
             profile = ["-m", "cProfile", "-o", str(self.profile_dir / f"{name}.prof")]
@@ -180,6 +183,15 @@ class TapRun:
         self.path = workdir / f"archive-{time.time_ns()}"
         self.writer_cpu: list[float] = []
         self.stop_seconds = 0.0
+        self.backpressure_seconds = 0.0
+
+    def stopped(self, bridge: Bridge, seconds: float) -> None:
+        """Note how the tapped bridge stopped, and how long it withheld credit (its log)."""
+        self.stop_seconds = seconds
+        for line in bridge.log_path.read_text().splitlines():
+            if ": tap: recorded=" in line:
+                self.backpressure_seconds = float(
+                    line.split("backpressure_seconds=")[1].split()[0])
 
     def option(self) -> str:
         return f"tap: {{path: '{self.path}', side: both}}"
@@ -213,7 +225,7 @@ def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
     finally:
         stopped = bridge.stop()
         if tap:
-            tap.stop_seconds = stopped
+            tap.stopped(bridge, stopped)
         rabbitmqctl(url, "delete_queue", target)
 
 
@@ -239,7 +251,7 @@ def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
     finally:
         stopped = bridge.stop()
         if tap:
-            tap.stop_seconds = stopped
+            tap.stopped(bridge, stopped)
         arrived.clear()
         rabbitmqctl(url, "delete_queue", source)
 
@@ -408,13 +420,14 @@ def latency_proton(url: str, n: int, pace: float) -> list[float]:
 
 
 def latency_legacy_to_amqp10(server: EngineServer, url: str, n: int, pace: float,
-                             workdir: Path) -> list[float]:
+                             workdir: Path, tap: TapRun | None = None) -> list[float]:
     target = unique_queue("bench-lat-out")
     bridge = Bridge(server.url, url, f"""
   - name: lat-out
     from: {{connection: legacy, queue: bench-lat}}
     to:   {{connection: cloud, address: /queue/{target}}}
-    {CE}""", workdir)
+    {CE}
+    {tap.option() if tap else ""}""", workdir)
     proc, result = start_child("latency", url, f"/queue/{target}", n)
     try:
         with BlockingClient.connect(
@@ -434,7 +447,9 @@ def latency_legacy_to_amqp10(server: EngineServer, url: str, n: int, pace: float
         proc.join()
         return latencies
     finally:
-        bridge.stop()
+        stopped = bridge.stop()
+        if tap:
+            tap.stopped(bridge, stopped)
         rabbitmqctl(url, "delete_queue", target)
 
 
@@ -481,15 +496,28 @@ def report_tap(best: dict[str, tuple[float, float]], taps: dict[str, list[TapRun
     print(f"\nroute option tap (side: both, {2 * n:,} archive rows per run, verified), "
           f"best of {rounds} rounds:")
     print(f"{'':26} {'msg/s':>8} {'with tap':>9} {'ratio':>6} {'CPU µs/msg':>11} "
-          f"{'+ tap':>6} {'writer µs/msg':>14} {'stop s':>7}")
+          f"{'+ tap':>6} {'writer µs/msg':>14} {'held s':>7} {'stop s':>7}")
     for plain in ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10"):
         rate, cpu = best[plain]
         tap_rate, tap_cpu = best[plain + " + tap"]
         runs = taps[plain + " + tap"]
         writer = statistics.mean(w for t in runs for w in t.writer_cpu)
         stop = statistics.mean(t.stop_seconds for t in runs)
+        held = statistics.mean(t.backpressure_seconds for t in runs)
         print(f"{plain:26} {rate:8,.0f} {tap_rate:9,.0f} {tap_rate / rate:5.2f}x {cpu:11,.0f} "
-              f"{tap_cpu:6,.0f} {writer:14,.0f} {stop:7.2f}")
+              f"{tap_cpu:6,.0f} {writer:14,.0f} {held:7.2f} {stop:7.2f}")
+    print("(CPU: the bridge process's, with and without tap; writer: its archive writer "
+          "process's; held: seconds the route withheld credit because the writer was behind; "
+          "stop: SIGTERM to exit, the last archive file included)")
+
+
+def report_tap_latency(plain: list[float], tapped: list[float], args: Any) -> None:
+    """Latency of a paced 0-10 -> 1.0 bridge with and without the tap (below saturation)."""
+    print(f"\n0-10 -> 1.0 latency at {args.latency_rate:.0f} msg/s "
+          f"({args.latency_messages} messages), ms:")
+    for name, values in (("without tap", plain), ("with tap", tapped)):
+        p50, p99 = percentiles(values)
+        print(f"  {name:16}  p50 {p50:6.2f}   p99 {p99:6.2f}   max {max(values):6.2f}")
 
 
 def main() -> int:
@@ -543,8 +571,17 @@ def main() -> int:
                 keep("bridge 1.0 -> 0-10", into())
                 keep("bridge 1.0 -> 0-10 + tap",
                      tapped(into, n, workdir, taps["bridge 1.0 -> 0-10 + tap"]))
+            print("latency with and without tap ...", flush=True)
+            lat_tap = TapRun(workdir)
+            lat_plain = latency_legacy_to_amqp10(server, url, args.latency_messages,
+                                                 args.latency_rate, workdir)
+            lat_tapped = latency_legacy_to_amqp10(server, url, args.latency_messages,
+                                                  args.latency_rate, workdir, lat_tap)
+            if lat_tap.rows() != 2 * args.latency_messages:
+                raise AssertionError(f"the tap archived {lat_tap.rows()} rows")
             if args.only_tap:
                 report_tap(best, taps, n, args.rounds)
+                report_tap_latency(lat_plain, lat_tapped, args)
                 return 0
             print("latency ...", flush=True)
             lat_raw = latency_proton(url, args.latency_messages, args.latency_rate)
@@ -568,6 +605,7 @@ def main() -> int:
         p50, p99 = percentiles(values)
         print(f"  {name:16}  p50 {p50:6.2f}   p99 {p99:6.2f}   max {max(values):6.2f}")
     report_tap(best, taps, n, args.rounds)
+    report_tap_latency(lat_plain, lat_tapped, args)
     ratio_out = best["bridge 0-10 -> 1.0"][0] / sender
     ratio_in = best["bridge 1.0 -> 0-10"][0] / receiver
     met = ratio_out >= TARGET_RATIO and ratio_in >= TARGET_RATIO
