@@ -28,8 +28,8 @@ bridge goes on moving messages (the archive is a record, not a delivery path).
 
 :class:`BridgeTaps` opens the taps (one writer per archive directory) and
 closes them when the bridge stops, after the last outcome: what was recorded
-is then in closed, readable files. Importing this module imports neither
-pyarrow nor the writer.
+is then in closed, readable files. Neither importing this module nor opening
+a tap imports pyarrow in the bridge's process (the writer's process does).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
+from pipeline.archive import ArchiveError  # light: the writer's process imports pyarrow
 
 from .config import ConfigError, Route
 from .legacy import _Timer
@@ -159,8 +160,6 @@ class RouteTap:
         if self._failure is not None or self._closed:
             self.stats.lost += 1
             return True
-        from pipeline.archive import ArchiveError
-
         try:
             queued = self.writer.try_record(self.route, side, data, time_us)
         except ArchiveError as exc:
@@ -222,8 +221,6 @@ class RouteTap:
         """Hand the held rows to the writer (waiting up to ``timeout`` seconds for room);
         later rows are counted as lost."""
         deadline = time.monotonic() + timeout
-        from pipeline.archive import ArchiveError
-
         while self._held and self._failure is None:
             side, time_us, data = self._held[0]
             try:

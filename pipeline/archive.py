@@ -10,8 +10,8 @@ decoding and encoding of a message; in a thread it would compete for the
 interpreter lock with the message path, in a process it uses another core.
 
 A file is written under a hidden temporary name and renamed when closed, so
-readers (Spark, pyarrow) only ever see complete files. Needs pyarrow; Spark
-is never imported.
+readers (Spark, pyarrow) only ever see complete files. Needs pyarrow (imported
+by the writer process only); Spark is never imported.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 from pipeline.handoff import Handoff
 from pipeline.rows import SIDES
-from pipeline.schema import require_parquet
+from pipeline.schema import check_pyarrow
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class ArchiveWriter:
         overflow: Overflow = "block",
         compression: str = "zstd",
     ) -> None:
-        require_parquet()
+        check_pyarrow()  # the writer process imports it; this one need not
         if overflow not in ("block", "drop"):
             raise ValueError(f"overflow must be 'block' or 'drop', not {overflow!r}")
         if min(rotate_rows, row_group_rows, queue_size) < 1 or rotate_seconds <= 0:

@@ -232,6 +232,9 @@ routes:
                 got += batch
         received = receive_messages(rabbitmq_url, queue_address(events), count, timeout=60)
         assert_no_message(rabbitmq_url, queue_address(jobs))
+        # Parquet is the writer process's business: the bridge's own process never loads it
+        assert "libarrow" not in Path(f"/proc/{bridge.pid}/maps").read_text()
+        assert "libarrow" in Path(f"/proc/{_writer_pid(bridge)}/maps").read_text()
     assert bridge.proc is not None and bridge.proc.returncode == 0, bridge.log()[-4000:]
     assert len(received) == len(got) == count
     assert_complete_files(archive)
