@@ -11,6 +11,8 @@ bridge wrote:
   removed from a copy, it exits 1 naming that message;
 - the façade's two route kinds archive what legacy applications publish and
   what they accept;
+- an unmappable (dead-lettered) message is archived as received, never as
+  delivered;
 - a stalled archive writer (its process stopped) makes the bridge withhold
   credit instead of blocking or losing rows (``overflow: block``; once it runs
   again every message goes through and is archived), or drop and count rows
@@ -244,6 +246,43 @@ routes:
         **{("events-out", side, m): 1 for m in publish_ids for side in ("received", "delivered")},
         **{("jobs-in", "delivered", f"job-{i}"): 1 for i in range(count)},  # side: delivered
     }
+
+
+def test_an_unmappable_message_is_archived_received_and_never_delivered(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """It goes to the dead-letter address; the archive shows it taken and not delivered,
+    so reconcile reports it missing from the target."""
+    broker = Broker(users={"guest": "guest"})
+    server = EngineServer(lambda sock: broker.connection()).start()
+    archive = tmp_path / "archive"
+    target, dlq = unique_queue("tap-dl"), unique_queue("tap-dl-dlq")
+    routes = f"""
+  - name: dl
+    from: {{connection: legacy, queue: dl}}
+    to:   {{connection: cloud, address: {queue_address(target)}}}
+    dead_letter: {{connection: cloud, address: {queue_address(dlq)}}}
+    tap: {{path: '{archive}'}}
+"""
+    messages = [legacy_message(i) for i in range(3)]
+    messages[1][0].delivery_mode = 3  # no AMQP 1.0 equivalent: unmappable
+    try:
+        with BridgeRun(bridge_config(server.url, rabbitmq_url, routes), tmp_path) as bridge:
+            publish_legacy(server, "dl", messages)
+            good = receive_messages(rabbitmq_url, queue_address(target), 2)
+            [dead] = receive_messages(rabbitmq_url, queue_address(dlq), 1)
+            wait_for(lambda: legacy_backlog(broker, "dl") == 0, 30, "the source settled", bridge)
+    finally:
+        server.stop()
+    assert [r.message.id for r in good] == [uuid.UUID(int=1), uuid.UUID(int=3)]
+    assert dead.message.id == uuid.UUID(int=2)
+    rows = pq.read_table(archive).select(["side", "message_id", "bare"]).to_pylist()
+    assert Counter((r["side"], r["message_id"]) for r in rows) == {
+        ("received", str(uuid.UUID(int=1))): 1, ("delivered", str(uuid.UUID(int=1))): 1,
+        ("received", str(uuid.UUID(int=2))): 1,
+        ("received", str(uuid.UUID(int=3))): 1, ("delivered", str(uuid.UUID(int=3))): 1}
+    [bad] = [r for r in rows if r["message_id"] == str(uuid.UUID(int=2))]
+    assert bad["bare"].endswith(messages[1][2])  # its body, as the plain copy carries it
+    assert tap_stats(bridge.log(), "dl")["recorded"] == 5
 
 
 def _writer_pid(bridge: BridgeRun) -> int:
