@@ -22,6 +22,15 @@ CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
   client here) records arrival - send. p50 / p99 over ``--latency-messages``;
   baseline: a paced proton sender to a proton receiver through RabbitMQ.
 
+- *tap*: the same two throughput runs with the route option ``tap: {side: both}``
+  on (an archive of every message as received and as delivered, docs/archive.md),
+  interleaved with the runs without it: both rates, their ratio, the bridge's and
+  the archive writer process's CPU per message, and how long the stop (drain,
+  then the last archive file written) took, and how long the route withheld
+  credit because the writer was behind. The archive is checked afterwards
+  (2 rows per message). Below saturation: the 0-10 → 1.0 latency run (next
+  item) with and without the tap. ``--only-tap`` runs just these comparisons.
+
 ``--profile DIR`` runs each bridge under cProfile (``DIR/<route>.prof``; read
 with ``python -m pstats``).
 
@@ -33,6 +42,7 @@ figure: compare ratios, not absolute rates.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -70,7 +80,8 @@ CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 
 class Bridge:
-    """``amqp-bridge run`` in a subprocess, with its CPU time."""
+    """``amqp-bridge run`` in a subprocess, with its CPU time (and its children's: the tap's
+    archive writer)."""
 
     profile_dir: Path | None = None
     """Set (``--profile DIR``): each bridge runs under cProfile, writing DIR/NAME.prof."""
@@ -85,7 +96,8 @@ connections:
 routes:
 {route}
 """)
-        self.log = open(config.with_suffix(".log"), "wb")  # noqa: SIM115
+        self.log_path = config.with_suffix(".log")
+        self.log = open(self.log_path, "wb")  # noqa: SIM115
         profile = []
         if self.profile_dir is not None:
             profile = ["-m", "cProfile", "-o", str(self.profile_dir / f"{name}.prof")]
@@ -94,17 +106,33 @@ routes:
              "--log-level", "warning"], cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
 
     def cpu(self) -> float:
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
+        return _cpu(self.proc.pid)
 
-    def stop(self) -> None:
+    def children_cpu(self) -> float:
+        """CPU seconds of the bridge's child processes (the archive writer)."""
+        total = 0.0
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            for pid in (task / "children").read_text().split():
+                with contextlib.suppress(FileNotFoundError):  # it just ended
+                    total += _cpu(int(pid))
+        return total
+
+    def stop(self) -> float:
+        """SIGTERM and wait; returns the seconds it took to exit (drain, taps closed)."""
+        started = time.perf_counter()
         self.proc.send_signal(signal.SIGTERM)
         try:
-            self.proc.wait(20)
+            self.proc.wait(60)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+        return time.perf_counter() - started
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
 
 
 def rabbitmqctl(url: str, *args: str) -> None:
@@ -125,25 +153,57 @@ def unsettled(broker: Broker) -> int:
             continue
 
 
-def timed(progress: Any, n: int, bridge: Bridge, timeout: float = 600) -> tuple[float, float]:
-    """(messages/s, bridge CPU µs per message) between 10 % and 100 % of ``n``."""
+def timed(progress: Any, n: int, bridge: Bridge, timeout: float = 600,
+          extra: list[float] | None = None) -> tuple[float, float]:
+    """(messages/s, bridge CPU µs per message) between 10 % and 100 % of ``n``.
+
+    ``extra``, if given, gets the CPU µs per message of the bridge's children (the
+    tap's writer process) over the same span."""
     deadline = time.monotonic() + timeout
     while progress() < n // 10:
         if time.monotonic() > deadline:
             raise TimeoutError("the bridge did not start moving messages")
         time.sleep(0.002)
-    t0, c0 = time.perf_counter(), bridge.cpu()
+    t0, c0, w0 = time.perf_counter(), bridge.cpu(), bridge.children_cpu()
     while progress() < n:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the bridge moved {progress()} of {n}")
         time.sleep(0.002)
-    t1, c1 = time.perf_counter(), bridge.cpu()
+    t1, c1, w1 = time.perf_counter(), bridge.cpu(), bridge.children_cpu()
     counted = n - n // 10
+    if extra is not None:
+        extra.append((w1 - w0) / counted * 1e6)
     return counted / (t1 - t0), (c1 - c0) / counted * 1e6
 
 
+class TapRun:
+    """The ``tap`` line of a benchmark route and what the tapped run measured."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.path = workdir / f"archive-{time.time_ns()}"
+        self.writer_cpu: list[float] = []
+        self.stop_seconds = 0.0
+        self.backpressure_seconds = 0.0
+
+    def stopped(self, bridge: Bridge, seconds: float) -> None:
+        """Note how the tapped bridge stopped, and how long it withheld credit (its log)."""
+        self.stop_seconds = seconds
+        for line in bridge.log_path.read_text().splitlines():
+            if ": tap: recorded=" in line:
+                self.backpressure_seconds = float(
+                    line.split("backpressure_seconds=")[1].split()[0])
+
+    def option(self) -> str:
+        return f"tap: {{path: '{self.path}', side: both}}"
+
+    def rows(self) -> int:
+        import pyarrow.parquet as pq
+
+        return int(pq.read_table(self.path, columns=["side"]).num_rows)
+
+
 def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
-                     workdir: Path) -> tuple[float, float]:
+                     workdir: Path, tap: TapRun | None = None) -> tuple[float, float]:
     queue = broker.queues.setdefault("bench-out", BrokerQueue("bench-out"))
     for i in range(n):
         queue.messages.append(StoredMessage(
@@ -157,16 +217,20 @@ def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
     from: {{connection: legacy, queue: bench-out}}
     to:   {{connection: cloud, address: /queue/{target}}}
     {CE}
-    max_in_flight: {{messages: {WINDOW}}}""", workdir)
+    max_in_flight: {{messages: {WINDOW}}}
+    {tap.option() if tap else ""}""", workdir)
     try:
-        return timed(lambda: n - len(queue.messages) - unsettled(broker), n, bridge)
+        return timed(lambda: n - len(queue.messages) - unsettled(broker), n, bridge,
+                     extra=tap.writer_cpu if tap else None)
     finally:
-        bridge.stop()
+        stopped = bridge.stop()
+        if tap:
+            tap.stopped(bridge, stopped)
         rabbitmqctl(url, "delete_queue", target)
 
 
 def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
-                     workdir: Path) -> tuple[float, float]:
+                     workdir: Path, tap: TapRun | None = None) -> tuple[float, float]:
     source = unique_queue("bench-in")
     child("fill", url, f"/queue/{source}", n)
     with BlockingClient.connect(f"amqp://guest:guest@{server.address[0]}:{server.address[1]}") \
@@ -180,13 +244,27 @@ def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
     from: {{connection: cloud, address: /queue/{source}}}
     to:   {{connection: legacy, exchange: amq.direct, routing_key: bench-in}}
     {CE}
-    max_in_flight: {{messages: {WINDOW}}}""", workdir)
+    max_in_flight: {{messages: {WINDOW}}}
+    {tap.option() if tap else ""}""", workdir)
     try:
-        return timed(lambda: len(arrived), n, bridge)
+        return timed(lambda: len(arrived), n, bridge, extra=tap.writer_cpu if tap else None)
     finally:
-        bridge.stop()
+        stopped = bridge.stop()
+        if tap:
+            tap.stopped(bridge, stopped)
         arrived.clear()
         rabbitmqctl(url, "delete_queue", source)
+
+
+def tapped(run: Any, n: int, workdir: Path, taps: list[TapRun]) -> tuple[float, float]:
+    """``run`` (a throughput run) with a tap on its route; the archive must hold 2n rows."""
+    tap = TapRun(workdir)
+    result = run(tap=tap)
+    rows = tap.rows()
+    if rows != 2 * n:
+        raise AssertionError(f"the tap archived {rows} rows, not {2 * n}")
+    taps.append(tap)
+    return result
 
 
 # --- plain proton clients (child processes) --------------------------------------------------
@@ -342,13 +420,14 @@ def latency_proton(url: str, n: int, pace: float) -> list[float]:
 
 
 def latency_legacy_to_amqp10(server: EngineServer, url: str, n: int, pace: float,
-                             workdir: Path) -> list[float]:
+                             workdir: Path, tap: TapRun | None = None) -> list[float]:
     target = unique_queue("bench-lat-out")
     bridge = Bridge(server.url, url, f"""
   - name: lat-out
     from: {{connection: legacy, queue: bench-lat}}
     to:   {{connection: cloud, address: /queue/{target}}}
-    {CE}""", workdir)
+    {CE}
+    {tap.option() if tap else ""}""", workdir)
     proc, result = start_child("latency", url, f"/queue/{target}", n)
     try:
         with BlockingClient.connect(
@@ -368,7 +447,9 @@ def latency_legacy_to_amqp10(server: EngineServer, url: str, n: int, pace: float
         proc.join()
         return latencies
     finally:
-        bridge.stop()
+        stopped = bridge.stop()
+        if tap:
+            tap.stopped(bridge, stopped)
         rabbitmqctl(url, "delete_queue", target)
 
 
@@ -409,6 +490,36 @@ def percentiles(values: list[float]) -> tuple[float, float]:
 # --- main ------------------------------------------------------------------------------------
 
 
+def report_tap(best: dict[str, tuple[float, float]], taps: dict[str, list[TapRun]], n: int,
+               rounds: int) -> None:
+    """The tap's cost: each direction with and without ``tap: {side: both}``."""
+    print(f"\nroute option tap (side: both, {2 * n:,} archive rows per run, verified), "
+          f"best of {rounds} rounds:")
+    print(f"{'':26} {'msg/s':>8} {'with tap':>9} {'ratio':>6} {'CPU µs/msg':>11} "
+          f"{'+ tap':>6} {'writer µs/msg':>14} {'held s':>7} {'stop s':>7}")
+    for plain in ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10"):
+        rate, cpu = best[plain]
+        tap_rate, tap_cpu = best[plain + " + tap"]
+        runs = taps[plain + " + tap"]
+        writer = statistics.mean(w for t in runs for w in t.writer_cpu)
+        stop = statistics.mean(t.stop_seconds for t in runs)
+        held = statistics.mean(t.backpressure_seconds for t in runs)
+        print(f"{plain:26} {rate:8,.0f} {tap_rate:9,.0f} {tap_rate / rate:5.2f}x {cpu:11,.0f} "
+              f"{tap_cpu:6,.0f} {writer:14,.0f} {held:7.2f} {stop:7.2f}")
+    print("(CPU: the bridge process's, with and without tap; writer: its archive writer "
+          "process's; held: seconds the route withheld credit because the writer was behind; "
+          "stop: SIGTERM to exit, the last archive file included)")
+
+
+def report_tap_latency(plain: list[float], tapped: list[float], args: Any) -> None:
+    """Latency of a paced 0-10 -> 1.0 bridge with and without the tap (below saturation)."""
+    print(f"\n0-10 -> 1.0 latency at {args.latency_rate:.0f} msg/s "
+          f"({args.latency_messages} messages), ms:")
+    for name, values in (("without tap", plain), ("with tap", tapped)):
+        p50, p99 = percentiles(values)
+        print(f"  {name:16}  p50 {p50:6.2f}   p99 {p99:6.2f}   max {max(values):6.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=20_000, help="messages per throughput run")
@@ -417,6 +528,8 @@ def main() -> int:
     parser.add_argument("--latency-rate", type=float, default=500.0, help="messages/s")
     parser.add_argument("--check", action="store_true",
                         help=f"exit 1 if a bridge/baseline ratio is below {TARGET_RATIO}")
+    parser.add_argument("--only-tap", action="store_true",
+                        help="only the bridge with and without the route option tap")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="run the bridges under cProfile, writing DIR/<route>.prof "
                              "(rates then measure the profiler too)")
@@ -432,17 +545,44 @@ def main() -> int:
         if result[0] > best.get(name, (0.0, 0.0))[0]:
             best[name] = result
 
+    taps: dict[str, list[TapRun]] = {"bridge 0-10 -> 1.0 + tap": [],
+                                     "bridge 1.0 -> 0-10 + tap": []}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         broker = Broker(users={"guest": "guest"})
         server = EngineServer(lambda sock: broker.connection()).start()
+
+        def out(tap: TapRun | None = None) -> tuple[float, float]:
+            return legacy_to_amqp10(broker, server, url, n, workdir, tap)
+
+        def into(tap: TapRun | None = None) -> tuple[float, float]:
+            return amqp10_to_legacy(broker, server, url, n, workdir, tap)
+
         try:
             for r in range(args.rounds):
                 print(f"round {r + 1}/{args.rounds} ...", flush=True)
-                keep("proton sender", raw_sender(url, n))
-                keep("bridge 0-10 -> 1.0", legacy_to_amqp10(broker, server, url, n, workdir))
-                keep("proton receiver", raw_receiver(url, n))
-                keep("bridge 1.0 -> 0-10", amqp10_to_legacy(broker, server, url, n, workdir))
+                if not args.only_tap:
+                    keep("proton sender", raw_sender(url, n))
+                keep("bridge 0-10 -> 1.0", out())
+                keep("bridge 0-10 -> 1.0 + tap",
+                     tapped(out, n, workdir, taps["bridge 0-10 -> 1.0 + tap"]))
+                if not args.only_tap:
+                    keep("proton receiver", raw_receiver(url, n))
+                keep("bridge 1.0 -> 0-10", into())
+                keep("bridge 1.0 -> 0-10 + tap",
+                     tapped(into, n, workdir, taps["bridge 1.0 -> 0-10 + tap"]))
+            print("latency with and without tap ...", flush=True)
+            lat_tap = TapRun(workdir)
+            lat_plain = latency_legacy_to_amqp10(server, url, args.latency_messages,
+                                                 args.latency_rate, workdir)
+            lat_tapped = latency_legacy_to_amqp10(server, url, args.latency_messages,
+                                                  args.latency_rate, workdir, lat_tap)
+            if lat_tap.rows() != 2 * args.latency_messages:
+                raise AssertionError(f"the tap archived {lat_tap.rows()} rows")
+            if args.only_tap:
+                report_tap(best, taps, n, args.rounds)
+                report_tap_latency(lat_plain, lat_tapped, args)
+                return 0
             print("latency ...", flush=True)
             lat_raw = latency_proton(url, args.latency_messages, args.latency_rate)
             lat_out = latency_legacy_to_amqp10(server, url, args.latency_messages,
@@ -464,6 +604,8 @@ def main() -> int:
                          ("1.0 -> 0-10", lat_in)):
         p50, p99 = percentiles(values)
         print(f"  {name:16}  p50 {p50:6.2f}   p99 {p99:6.2f}   max {max(values):6.2f}")
+    report_tap(best, taps, n, args.rounds)
+    report_tap_latency(lat_plain, lat_tapped, args)
     ratio_out = best["bridge 0-10 -> 1.0"][0] / sender
     ratio_in = best["bridge 1.0 -> 0-10"][0] / receiver
     met = ratio_out >= TARGET_RATIO and ratio_in >= TARGET_RATIO

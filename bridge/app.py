@@ -36,6 +36,7 @@ from .legacy import LegacyConnection, _Timer, backoff
 from .logs import add_secrets
 from .metrics import MetricsServer
 from .routes import Amqp10ToLegacy, LegacyToAmqp10, condition_text
+from .taps import BridgeTaps
 from .tls import (
     PERMANENT_EXIT_CODE,
     PermanentFault,
@@ -215,6 +216,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self._ready: dict[str, bool] = {}
         """Each route's readiness as last logged."""
         self.facades: dict[str, Any] = {}
+        self.taps: BridgeTaps | None = None
 
     def on_start(self, event: Any) -> None:
         from .facade import Facade
@@ -232,6 +234,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                 self.legacy[name] = LegacyConnection(container, name, conn, on_fatal=self.fatal)
         for route in self.config.routes:
             self.routes.append(self._build_route(container, route))
+        self._open_taps(container)
         for legacy in self.legacy.values():
             legacy.start()
         for facade in self.facades.values():
@@ -305,6 +308,22 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         """``(name, connected clients)`` per façade listener."""
         return [(name, len(f.clients)) for name, f in list(self.facades.items())]
 
+    # -- archive taps ----------------------------------------------------------------------
+
+    def _open_taps(self, container: Container) -> None:
+        """Give each route with a ``tap`` its archive tap (docs/archive.md)."""
+        for index, (route, runtime) in enumerate(zip(self.config.routes, self.routes,
+                                                     strict=True)):
+            if route.tap is not None:
+                if self.taps is None:
+                    self.taps = BridgeTaps(container)
+                runtime.tap = self.taps.open(index, route, runtime.on_tap_ready)
+
+    def close_taps(self) -> None:
+        """Write what the taps recorded into closed files (idempotent)."""
+        if self.taps is not None:
+            self.taps.close()
+
     def on_reactor_quiesced(self, event: Any) -> None:
         # every event of this round is dispatched: send what the routes batched up
         for legacy in self.legacy.values():
@@ -373,8 +392,14 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             legacy.stop()
         for conn in self.amqp10.values():
             conn.close()
-        # let the close frames go out, then end the loop whatever peers do
-        self.container.schedule(CLOSE_GRACE, _Timer(self.container.stop))
+        # let the close frames go out, then end the loop whatever peers do; the taps are
+        # closed last, once no outcome can come any more
+        self.container.schedule(CLOSE_GRACE, _Timer(self._stop_loop))
+
+    def _stop_loop(self) -> None:
+        assert self.container is not None
+        self.close_taps()
+        self.container.stop()
 
 
 def run(config: BridgeConfig) -> int:
@@ -394,6 +419,7 @@ def run(config: BridgeConfig) -> int:
     try:
         container.run()
     finally:
+        bridge.close_taps()  # after a failure too: keep what was recorded
         if server is not None:
             server.stop()
     return PERMANENT_EXIT_CODE if bridge.fatal_error is not None else 0

@@ -11,6 +11,7 @@ connection``; a secret value never appears in one (:func:`config_secrets`).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from pydantic import (
 )
 
 from mappings.cloudevents.template import EventTemplate
+from pipeline.tap import TapConfig  # a pydantic model only: imports neither pyarrow nor Spark
 
 from .logs import redact
 from .passwords import HashFormatError, is_hash, parse_hash, read_users_file
@@ -322,6 +324,10 @@ class Route(_Model):
                                        "unsettled messages.")
     dedupe: Dedupe | None = Field(None, description="Duplicate suppression by message-id "
                                   "(optional).")
+    tap: TapConfig | None = Field(
+        None, description="Archive the route's messages as Parquet files (docs/archive.md): "
+                          "as received from the source and/or as accepted by the target. "
+                          "Needs pyarrow (the 'spark' extra).")
 
 
 class Metrics(_Model):
@@ -368,6 +374,13 @@ class BridgeConfig(_Model):
             raise ValueError("\n".join([_REFERENCES, *problems]))
         return self
 
+    @model_validator(mode="after")
+    def _taps(self) -> BridgeConfig:
+        problems = list(_check_taps(self))
+        if problems:
+            raise ValueError("\n".join([_REFERENCES, *problems]))
+        return self
+
     def protocol_of(self, endpoint: Endpoint | DeadLetter) -> str:
         """The protocol spoken at an endpoint."""
         listener = getattr(endpoint, "listener", None)
@@ -395,6 +408,26 @@ def _check_references(cfg: BridgeConfig) -> list[str]:
             out += _check_endpoint(cfg, f"{where}.{side}", side, ep)
         if route.dead_letter is not None:
             out += _check_endpoint(cfg, f"{where}.dead_letter", "to", route.dead_letter)
+    return out
+
+
+def _check_taps(cfg: BridgeConfig) -> list[str]:
+    """Taps need pyarrow; routes tapping one directory share its writer, so its settings."""
+    out = []
+    shared: dict[str, tuple[int, TapConfig]] = {}
+    for i, route in enumerate(cfg.routes):
+        tap = route.tap
+        if tap is None:
+            continue
+        if importlib.util.find_spec("pyarrow") is None:  # looks, does not import
+            out.append(f"routes[{i}].tap: writing archives needs pyarrow, which is not "
+                       f"installed: pip install 'amqp-bridge[spark]' (or just pyarrow)")
+        path = os.path.normpath(os.path.abspath(tap.path))
+        first = shared.setdefault(path, (i, tap))
+        if first[0] != i and first[1].writer_settings() != tap.writer_settings():
+            out.append(f"routes[{i}].tap: archives to {tap.path!r} like routes[{first[0]}] "
+                       f"({cfg.routes[first[0]].name}), so its rotate_rows, rotate_seconds, "
+                       f"queue_size and overflow must be the same")
     return out
 
 
@@ -619,6 +652,8 @@ def describe(cfg: BridgeConfig) -> list[str]:
         text += f"; max in flight {mif.messages} messages / {mif.bytes} bytes"
         if route.dedupe is not None:
             text += f"; dedupe window {route.dedupe.window}"
+        if route.tap is not None:
+            text += f"; tap {route.tap.side} -> {route.tap.path} (overflow {route.tap.overflow})"
         lines.append(text)
     if cfg.metrics is not None:
         lines.append(f"metrics: http://{cfg.metrics.bind}/metrics, /healthz, /readyz")

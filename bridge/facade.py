@@ -38,7 +38,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proton import Array, Condition, Delivery, Handler, Link, symbol
 from proton.reactor import Container
@@ -98,6 +98,9 @@ from .routes import (
 )
 from .tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
 from .translate import Translator
+
+if TYPE_CHECKING:
+    from .taps import RouteTap
 
 log = logging.getLogger(__name__)
 
@@ -714,6 +717,8 @@ class FacadePublish:
         self.dlq_in_flight: dict[Delivery, _Publish] = {}
         self.bytes = 0
         self.throttled = False
+        self.tap: RouteTap | None = None
+        """The route's archive tap (set by the bridge when the route has ``tap``)."""
         self.sender = Amqp10Link(container, amqp10, route.target.address, sender=True,
                                  owner=self, name=f"{route.name}.target", route=route.name)
         self.dlq: Amqp10Link | None = None
@@ -751,17 +756,23 @@ class FacadePublish:
         mp = ev.message_properties
         entry = _Publish(st, ev.command_id, ev.transfer, b"", len(ev.body), t0=time.monotonic())
         self.bytes += entry.size
+        tap = self.tap
         try:
             entry.data = self.translator.legacy_to_amqp10(dp, mp, ev.body).encode()
         except MappingError as exc:
             self.stats.mapping_errors += 1
             reason = f"cannot translate: {exc}"
-            if self.dlq is None:
+            plain = plain_copy(ev) if self.dlq is not None or tap is not None else None
+            if tap is not None and plain is not None:
+                tap.received_message(plain)
+            if self.dlq is None or plain is None:
                 self.stats.rejected += 1
                 self._fail(entry, ErrorCode.INVALID_ARGUMENT, reason)
             else:
-                self._dead_letter(entry, plain_copy(ev), reason)
+                self._dead_letter(entry, plain, reason)
         else:
+            if tap is not None:
+                tap.received(entry.data)
             self.waiting.append(entry)
             self._send()
         self._recount()
@@ -827,6 +838,8 @@ class FacadePublish:
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
             self.stats.latency.observe(time.monotonic() - entry.t0)
+            if self.tap is not None:
+                self.tap.delivered(entry.data)
             self._complete(entry)
             return
         target = self.route.target.address
@@ -894,18 +907,24 @@ class FacadePublish:
             st.session.exception(code, entry.command_id, reason, command=entry.command)
             self.facade.flush_later(st.client.sock)
 
+    def on_tap_ready(self) -> None:
+        """The tap's writer caught up: read the publishers again (unless otherwise throttled)."""
+        self._recount()
+
     def _recount(self) -> None:
-        """Update the statistics; throttle the publishers past the in-flight bound, and let
-        them go again below three quarters of it."""
+        """Update the statistics; throttle the publishers past the in-flight bound (or while
+        the tap's writer is behind), and let them go again below three quarters of it."""
         pending, stats = self.pending, self.stats
         stats.in_flight = pending
         stats.in_flight_bytes = self.bytes
         stats.peak_in_flight = max(stats.peak_in_flight, pending)
+        tap_behind = self.tap is not None and self.tap.backpressured
         if not self.throttled:
-            if pending >= self.limit_messages or self.bytes >= self.limit_bytes:
+            if pending >= self.limit_messages or self.bytes >= self.limit_bytes or tap_behind:
                 self.throttled = True
                 self.facade.update_reading()
-        elif pending <= self.limit_messages * 3 // 4 and self.bytes <= self.limit_bytes * 3 // 4:
+        elif pending <= self.limit_messages * 3 // 4 and self.bytes <= self.limit_bytes * 3 // 4 \
+                and not tap_behind:
             self.throttled = False
             self.facade.update_reading()
 
@@ -925,6 +944,8 @@ class _Held:
     """What the transfer takes from byte credit: header segment plus body octets."""
     t0: float = 0.0
     """When the 1.0 delivery arrived (``time.monotonic()``), for the latency histogram."""
+    data: bytes | None = None
+    """The 1.0 message as received, kept when the route's tap records deliveries."""
 
 
 class _Subscription:
@@ -989,6 +1010,8 @@ class _Subscription:
         route = self.route
         if credit is None or route.paused or credit.messages == 0 or credit.bytes == 0:
             return 0
+        if route.tap is not None and route.tap.backpressured:
+            return 0  # the archive writer is behind: take nothing more for now
         wanted = route.limit_messages if credit.messages is None else credit.messages
         if credit.bytes is not None:
             # 1.0 has no byte credit: promise what the byte credit likely covers (from the
@@ -1096,6 +1119,9 @@ class _Subscription:
             delivery.settle()
             route.stats.released += 1
             return
+        tap = route.tap
+        if tap is not None:
+            tap.received(data)
         try:
             message = AmqpMessage.decode(data)
             if redelivered_1_0(message.header):
@@ -1108,7 +1134,8 @@ class _Subscription:
             return
         header = (dp, mp)
         self.held.append(_Held(delivery, header, body, len(encode_header(header)) + len(body),
-                               t0=time.monotonic()))
+                               t0=time.monotonic(),
+                               data=data if tap is not None and tap.wants_delivered else None))
         route.bytes_in_flight += len(body)
         self.pump()
         self.grant()
@@ -1149,6 +1176,8 @@ class _Subscription:
             return
         route = self.route
         route.bytes_in_flight -= len(msg.body)
+        if state == Delivery.ACCEPTED and route.tap is not None:
+            route.tap.delivered(msg.data)  # the subscriber has it, whatever became of its link
         delivery = msg.delivery
         if delivery is None:
             pass  # void: its link was lost and the source redelivers it anyway
@@ -1249,6 +1278,8 @@ class FacadeConsume:
         self.bytes_in_flight = 0
         """Body octets of held and unsettled messages."""
         self.paused = False
+        self.tap: RouteTap | None = None
+        """The route's archive tap (set by the bridge when the route has ``tap``)."""
         self.dlq_waiting: deque[_DeadLetter] = deque()
         self.dlq_in_flight: dict[Delivery, _DeadLetter] = {}
         self.dlq: Amqp10Link | None = None
@@ -1296,6 +1327,10 @@ class FacadeConsume:
         sub = _Subscription(self, st, destination, accept_mode, exclusive)
         self.subscriptions.add(sub)
         return sub
+
+    def on_tap_ready(self) -> None:
+        """The tap's writer caught up: grant credit again."""
+        self.grant()
 
     def grant(self) -> None:
         """Room in the route's bound: let every subscription top its link credit up."""

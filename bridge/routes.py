@@ -43,7 +43,7 @@ import uuid
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proton import Condition, Delivery, Endpoint, Link, symbol
 from proton.reactor import Container
@@ -65,6 +65,9 @@ from .config import Reconnect, Route
 from .legacy import LegacyConnection, _Timer, backoff
 from .metrics import LatencyHistogram
 from .translate import Translator, decode, encode
+
+if TYPE_CHECKING:
+    from .taps import RouteTap
 
 log = logging.getLogger(__name__)
 
@@ -390,7 +393,8 @@ class _Taken:
     command_id: int
     size: int
     data: bytes | None = None
-    """The encoded 1.0 message, kept while a rejection may need to dead-letter it."""
+    """The encoded 1.0 message, kept while a rejection may need to dead-letter it (or the
+    route's tap record it as delivered)."""
     key: Any = None
     """Duplicate-detection key (message-id), when the route suppresses duplicates."""
     t0: float = 0.0
@@ -425,6 +429,8 @@ class LegacyToAmqp10:
         self.accepts_pending = 0
         """Accepts not yet completed by the broker (queued, or sent and unconfirmed)."""
         self._unconfirmed: dict[int, int] = {}  # message.accept command id -> messages
+        self.tap: RouteTap | None = None
+        """The route's archive tap (set by the bridge when the route has ``tap``)."""
         assert route.target.address is not None
         self.sender = Amqp10Link(container, amqp10, route.target.address, sender=True,
                                  owner=self, name=f"{route.name}.target", route=route.name)
@@ -503,13 +509,21 @@ class LegacyToAmqp10:
             stats.released += 1
             self._settle(taken, RELEASE)
             return
+        tap = self.tap
         try:
             data = encode(self.translator.legacy_to_amqp10(event.delivery_properties, mp,
                                                           event.body))
         except MappingError as exc:
             stats.mapping_errors += 1
-            self._dead_letter(taken, plain_copy(event), f"cannot translate: {exc}")
+            plain = plain_copy(event)
+            if tap is not None:
+                tap.received_message(plain)
+            self._dead_letter(taken, plain, f"cannot translate: {exc}")
             return
+        if tap is not None:
+            tap.received(data)
+            if tap.wants_delivered:
+                taken.data = data
         if self.dlq is not None:
             taken.data = data
         self.in_flight[self.sender.send(data)] = taken
@@ -566,6 +580,8 @@ class LegacyToAmqp10:
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
             self.stats.latency.observe(time.monotonic() - taken.t0)
+            if self.tap is not None:
+                self.tap.delivered(taken.data)
             if self.seen is not None and taken.key is not None:
                 self.seen.add(taken.key)
             self._settle(taken, ACCEPT)
@@ -671,11 +687,17 @@ class LegacyToAmqp10:
             self.granted = 0
             self.stopped = True
 
+    def on_tap_ready(self) -> None:
+        """The tap's writer caught up: grant credit again."""
+        self._kick()
+
     def _grant(self) -> None:
         credit = self.stats.credit = self.sender.credit
         session = self.session
         if session is None or not session.attached or self.paused or not self.sender.up:
             return
+        if self.tap is not None and self.tap.backpressured:
+            return  # the archive writer is behind: take nothing more for now
         busy = self.pending + self.granted
         room = min(credit - self.granted, self.limit_messages - busy)
         if self.bytes >= self.limit_bytes:
@@ -748,7 +770,8 @@ class _Received:
     """None once the link it came on is gone (the source redelivers it)."""
     size: int
     data: bytes | None = None
-    """The received message, kept while an exception may need to dead-letter it."""
+    """The received message, kept while an exception may need to dead-letter it (or the
+    route's tap record it as delivered)."""
     key: Any = None
     t0: float = 0.0
     """When it was received (``time.monotonic()``), for the latency histogram."""
@@ -777,6 +800,8 @@ class Amqp10ToLegacy:
         self.bytes = 0
         self.seen = DeliveredIds(route.dedupe.window) if route.dedupe else None
         self._unflushed = False  # transfers sent since the last session.flush
+        self.tap: RouteTap | None = None
+        """The route's archive tap (set by the bridge when the route has ``tap``)."""
         assert route.source.address is not None
         self.receiver = Amqp10Link(container, amqp10, route.source.address, sender=False,
                                    owner=self, name=f"{route.name}.source", route=route.name)
@@ -824,6 +849,8 @@ class Amqp10ToLegacy:
                 self.bytes -= received.size
                 stats.delivered += 1
                 stats.latency.observe(now - received.t0)
+                if self.tap is not None:
+                    self.tap.delivered(received.data)
                 if seen is not None and received.key is not None:
                     seen.add(received.key)
                 if received.delivery is not None:
@@ -896,10 +923,13 @@ class Amqp10ToLegacy:
             stats.released += 1
             return
         received = _Received(delivery, len(data), t0=time.monotonic())
+        tap = self.tap
         try:
             message = decode(data)
         except MappingError as exc:
             stats.mapping_errors += 1
+            if tap is not None:
+                tap.received(data)
             self._dead_letter(received, data, f"cannot translate: {exc}", str(MAPPING_ERROR))
             return
         if redelivered_1_0(message.header):
@@ -912,6 +942,8 @@ class Amqp10ToLegacy:
                 delivery.settle()
                 self._kick()
                 return
+        if tap is not None:
+            tap.received(data)
         try:
             dp, mp, body = self.translator.amqp10_to_legacy(message)
         except MappingError as exc:
@@ -921,7 +953,7 @@ class Amqp10ToLegacy:
         command_id = session.message_transfer(self.exchange, (dp, mp), body,
                                               accept_mode=AcceptMode.NONE,
                                               acquire_mode=AcquireMode.PRE_ACQUIRED)
-        if self.dlq is not None:
+        if self.dlq is not None or (tap is not None and tap.wants_delivered):
             received.data = data
         received.size = len(body)
         self.in_flight[command_id] = received
@@ -1009,6 +1041,10 @@ class Amqp10ToLegacy:
         """Take no more messages from the source (graceful shutdown)."""
         self.paused = True
 
+    def on_tap_ready(self) -> None:
+        """The tap's writer caught up: grant credit again."""
+        self._kick()
+
     def _grant(self) -> None:
         session = self.session
         # a 0-10 target grants no credit to a publisher: what bounds the route there is
@@ -1018,6 +1054,8 @@ class Amqp10ToLegacy:
         link = self.receiver
         if not link.up or self.paused:
             return
+        if self.tap is not None and self.tap.backpressured:
+            return  # the archive writer is behind: take nothing more for now
         if session is None or not session.attached or self.bytes >= self.limit_bytes \
                 or self.legacy.backpressured or not session.can_send:
             return

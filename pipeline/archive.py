@@ -10,8 +10,8 @@ decoding and encoding of a message; in a thread it would compete for the
 interpreter lock with the message path, in a process it uses another core.
 
 A file is written under a hidden temporary name and renamed when closed, so
-readers (Spark, pyarrow) only ever see complete files. Needs pyarrow; Spark
-is never imported.
+readers (Spark, pyarrow) only ever see complete files. Needs pyarrow (imported
+by the writer process only); Spark is never imported.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 from pipeline.handoff import Handoff
 from pipeline.rows import SIDES
-from pipeline.schema import require_parquet
+from pipeline.schema import check_pyarrow
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class ArchiveWriter:
         overflow: Overflow = "block",
         compression: str = "zstd",
     ) -> None:
-        require_parquet()
+        check_pyarrow()  # the writer process imports it; this one need not
         if overflow not in ("block", "drop"):
             raise ValueError(f"overflow must be 'block' or 'drop', not {overflow!r}")
         if min(rotate_rows, row_group_rows, queue_size) < 1 or rotate_seconds <= 0:
@@ -157,6 +157,26 @@ class ArchiveWriter:
             self._dropped_full += 1
             return
         self._recorded += 1
+
+    def try_record(self, route: str, side: str, encoded: bytes, time_us: int, *,
+                   timeout: float = 0.0) -> bool:
+        """Queue an encoded message if there is room within ``timeout`` seconds (0: now).
+
+        Returns False when the queue stayed full: nothing was queued or counted,
+        and the caller decides what to do (the live bridge holds the row and
+        withholds credit, see :mod:`bridge.taps`). Unlike :meth:`record` it never
+        waits longer, whatever ``overflow`` says. Raises :class:`ArchiveError`
+        once the writer has failed or is closed.
+        """
+        if self._error is not None or self._closed:
+            raise ArchiveError(self._failure_text())
+        if side not in SIDES:
+            raise ValueError(f"side must be one of {SIDES}, not {side!r}")
+        if not self._queue.put((route, side, time_us, encoded), block=timeout > 0,
+                               timeout=timeout):
+            return False
+        self._recorded += 1
+        return True
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until every message recorded so far is in a closed, visible file."""
@@ -253,10 +273,12 @@ class ArchiveWriter:
             self._queue.wait_for(_BATCH_PAUSE, self._queue.capacity // 2)
 
     def _encoded(
-        self, route: str, side: str, time_us: int, payload: AmqpMessage | bytes
+        self, route: str, side: str, time_us: int, payload: AmqpMessage | bytes | bytearray
     ) -> tuple[str, str, int, bytes] | None:
         """A recorded item with the message's encoding (made here if the caller had none)."""
-        if isinstance(payload, AmqpMessage):
+        if isinstance(payload, bytearray | memoryview):  # proton's recv() gives bytearray
+            payload = bytes(payload)
+        elif isinstance(payload, AmqpMessage):
             try:
                 payload = payload.encode()
             except MappingError as exc:

@@ -10,6 +10,7 @@ a batch to build up (:meth:`Handoff.wait_for`).
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 
@@ -27,17 +28,26 @@ class Handoff:
         self._ready = threading.Condition(lock)
         self._not_full = threading.Condition(lock)
 
-    def put(self, item: Any, *, block: bool = True, urgent: bool = False) -> bool:
-        """Append ``item``; when full, wait (``block``) or return False.
+    def put(self, item: Any, *, block: bool = True, urgent: bool = False,
+            timeout: float | None = None) -> bool:
+        """Append ``item``; when full, wait (``block``, at most ``timeout`` seconds if given)
+        or return False (not appended).
 
         An ``urgent`` item ignores the bound and wakes the consumer at once.
         """
         with self._not_full:
             if not urgent:
+                deadline = None if timeout is None else time.monotonic() + timeout
                 while len(self._items) >= self.capacity:
                     if not block:
                         return False
-                    self._not_full.wait()
+                    if deadline is None:
+                        self._not_full.wait()
+                    else:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            return False
+                        self._not_full.wait(remaining)
             self._items.append(item)
             self._urgent |= urgent
             if urgent or len(self._items) >= self._wake_at:

@@ -3,19 +3,23 @@
 ``tap: {path: /var/lib/amqp-bridge/archive, side: both}`` on a route makes the
 bridge record the messages it receives from the route's source and/or the ones
 its target accepted, in the archive format (docs/archive.md). Importing this
-module does not import pyarrow; opening a tap does, and fails with
-:class:`~pipeline.schema.MissingDependency` if it is not installed.
+module imports neither pyarrow nor the writer (the bridge's configuration uses
+:class:`TapConfig`); opening a tap does, and fails with
+:class:`~pipeline.schema.MissingDependency` if pyarrow is not installed. How the
+live bridge calls a tap (never blocking its event loop) is :mod:`bridge.taps`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mappings.message import AmqpMessage
-from pipeline.archive import ArchiveWriter
+
+if TYPE_CHECKING:
+    from pipeline.archive import ArchiveWriter
 
 
 class TapConfig(BaseModel):
@@ -23,15 +27,28 @@ class TapConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: str = Field(description="Archive directory; routes may share one.")
-    side: Literal["received", "delivered", "both"] = Field(
-        "both", description="received: as taken from the source; delivered: as accepted by the target."
+    path: str = Field(
+        description="Archive directory (created if missing; relative paths are relative to the "
+                    "bridge's working directory). Routes may share one: they then share one "
+                    "writer and must give the same settings."
     )
-    rotate_rows: int = Field(1_000_000, ge=1, description="Close a file after this many rows.")
-    rotate_seconds: float = Field(60.0, gt=0, description="Close a file after this many seconds.")
-    queue_size: int = Field(10_000, ge=1, description="Messages waiting for the writer thread, at most.")
+    side: Literal["received", "delivered", "both"] = Field(
+        "both", description="Which rows to write: received (as taken from the route's source), "
+                            "delivered (when the route's target accepted it), or both."
+    )
+    rotate_rows: int = Field(
+        1_000_000, ge=1, description="Close a file (it becomes visible) after this many rows."
+    )
+    rotate_seconds: float = Field(
+        60.0, gt=0, description="Close a file (it becomes visible) after this many seconds."
+    )
+    queue_size: int = Field(
+        10_000, ge=1, description="Rows waiting to be handed to the writer process, at most."
+    )
     overflow: Literal["block", "drop"] = Field(
-        "block", description="When the queue is full: wait (lose nothing) or drop and count."
+        "block", description="When the queue is full: block (lose no row: the bridge holds the "
+                             "row and withholds credit from the route's source until the writer "
+                             "catches up) or drop (drop the row, count it and log a warning)."
     )
 
     def writer_settings(self) -> dict[str, object]:
@@ -77,6 +94,8 @@ class Taps:
         Raises ValueError if routes sharing a directory give different writer
         settings (rotation, queue, overflow).
         """
+        from pipeline.archive import ArchiveWriter
+
         path = Path(config.path).resolve()
         settings = config.writer_settings()
         entry = self._writers.get(path)

@@ -171,3 +171,64 @@ def test_config_secrets_lists_every_configured_password() -> None:
                                 'bind: "127.0.0.1:5682", users: {app: app-pw}}'),
                        env={"LEGACY_PASSWORD": "pw1"})
     assert sorted(set(config_secrets(cfg))) == ["app-pw", "p%40ss", "p@ss", "pw1"]
+# --- the route option tap ---------------------------------------------------------------------
+
+TAPPED = GOOD.replace("""    dead_letter: {connection: cloud, address: /queue/orders.dlq}
+""", """    dead_letter: {connection: cloud, address: /queue/orders.dlq}
+    tap: {path: /var/lib/amqp-bridge/archive}
+""").replace("""    to:   {connection: legacy, exchange: amq.direct, routing_key: replies}
+""", """    to:   {connection: legacy, exchange: amq.direct, routing_key: replies}
+    tap: {path: /var/lib/amqp-bridge/archive/, side: received, overflow: block}
+""")
+
+
+def test_tap_defaults_and_description() -> None:
+    cfg = parse_config(TAPPED, env={"LEGACY_PASSWORD": "x"})
+    orders, replies, publish, _ = cfg.routes
+    assert orders.tap is not None and replies.tap is not None and publish.tap is None
+    assert (orders.tap.path, orders.tap.side, orders.tap.rotate_rows, orders.tap.rotate_seconds,
+            orders.tap.queue_size, orders.tap.overflow) == (
+        "/var/lib/amqp-bridge/archive", "both", 1_000_000, 60.0, 10_000, "block")
+    assert replies.tap.side == "received"
+    lines = describe(cfg)
+    assert lines[3].endswith("; tap both -> /var/lib/amqp-bridge/archive (overflow block)")
+    assert "tap" not in lines[5]
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    ("{path: /a, side: sent}", "routes[0].tap.side: Input should be 'received', 'delivered' or 'both'"),
+    ("{path: /a, rotate: daily}", "routes[0].tap.rotate: unknown key"),
+    ("{side: both}", "routes[0].tap.path: required key is missing"),
+    ("{path: /a, queue_size: 0}", "routes[0].tap.queue_size: Input should be greater than or equal to 1"),
+    ("{path: /a, overflow: wait}", "routes[0].tap.overflow: Input should be 'block' or 'drop'"),
+])
+def test_tap_errors_name_the_key_path(edit: str, expected: str) -> None:
+    text = TAPPED.replace("tap: {path: /var/lib/amqp-bridge/archive}", f"tap: {edit}", 1)
+    assert problems(text, {"LEGACY_PASSWORD": "x"}) == [expected]
+
+
+def test_routes_sharing_an_archive_directory_share_its_settings() -> None:
+    text = TAPPED.replace("side: received, overflow: block}", "side: received, overflow: drop}")
+    assert problems(text, {"LEGACY_PASSWORD": "x"}) == [
+        "routes[1].tap: archives to '/var/lib/amqp-bridge/archive/' like routes[0] (orders-out), "
+        "so its rotate_rows, rotate_seconds, queue_size and overflow must be the same"]
+
+
+def test_every_tap_setting_is_described() -> None:
+    from bridge.config import Route
+    from pipeline.tap import TapConfig
+
+    assert Route.model_fields["tap"].description
+    for name, field in TapConfig.model_fields.items():
+        assert field.description, name
+
+
+def test_importing_the_configuration_imports_neither_pyarrow_nor_spark() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, bridge.config, bridge.app\n"
+         "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'pyspark', 'pandas'}))"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr

@@ -189,17 +189,18 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
                           timeout=60, check=False)
 
 
-def test_the_tap_never_imports_spark() -> None:
+def test_the_tap_never_imports_spark_nor_pyarrow_where_it_records(tmp_path: Path) -> None:
     done = _python(
-        "import sys, tempfile\n"
+        "import sys\n"
         "from pipeline.tap import Taps, TapConfig\n"
         "from mappings.message import AmqpMessage\n"
-        "taps = Taps(); taps.open('r', TapConfig(path=tempfile.mkdtemp())).received(AmqpMessage())\n"
+        f"taps = Taps(); taps.open('r', TapConfig(path={str(tmp_path)!r})).received(AmqpMessage())\n"
         "taps.close()\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'pyarrow', 'pandas'}))\n"
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert done.stdout.strip() == "[]"  # the writer process does the Parquet work
+    assert pq.read_table(tmp_path).num_rows == 1
 
 
 def test_a_missing_pyarrow_is_a_clear_error() -> None:
