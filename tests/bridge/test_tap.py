@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 import pytest
 from proton import Message
 
+from bridge.amqp010.broker import Broker
 from bridge.amqp010.spec import MessageProperties
 from bridge.amqp010.transport import BlockingClient, EngineServer
 from tests.bridge.test_acceptance import (
@@ -52,7 +53,6 @@ from tests.bridge.test_acceptance import (
     wait_for,
 )
 from tests.bridge.test_facade import _free_port, _wait_listening
-from tests.support.broker010 import Broker
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
