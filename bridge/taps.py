@@ -136,7 +136,8 @@ class RouteTap:
         except MappingError as exc:
             self.stats.unarchivable += 1
             log.warning("route %s: tap: message not archived (cannot encode it): %s",
-                        self.route, exc)
+                        self.route, exc, extra={"event": "tap_unarchivable", "route": self.route,
+                                                "error": str(exc)})
             return
         self._record("received", data)
 
@@ -152,7 +153,8 @@ class RouteTap:
             self._since = time.monotonic()
             if self.stats.backpressure == 1:
                 log.info("route %s: tap: the archive writer is behind: holding rows and "
-                         "withholding credit until it catches up", self.route)
+                         "withholding credit until it catches up", self.route,
+                         extra={"event": "tap_backpressure", "route": self.route})
             self._retry_later()
 
     def _offer(self, side: str, time_us: int, data: bytes) -> bool:
@@ -175,7 +177,9 @@ class RouteTap:
         now = time.monotonic()
         if now - self._warned_at >= WARN_INTERVAL:
             log.warning("route %s: tap: the archive writer's queue is full (overflow: drop): "
-                        "%d rows dropped so far", self.route, self.stats.dropped)
+                        "%d rows dropped so far", self.route, self.stats.dropped,
+                        extra={"event": "tap_dropping", "route": self.route,
+                               "dropped": self.stats.dropped})
             self._warned_at = now
         return True
 
@@ -211,7 +215,8 @@ class RouteTap:
         if self._failure is None:
             self._failure = reason
             log.error("route %s: tap: archiving stopped (%s); the bridge goes on without it, "
-                      "counting the rows not archived", self.route, reason)
+                      "counting the rows not archived", self.route, reason,
+                      extra={"event": "tap_failed", "route": self.route, "error": reason})
         if self._held:
             self.stats.lost += len(self._held)
             self._held.clear()
@@ -236,12 +241,13 @@ class RouteTap:
             self._held.popleft()
         self._closed = True
 
-    def describe(self) -> str:
-        """A log line of the counters."""
+    def counters(self) -> dict[str, int | float]:
+        """The tap's counters, as logged when it closes."""
         s = self.stats
-        return (f"recorded={s.recorded} dropped={s.dropped} lost={s.lost} "
-                f"unarchivable={s.unarchivable} backpressure={s.backpressure} "
-                f"backpressure_seconds={s.backpressure_seconds:.2f} held_peak={s.held_peak}")
+        return {"recorded": s.recorded, "dropped": s.dropped, "lost": s.lost,
+                "unarchivable": s.unarchivable, "backpressure": s.backpressure,
+                "backpressure_seconds": round(s.backpressure_seconds, 2),
+                "held_peak": s.held_peak}
 
 
 class BridgeTaps:
@@ -273,7 +279,8 @@ class BridgeTaps:
         self.routes.append(route_tap)
         log.info("route %s: tap: archiving %s rows to %s", route.name,
                  "received and delivered" if config.side == "both" else config.side,
-                 tap.writer.path)
+                 tap.writer.path, extra={"event": "tap_open", "route": route.name,
+                                         "side": config.side, "path": str(tap.writer.path)})
         return route_tap
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
@@ -287,11 +294,18 @@ class BridgeTaps:
         try:
             self._taps.close(timeout)
         except Exception as exc:  # ArchiveError, TimeoutError: reported, not raised at exit
-            log.error("tap: archive writer failed: %s", exc)
+            log.error("tap: archive writer failed: %s", exc,
+                      extra={"event": "archive_failed", "error": str(exc)})
         self._taps = None
         for route_tap in self.routes:
-            log.info("route %s: tap: %s", route_tap.route, route_tap.describe())
+            counters = route_tap.counters()
+            log.info("route %s: tap: %s", route_tap.route,
+                     " ".join(f"{k}={v}" for k, v in counters.items()),
+                     extra={"event": "tap_stats", "route": route_tap.route, **counters})
         for writer in writers:
             s = writer.stats
             log.info("tap: archive %s: written=%d files=%d dropped=%d unarchivable=%d",
-                     writer.path, s.written, s.files, s.dropped, s.unarchivable)
+                     writer.path, s.written, s.files, s.dropped, s.unarchivable,
+                     extra={"event": "archive_stats", "path": str(writer.path),
+                            "written": s.written, "files": s.files, "dropped": s.dropped,
+                            "unarchivable": s.unarchivable})

@@ -53,6 +53,7 @@ from tests.bridge.test_acceptance import (
     wait_for,
 )
 from tests.bridge.test_facade import _free_port, _wait_listening
+from tests.support.logs import records
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -89,12 +90,15 @@ def reconcile_cli(archive: Path, report: Path) -> subprocess.CompletedProcess[st
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
 
 
+TAP_COUNTERS = ("recorded", "dropped", "lost", "unarchivable", "backpressure",
+                "backpressure_seconds", "held_peak")
+
+
 def tap_stats(log: str, route: str) -> dict[str, float]:
     """The tap counters the bridge logged for ``route`` when it stopped."""
-    lines = [line for line in log.splitlines() if f"route {route}: tap: recorded=" in line]
+    lines = [r for r in records(log) if r.get("event") == "tap_stats" and r["route"] == route]
     assert lines, f"no tap statistics for route {route} in the log:\n{log[-4000:]}"
-    fields = lines[-1].split(": tap: ", 1)[1].split()
-    return {k: float(v) for k, v in (f.split("=") for f in fields)}
+    return {k: float(v) for k, v in lines[-1].items() if k in TAP_COUNTERS}
 
 
 def test_1000_messages_each_way_archived_and_reconciled_with_none_missing(
