@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from mappings.cloudevents.typesystem import (
+    INTEGER_MAX,
+    INTEGER_MIN,
     AttributeValue,
     check_string,
     check_timestamp,
@@ -113,6 +115,9 @@ class CloudEvent:
             kind = type(value)
             if kind is str:
                 if not (value.isascii() and value.isprintable()):
+                    value = check_value(value, name)
+            elif kind is int:
+                if not INTEGER_MIN <= value <= INTEGER_MAX:
                     value = check_value(value, name)
             elif kind is not bool:
                 value = check_value(value, name)

@@ -101,8 +101,9 @@ def _as_text(value: Any) -> str:
     kind = type(value)
     if kind is str:
         return value  # type: ignore[no-any-return]
-    if kind is uuid.UUID:
-        return str(value)
+    if kind is uuid.UUID:  # str(value), without UUID.__str__'s %-formatting
+        h = f"{value.int:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
     if isinstance(value, str):
         return str(value)
     if isinstance(value, bool):
@@ -125,12 +126,12 @@ def _as_text(value: Any) -> str:
 
 def render(parts: tuple[_Part, ...], message: AmqpMessage, attribute: str) -> str:
     """Fill a compiled template from ``message``; a missing value is a CloudEventError."""
-    if len(parts) == 1 and isinstance(parts[0], str):
+    if len(parts) == 1 and type(parts[0]) is str:
         return parts[0]
     out = []
     for part in parts:
-        if isinstance(part, str):
-            out.append(part)
+        if type(part) is str:
+            out.append(part)  # type: ignore[arg-type]
             continue
         name, get = part
         value = get(message)
@@ -138,6 +139,9 @@ def render(parts: tuple[_Part, ...], message: AmqpMessage, attribute: str) -> st
             raise CloudEventError(
                 f"placeholder {{{name}}} has no value in the message", field=attribute
             )
+        if type(value) is str:
+            out.append(value)
+            continue
         try:
             out.append(_as_text(value))
         except TypeError as exc:
