@@ -126,12 +126,12 @@ def _as_text(value: Any) -> str:
 
 def render(parts: tuple[_Part, ...], message: AmqpMessage, attribute: str) -> str:
     """Fill a compiled template from ``message``; a missing value is a CloudEventError."""
-    if len(parts) == 1 and type(parts[0]) is str:
+    if len(parts) == 1 and isinstance(parts[0], str):
         return parts[0]
     out = []
     for part in parts:
-        if type(part) is str:
-            out.append(part)  # type: ignore[arg-type]
+        if isinstance(part, str):
+            out.append(part)
             continue
         name, get = part
         value = get(message)
