@@ -166,20 +166,22 @@ class FrameDecoder:
         return self._offset + self._pos
 
     def feed(self, data: bytes) -> None:
-        """Append received bytes (copied only when they complete a frame)."""
+        """Append received bytes (joined to earlier ones only when they complete a frame)."""
         if data:
-            self._pending.append(bytes(data))
-            self._pending_len += len(data)
+            if not self._pending_len and self._pos == len(self._buf):
+                self._offset += self._pos  # nothing buffered: decode from ``data`` itself
+                self._buf = bytes(data)
+                self._pos = 0
+            else:
+                self._pending.append(bytes(data))
+                self._pending_len += len(data)
 
     def _join(self) -> bool:
         """Join pending chunks once they complete what decoding needs next."""
         if len(self._buf) - self._pos + self._pending_len < self._need:
             return False
         self._offset += self._pos
-        if self._pos == len(self._buf) and len(self._pending) == 1:
-            self._buf = self._pending[0]  # the usual case: nothing left over, one chunk fed
-        else:
-            self._buf = b"".join([self._buf[self._pos:], *self._pending])
+        self._buf = b"".join([self._buf[self._pos:], *self._pending])
         self._pos = 0
         self._pending = []
         self._pending_len = 0
