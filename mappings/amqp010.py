@@ -206,12 +206,21 @@ def _str(value: Any, limit: int, field: str) -> str:
     return str(value)
 
 
+_symbols: dict[str, symbol] = {}
+
+
 def _ascii_symbol(value: str, field: str) -> symbol:
+    cached = _symbols.get(value)  # content types repeat: reuse their symbols
+    if cached is not None:
+        return cached
     if not value.isascii():
         raise MappingError(
             f"{value!r} is not ASCII, so it cannot be an AMQP 1.0 symbol", field=field
         )
-    return symbol(value)
+    cached = symbol(value)
+    if len(_symbols) < 1024:
+        _symbols[value] = cached
+    return cached
 
 
 def _binary(value: Any, limit: int, field: str) -> bytes:
@@ -593,18 +602,20 @@ def to_amqp10(
 
     message = AmqpMessage(
         header=header,
+        message_annotations=annotations,
         properties=properties,
         application_properties=app,
         body_kind=body_kind,
         body=body_value,
     )
     if side:
+        message.message_annotations = {}
         _sections_to_amqp10(side, message, annotations)
-    message.message_annotations = (
-        annotations
-        if not message.message_annotations
-        else _merge_annotations(annotations, message.message_annotations)
-    )
+        message.message_annotations = (
+            annotations
+            if not message.message_annotations
+            else _merge_annotations(annotations, message.message_annotations)
+        )
     return message
 
 

@@ -36,8 +36,8 @@ FIELD_TYPES: dict[str, tuple[str, str, str]] = {
     "sequence-no": ("int", "V = _u32(buf, pos)[0]; pos += 4", "out += _p32(V)"),
     "uint64": ("int", "V = _u64(buf, pos)[0]; pos += 8", "out += _p64(V)"),
     "datetime": ("int", "V = _i64(buf, pos)[0]; pos += 8", "out += _pi64(V)"),
-    "uuid": ("UUID", "e = pos + 16; if e > end:; > raise IndexError; "
-                     "V = T.make_uuid(int.from_bytes(buf[pos:e], 'big')); pos = e",
+    "uuid": ("UUID", "hi, lo = _u128(buf, pos); pos += 16; u = _new(_UUID); "
+                     "_set(u, 'int', hi << 64 | lo); _set(u, 'is_safe', _UUID_UNKNOWN); V = u",
              "out += V.bytes"),
     "str8": ("str", "e = pos + 1 + buf[pos]; if e > end:; > raise IndexError; "
                     "V = buf[pos + 1:e].decode(); pos = e", "T.enc_str8(out, V)"),
@@ -220,7 +220,7 @@ def emit(spec: Spec, source: str) -> str:
     p("import struct")
     p("from enum import IntEnum")
     p("from typing import Any, ClassVar")
-    p("from uuid import UUID")
+    p("from uuid import UUID, SafeUUID")
     p("")
     p("from . import types as T")
     p("from .base import Command, Control, FieldSpec, Struct")
@@ -234,6 +234,11 @@ def emit(spec: Spec, source: str) -> str:
     p("_p32 = T.u32_pack")
     p("_p64 = T.u64_pack")
     p("_pi64 = struct.Struct('>q').pack")
+    p("_u128 = struct.Struct('>QQ').unpack_from")
+    p("_new = object.__new__")
+    p("_set = object.__setattr__  # a UUID refuses plain attribute assignment")
+    p("_UUID = UUID")
+    p("_UUID_UNKNOWN = SafeUUID.unknown")
     p("_DEC_MAP = T.DECODERS[0xA8]")
     p("_DEC_ARRAY = T.DECODERS[0xAA]")
     p("_DEC_STRUCT32 = T.DECODERS[0xAB]")
@@ -344,7 +349,7 @@ def emit_class(spec: Spec, s: StructDef, w: list[str]) -> None:
     emit_decode(spec, s, w)
     if s.kind == "struct" and s.size and s.code is None:
         p("")
-        emit_decode_sized(s, w)
+        emit_decode_sized(spec, s, w)
 
 
 def emit_encode(spec: Spec, s: StructDef, w: list[str]) -> None:
@@ -386,21 +391,25 @@ def emit_encode(spec: Spec, s: StructDef, w: list[str]) -> None:
     p("            raise self._bad_field(exc) from None")
 
 
-def emit_decode_sized(s: StructDef, w: list[str]) -> None:
-    """A specialised decode_sized for code-less structs used as field values (reply-to)."""
+def emit_decode_sized(spec: Spec, s: StructDef, w: list[str]) -> None:
+    """A decode_sized for code-less structs used as field values (reply-to): size, then the
+    fields inline (as in decode_fields, bounded by the buffer), then the size check."""
     p = w.append
     size_expr = {1: "buf[pos]", 2: "buf[pos] << 8 | buf[pos + 1]", 4: "_u32(buf, pos)[0]"}[s.size]
     p("    @classmethod")
     p(f"    def decode_sized(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[{s.pyname}, int]:")
-    p(f"        if pos + {s.size} > len(buf):")
+    p("        end = len(buf)")
+    p(f"        if pos + {s.size} > end:")
     p(f"            raise DecodeError(pos, 'truncated {s.qname} size')")
-    p(f"        end = pos + {s.size} + ({size_expr})")
-    p("        if end > len(buf):")
+    p(f"        stop = pos + {s.size} + ({size_expr})")
+    p("        if stop > end:")
     p(f"            raise DecodeError(pos, '{s.qname} size overruns its container')")
-    p(f"        value, p = cls.decode_fields(buf, pos + {s.size}, depth + 1)  # overrun: p != end")
-    p("        if p != end:")
-    p(f"            raise DecodeError(p, '{s.qname}: size does not match its fields')")
-    p("        return value, end")
+    p(f"        pos += {s.size}")
+    p("        depth += 1")
+    emit_decode_body(spec, s, w)
+    p("        if pos != stop:")
+    p(f"            raise DecodeError(pos, '{s.qname}: size does not match its fields')")
+    p("        return self, stop")
 
 
 def emit_decode(spec: Spec, s: StructDef, w: list[str]) -> None:
@@ -418,6 +427,17 @@ def emit_decode(spec: Spec, s: StructDef, w: list[str]) -> None:
             p("        return cls(), pos")
         return
     p("        end = len(buf)")
+    emit_decode_body(spec, s, w)
+    p("        return self, pos")
+
+
+def emit_decode_body(spec: Spec, s: StructDef, w: list[str]) -> None:
+    """Decode packing flags and fields at ``buf[pos:]`` (bounded by ``end``) into ``self``,
+    a new instance whose slots are assigned directly (cheaper than calling ``cls(...)``)."""
+    p = w.append
+    p("        self = _new(cls)")
+    if s.kind == "command":
+        p("        self.sync = False")
     p("        try:")
     if s.pack == 1:
         p("            flags = buf[pos]")
@@ -434,13 +454,14 @@ def emit_decode(spec: Spec, s: StructDef, w: list[str]) -> None:
         p(f"                raise DecodeError(pos - {s.pack}, "
           f"f'{s.qname}: packing flags {{flags:#x}} name fields it does not have')")
     for i, f in enumerate(s.fields):
+        target = f"self.{f.attr}"
         if f.wire == "bit":
-            p(f"            f{i} = flags & {1 << i:#x} != 0")
+            p(f"            {target} = flags & {1 << i:#x} != 0")
             continue
         if f.wire in spec.structs:
-            snippet = f"f{i}, pos = {spec.structs[f.wire].pyname}.decode_sized(buf, pos, depth)"
+            snippet = f"{target}, pos = {spec.structs[f.wire].pyname}.decode_sized(buf, pos, depth)"
         else:
-            snippet = FIELD_TYPES[f.wire][1].replace("V", f"f{i}")
+            snippet = FIELD_TYPES[f.wire][1].replace("V", target)
         indent = "            "
         if s.pack:
             p(f"            if flags & {1 << i:#x}:")
@@ -449,14 +470,12 @@ def emit_decode(spec: Spec, s: StructDef, w: list[str]) -> None:
             p(indent + ("    " + line[2:] if line.startswith("> ") else line))
         if s.pack:
             p("            else:")
-            p(f"                f{i} = None")
+            p(f"                {target} = None")
     p("        except _SHORT:")
     p(f"            raise DecodeError(pos, 'truncated {s.qname}') from None")
     if any(f.wire in ("str8", "str16") for f in s.fields):
         p("        except UnicodeDecodeError:")
         p(f"            raise DecodeError(pos, 'invalid UTF-8 in {s.qname}') from None")
-    args = ", ".join(f"f{i}" for i in range(len(s.fields)))
-    p(f"        return cls({args}), pos")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,9 @@ from .types import u32_pack_into
 _SIZE_CODE = struct.Struct(">IH").unpack_from
 _SYNC = b"\x01\x01"
 _NO_SYNC = b"\x01\x00"
+# bound decode_fields by code: one lookup, no tuple key, no classmethod binding per call
+_COMMAND_DECODERS = {c << 8 | o: cls.decode_fields for (c, o), cls in COMMANDS.items()}
+_HEADER_DECODERS = {code: cls.decode_fields for code, cls in STRUCTS_BY_CODE.items()}
 
 
 def encode_control(control: Control) -> bytes:
@@ -44,23 +47,25 @@ def decode_control(payload: bytes) -> Control:
 
 def decode_command(payload: bytes) -> Command:
     """Decode a whole command segment payload (including its session header)."""
-    if len(payload) < 3:
-        raise DecodeError(0, f"command segment of {len(payload)} octets is too short")
-    cls = COMMANDS.get((payload[0], payload[1]))
-    if cls is None:
+    size = len(payload)
+    if size < 3:
+        raise DecodeError(0, f"command segment of {size} octets is too short")
+    decode = _COMMAND_DECODERS.get(payload[0] << 8 | payload[1])
+    if decode is None:
         raise DecodeError(0, f"unknown command: class {payload[0]:#04x} code {payload[1]:#04x}")
     hsize = payload[2]
     if hsize > 1:
         raise DecodeError(2, f"session header of {hsize} octets (at most 1 expected)")
-    if 3 + hsize > len(payload):
+    if 3 + hsize > size:
         raise DecodeError(2, "truncated session header")
     hflags = payload[3] if hsize else 0
     if hflags & 0xFE:
         raise DecodeError(3, f"session header flags {hflags:#04x} set undefined bits")
-    value, end = cls.decode_fields(payload, 3 + hsize)
-    if end != len(payload):
-        raise DecodeError(end, f"{cls.NAME}: {len(payload) - end} octets after its fields")
-    value.sync = bool(hflags)
+    value, end = decode(payload, 3 + hsize)  # sync is False
+    if end != size:
+        raise DecodeError(end, f"{value.NAME}: {size - end} octets after its fields")
+    if hflags:
+        value.sync = True
     return value
 
 
@@ -90,12 +95,12 @@ def decode_header(payload: bytes) -> tuple[Struct, ...]:
         stop = pos + 4 + size
         if size < 2 or stop > end:
             raise DecodeError(pos, f"header struct size {size} overruns the segment")
-        cls = STRUCTS_BY_CODE.get(code)
-        if cls is None:
+        decode = _HEADER_DECODERS.get(code)
+        if decode is None:
             raise DecodeError(pos + 4, f"unknown struct code {code:#06x} in header segment")
-        value, p = cls.decode_fields(payload, pos + 6)  # overruns show as p != stop
+        value, p = decode(payload, pos + 6)  # overruns show as p != stop
         if p != stop:
-            raise DecodeError(p, f"{cls.NAME}: size {size} does not match its fields")
+            raise DecodeError(p, f"{value.NAME}: size {size} does not match its fields")
         out.append(value)
         pos = stop
     return tuple(out)

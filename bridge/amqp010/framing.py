@@ -43,6 +43,14 @@ MIN_MAX_FRAME_SIZE = 4096
 """The smallest max-frame-size a peer may negotiate (spec constant)."""
 
 _FRAME_HEADER = struct.Struct(">BBHBBHI").unpack_from
+_FRAME_WORDS = struct.Struct(">HHQ").unpack_from
+"""A frame header as three words: flags << 8 | segment type; size; and reserved, track,
+channel, reserved (so one comparison checks track, channel and the reserved octets)."""
+_TRANSFER_START = 0x0B01  # FIRST_SEGMENT | FIRST_FRAME | LAST_FRAME, COMMAND
+_HEADER_MORE = 0x0302  # FIRST_FRAME | LAST_FRAME, HEADER
+_HEADER_LAST = 0x0702  # LAST_SEGMENT | FIRST_FRAME | LAST_FRAME, HEADER
+_BODY_LAST = 0x0703  # LAST_SEGMENT | FIRST_FRAME | LAST_FRAME, BODY
+_COMMAND_TRACK_WORD = 0xFFFF0000FFFFFFFF  # the bits that must read 1 << 48 (track 1, reserved 0)
 FIRST_SEGMENT = 0x08
 LAST_SEGMENT = 0x04
 FIRST_FRAME = 0x02
@@ -158,10 +166,15 @@ class FrameDecoder:
         return self._offset + self._pos
 
     def feed(self, data: bytes) -> None:
-        """Append received bytes (copied only when they complete a frame)."""
+        """Append received bytes (joined to earlier ones only when they complete a frame)."""
         if data:
-            self._pending.append(bytes(data))
-            self._pending_len += len(data)
+            if not self._pending_len and self._pos == len(self._buf):
+                self._offset += self._pos  # nothing buffered: decode from ``data`` itself
+                self._buf = bytes(data)
+                self._pos = 0
+            else:
+                self._pending.append(bytes(data))
+                self._pending_len += len(data)
 
     def _join(self) -> bool:
         """Join pending chunks once they complete what decoding needs next."""
@@ -184,9 +197,27 @@ class FrameDecoder:
             yield item if type(item) is ProtocolHeader else Frame(*item)  # type: ignore[misc]
 
     def assemblies(self, assembler: Assembler) -> Iterator[Assembly | ProtocolHeader]:
-        """Yield the protocol header and every assembly the buffered frames complete."""
+        """Yield the protocol header and every assembly the buffered frames complete.
+
+        A message.transfer whose segments each fill one frame, back to back, takes
+        a fast path (:meth:`_transfer`) that gives the same assembly.
+        """
+        if self._failed is not None:
+            raise self._failed
         add = assembler.add_parts
-        for item in self._split():
+        while True:
+            if self._pending_len and not self._join():
+                return
+            buf = self._buf
+            pos = self._pos
+            if not self._need_header and pos < len(buf) and buf[pos] == 0x0B:
+                assembly = self._transfer(buf, pos, assembler)
+                if assembly is not None:
+                    yield assembly
+                    continue
+            item = self._next()
+            if item is None:
+                return
             if type(item) is ProtocolHeader:
                 yield item
             else:
@@ -194,41 +225,99 @@ class FrameDecoder:
                 if assembly is not None:
                     yield assembly
 
+    def _transfer(self, buf: bytes, pos: int, assembler: Assembler) -> Assembly | None:
+        """Decode a command and its header and/or body segments, each one whole frame, back to back.
+
+        Returns the assembly, its frames consumed; or None, with nothing consumed or
+        changed, to leave the frames to the general path (which reports any error).
+        """
+        end = len(buf)
+        if end - pos < 2 * FRAME_HEADER_SIZE:
+            return None
+        first, size, word = _FRAME_WORDS(buf, pos)
+        limit = self.max_frame_size
+        if (first != _TRANSFER_START or word & _COMMAND_TRACK_WORD != 1 << 48
+                or not FRAME_HEADER_SIZE <= size <= limit):
+            return None
+        channel = word >> 32 & 0xFFFF
+        if channel << 1 | 1 in assembler._partial:
+            return None
+        p2 = pos + size
+        if p2 + FRAME_HEADER_SIZE > end:
+            return None
+        second, size2, word2 = _FRAME_WORDS(buf, p2)
+        p3 = p2 + size2
+        if word2 != word or not FRAME_HEADER_SIZE <= size2 <= limit or p3 > end:
+            return None
+        if second == _HEADER_MORE:  # command, header, body
+            if p3 + FRAME_HEADER_SIZE > end:
+                return None
+            third, size3, word3 = _FRAME_WORDS(buf, p3)
+            stop = p3 + size3
+            if (third != _BODY_LAST or word3 != word or not FRAME_HEADER_SIZE <= size3 <= limit
+                    or stop > end):
+                return None
+            header_at, body_at, segments = p2, p3, 3
+        elif second == _HEADER_LAST:  # command, header
+            header_at, body_at, segments, stop = p2, 0, 2, p3
+        elif second == _BODY_LAST:  # command, body
+            header_at, body_at, segments, stop = 0, p2, 2, p3
+        else:
+            return None
+        if stop - pos - FRAME_HEADER_SIZE * segments > assembler.max_assembly_size:
+            return None
+        try:
+            op = decode_command(buf[pos + FRAME_HEADER_SIZE:p2])
+            header = (decode_header(buf[header_at + FRAME_HEADER_SIZE:p3]) if header_at
+                      else ())
+        except DecodeError:
+            return None
+        if not op.HAS_PAYLOAD:
+            return None
+        self._pos = stop
+        self._need = FRAME_HEADER_SIZE
+        return Assembly(channel, op, header,
+                        buf[body_at + FRAME_HEADER_SIZE:stop] if body_at else b"",
+                        self._offset + pos, segments, bool(header_at))
+
     def _split(self) -> Iterator[ProtocolHeader | tuple[int, int, int, int, bytes, int]]:
         if self._failed is not None:
             raise self._failed
-        while True:
-            if self._pending_len and not self._join():
-                return
-            buf = self._buf
-            pos = self._pos
-            avail = len(buf) - pos
-            if self._need_header:
-                if avail < 8:
-                    if avail and not buf[pos:].startswith(b"AMQP"[:avail]):
-                        self._fail(pos, f"stream does not start with 'AMQP': {buf[pos:]!r}")
-                    return
-                raw = buf[pos:pos + 8]
-                if raw[:4] != b"AMQP":
-                    self._fail(pos, f"stream does not start with an AMQP protocol header: {raw!r}")
-                self._pos = pos + 8
-                self._need_header = False
-                self._need = FRAME_HEADER_SIZE
-                yield ProtocolHeader(raw)
-                continue
-            if avail < FRAME_HEADER_SIZE:
-                self._need = FRAME_HEADER_SIZE
-                return
-            flags, seg, size, reserved, track, channel, reserved2 = _FRAME_HEADER(buf, pos)
-            if flags & 0xF0 or seg > 3 or size < FRAME_HEADER_SIZE or size > self.max_frame_size \
-                    or reserved or reserved2 or track > 1:
-                self._bad_header(pos, flags, seg, size, reserved, track, reserved2)
-            if avail < size:
-                self._need = size
-                return
-            self._pos = pos + size
+        while (item := self._next()) is not None:
+            yield item
+
+    def _next(self) -> ProtocolHeader | tuple[int, int, int, int, bytes, int] | None:
+        """Consume and return the next complete item, or None if more input is needed."""
+        if self._pending_len and not self._join():
+            return None
+        buf = self._buf
+        pos = self._pos
+        avail = len(buf) - pos
+        if self._need_header:
+            if avail < 8:
+                if avail and not buf[pos:].startswith(b"AMQP"[:avail]):
+                    self._fail(pos, f"stream does not start with 'AMQP': {buf[pos:]!r}")
+                return None
+            raw = buf[pos:pos + 8]
+            if raw[:4] != b"AMQP":
+                self._fail(pos, f"stream does not start with an AMQP protocol header: {raw!r}")
+            self._pos = pos + 8
+            self._need_header = False
             self._need = FRAME_HEADER_SIZE
-            yield flags, seg, track, channel, buf[pos + FRAME_HEADER_SIZE:pos + size], self._offset + pos
+            return ProtocolHeader(raw)
+        if avail < FRAME_HEADER_SIZE:
+            self._need = FRAME_HEADER_SIZE
+            return None
+        flags, seg, size, reserved, track, channel, reserved2 = _FRAME_HEADER(buf, pos)
+        if flags & 0xF0 or seg > 3 or size < FRAME_HEADER_SIZE or size > self.max_frame_size \
+                or reserved or reserved2 or track > 1:
+            self._bad_header(pos, flags, seg, size, reserved, track, reserved2)
+        if avail < size:
+            self._need = size
+            return None
+        self._pos = pos + size
+        self._need = FRAME_HEADER_SIZE
+        return flags, seg, track, channel, buf[pos + FRAME_HEADER_SIZE:pos + size], self._offset + pos
 
     def _bad_header(self, pos: int, flags: int, seg: int, size: int, reserved: int, track: int,
                     reserved2: int) -> None:

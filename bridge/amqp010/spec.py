@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from enum import IntEnum
 from typing import Any, ClassVar
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 from . import types as T
 from .base import Command, Control, FieldSpec, Struct
@@ -24,6 +24,11 @@ _p16 = T.u16_pack
 _p32 = T.u32_pack
 _p64 = T.u64_pack
 _pi64 = struct.Struct('>q').pack
+_u128 = struct.Struct('>QQ').unpack_from
+_new = object.__new__
+_set = object.__setattr__  # a UUID refuses plain attribute assignment
+_UUID = UUID
+_UUID_UNKNOWN = SafeUUID.unknown
 _DEC_MAP = T.DECODERS[0xA8]
 _DEC_ARRAY = T.DECODERS[0xAA]
 _DEC_STRUCT32 = T.DECODERS[0xAB]
@@ -211,27 +216,39 @@ class SessionHeader(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionHeader, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos]
             pos += 1
             if flags & 0xfe:
                 raise DecodeError(pos - 1, f'session.header: packing flags {flags:#x} name fields it does not have')
-            f0 = flags & 0x1 != 0
+            self.sync = flags & 0x1 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated session.header') from None
-        return cls(f0), pos
+        return self, pos
 
     @classmethod
     def decode_sized(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionHeader, int]:
-        if pos + 1 > len(buf):
+        end = len(buf)
+        if pos + 1 > end:
             raise DecodeError(pos, 'truncated session.header size')
-        end = pos + 1 + (buf[pos])
-        if end > len(buf):
+        stop = pos + 1 + (buf[pos])
+        if stop > end:
             raise DecodeError(pos, 'session.header size overruns its container')
-        value, p = cls.decode_fields(buf, pos + 1, depth + 1)  # overrun: p != end
-        if p != end:
-            raise DecodeError(p, 'session.header: size does not match its fields')
-        return value, end
+        pos += 1
+        depth += 1
+        self = _new(cls)
+        try:
+            flags = buf[pos]
+            pos += 1
+            if flags & 0xfe:
+                raise DecodeError(pos - 1, f'session.header: packing flags {flags:#x} name fields it does not have')
+            self.sync = flags & 0x1 != 0
+        except _SHORT:
+            raise DecodeError(pos, 'truncated session.header') from None
+        if pos != stop:
+            raise DecodeError(pos, 'session.header: size does not match its fields')
+        return self, stop
 
 class CommandFragment(Struct):
     """Struct session.command-fragment (no code, size 0, pack 0)."""
@@ -266,13 +283,14 @@ class CommandFragment(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[CommandFragment, int]:
         end = len(buf)
+        self = _new(cls)
         try:
-            f0 = _u32(buf, pos)[0]
+            self.command_id = _u32(buf, pos)[0]
             pos += 4
-            f1, pos = T.dec_byte_ranges(buf, pos)
+            self.byte_ranges, pos = T.dec_byte_ranges(buf, pos)
         except _SHORT:
             raise DecodeError(pos, 'truncated session.command-fragment') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class DeliveryProperties(Struct):
     """Struct message.delivery-properties (code 0x0401, size 4, pack 2)."""
@@ -375,73 +393,74 @@ class DeliveryProperties(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DeliveryProperties, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xf000:
                 raise DecodeError(pos - 2, f'message.delivery-properties: packing flags {flags:#x} name fields it does not have')
-            f0 = flags & 0x1 != 0
-            f1 = flags & 0x2 != 0
-            f2 = flags & 0x4 != 0
+            self.discard_unroutable = flags & 0x1 != 0
+            self.immediate = flags & 0x2 != 0
+            self.redelivered = flags & 0x4 != 0
             if flags & 0x8:
-                f3 = buf[pos]
+                self.priority = buf[pos]
                 pos += 1
             else:
-                f3 = None
+                self.priority = None
             if flags & 0x10:
-                f4 = buf[pos]
+                self.delivery_mode = buf[pos]
                 pos += 1
             else:
-                f4 = None
+                self.delivery_mode = None
             if flags & 0x20:
-                f5 = _u64(buf, pos)[0]
+                self.ttl = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f5 = None
+                self.ttl = None
             if flags & 0x40:
-                f6 = _i64(buf, pos)[0]
+                self.timestamp = _i64(buf, pos)[0]
                 pos += 8
             else:
-                f6 = None
+                self.timestamp = None
             if flags & 0x80:
-                f7 = _i64(buf, pos)[0]
+                self.expiration = _i64(buf, pos)[0]
                 pos += 8
             else:
-                f7 = None
+                self.expiration = None
             if flags & 0x100:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f8 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f8 = None
+                self.exchange = None
             if flags & 0x200:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f9 = buf[pos + 1:e].decode()
+                self.routing_key = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f9 = None
+                self.routing_key = None
             if flags & 0x400:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f10 = buf[pos + 2:e].decode()
+                self.resume_id = buf[pos + 2:e].decode()
                 pos = e
             else:
-                f10 = None
+                self.resume_id = None
             if flags & 0x800:
-                f11 = _u64(buf, pos)[0]
+                self.resume_ttl = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f11 = None
+                self.resume_ttl = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.delivery-properties') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.delivery-properties') from None
-        return cls(f0, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11), pos
+        return self, pos
 
 class FragmentProperties(Struct):
     """Struct message.fragment-properties (code 0x0402, size 4, pack 2)."""
@@ -483,21 +502,22 @@ class FragmentProperties(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FragmentProperties, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'message.fragment-properties: packing flags {flags:#x} name fields it does not have')
-            f0 = flags & 0x1 != 0
-            f1 = flags & 0x2 != 0
+            self.first = flags & 0x1 != 0
+            self.last = flags & 0x2 != 0
             if flags & 0x4:
-                f2 = _u64(buf, pos)[0]
+                self.fragment_size = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f2 = None
+                self.fragment_size = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.fragment-properties') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class ReplyTo(Struct):
     """Struct message.reply-to (no code, size 2, pack 2)."""
@@ -536,6 +556,7 @@ class ReplyTo(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ReplyTo, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -545,35 +566,63 @@ class ReplyTo(Struct):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.exchange = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.routing_key = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.routing_key = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.reply-to') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.reply-to') from None
-        return cls(f0, f1), pos
+        return self, pos
 
     @classmethod
     def decode_sized(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ReplyTo, int]:
-        if pos + 2 > len(buf):
+        end = len(buf)
+        if pos + 2 > end:
             raise DecodeError(pos, 'truncated message.reply-to size')
-        end = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
-        if end > len(buf):
+        stop = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+        if stop > end:
             raise DecodeError(pos, 'message.reply-to size overruns its container')
-        value, p = cls.decode_fields(buf, pos + 2, depth + 1)  # overrun: p != end
-        if p != end:
-            raise DecodeError(p, 'message.reply-to: size does not match its fields')
-        return value, end
+        pos += 2
+        depth += 1
+        self = _new(cls)
+        try:
+            flags = buf[pos] | buf[pos + 1] << 8
+            pos += 2
+            if flags & 0xfffc:
+                raise DecodeError(pos - 2, f'message.reply-to: packing flags {flags:#x} name fields it does not have')
+            if flags & 0x1:
+                e = pos + 1 + buf[pos]
+                if e > end:
+                    raise IndexError
+                self.exchange = buf[pos + 1:e].decode()
+                pos = e
+            else:
+                self.exchange = None
+            if flags & 0x2:
+                e = pos + 1 + buf[pos]
+                if e > end:
+                    raise IndexError
+                self.routing_key = buf[pos + 1:e].decode()
+                pos = e
+            else:
+                self.routing_key = None
+        except _SHORT:
+            raise DecodeError(pos, 'truncated message.reply-to') from None
+        except UnicodeDecodeError:
+            raise DecodeError(pos, 'invalid UTF-8 in message.reply-to') from None
+        if pos != stop:
+            raise DecodeError(pos, 'message.reply-to: size does not match its fields')
+        return self, stop
 
 class MessageProperties(Struct):
     """Struct message.message-properties (code 0x0403, size 4, pack 2)."""
@@ -661,77 +710,79 @@ class MessageProperties(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageProperties, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfe00:
                 raise DecodeError(pos - 2, f'message.message-properties: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u64(buf, pos)[0]
+                self.content_length = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f0 = None
+                self.content_length = None
             if flags & 0x2:
-                e = pos + 16
-                if e > end:
-                    raise IndexError
-                f1 = T.make_uuid(int.from_bytes(buf[pos:e], 'big'))
-                pos = e
+                hi, lo = _u128(buf, pos)
+                pos += 16
+                u = _new(_UUID)
+                _set(u, 'int', hi << 64 | lo)
+                _set(u, 'is_safe', _UUID_UNKNOWN)
+                self.message_id = u
             else:
-                f1 = None
+                self.message_id = None
             if flags & 0x4:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f2 = buf[pos + 2:e]
+                self.correlation_id = buf[pos + 2:e]
                 pos = e
             else:
-                f2 = None
+                self.correlation_id = None
             if flags & 0x8:
-                f3, pos = ReplyTo.decode_sized(buf, pos, depth)
+                self.reply_to, pos = ReplyTo.decode_sized(buf, pos, depth)
             else:
-                f3 = None
+                self.reply_to = None
             if flags & 0x10:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f4 = buf[pos + 1:e].decode()
+                self.content_type = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f4 = None
+                self.content_type = None
             if flags & 0x20:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f5 = buf[pos + 1:e].decode()
+                self.content_encoding = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f5 = None
+                self.content_encoding = None
             if flags & 0x40:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f6 = buf[pos + 2:e]
+                self.user_id = buf[pos + 2:e]
                 pos = e
             else:
-                f6 = None
+                self.user_id = None
             if flags & 0x80:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f7 = buf[pos + 2:e]
+                self.app_id = buf[pos + 2:e]
                 pos = e
             else:
-                f7 = None
+                self.app_id = None
             if flags & 0x100:
-                f8, pos = _DEC_MAP(buf, pos, depth)
+                self.application_headers, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f8 = None
+                self.application_headers = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.message-properties') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.message-properties') from None
-        return cls(f0, f1, f2, f3, f4, f5, f6, f7, f8), pos
+        return self, pos
 
 class Acquired(Struct):
     """Struct message.acquired (code 0x0404, size 4, pack 2)."""
@@ -763,18 +814,19 @@ class Acquired(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[Acquired, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'message.acquired: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_sequence_set(buf, pos)
+                self.transfers, pos = T.dec_sequence_set(buf, pos)
             else:
-                f0 = None
+                self.transfers = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.acquired') from None
-        return cls(f0), pos
+        return self, pos
 
 class MessageResumeResult(Struct):
     """Struct message.message-resume-result (code 0x0405, size 4, pack 2)."""
@@ -806,19 +858,20 @@ class MessageResumeResult(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageResumeResult, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'message.message-resume-result: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u64(buf, pos)[0]
+                self.offset = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f0 = None
+                self.offset = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.message-resume-result') from None
-        return cls(f0), pos
+        return self, pos
 
 class XaResult(Struct):
     """Struct dtx.xa-result (code 0x0601, size 4, pack 2)."""
@@ -850,19 +903,20 @@ class XaResult(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[XaResult, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'dtx.xa-result: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u16(buf, pos)[0]
+                self.status = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f0 = None
+                self.status = None
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.xa-result') from None
-        return cls(f0), pos
+        return self, pos
 
 class Xid(Struct):
     """Struct dtx.xid (code 0x0604, size 4, pack 2)."""
@@ -908,27 +962,28 @@ class Xid(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[Xid, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'dtx.xid: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u32(buf, pos)[0]
+                self.format = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f0 = None
+                self.format = None
             if flags & 0x2:
-                f1, pos = T.dec_vbin8(buf, pos)
+                self.global_id, pos = T.dec_vbin8(buf, pos)
             else:
-                f1 = None
+                self.global_id = None
             if flags & 0x4:
-                f2, pos = T.dec_vbin8(buf, pos)
+                self.branch_id, pos = T.dec_vbin8(buf, pos)
             else:
-                f2 = None
+                self.branch_id = None
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.xid') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class GetTimeoutResult(Struct):
     """Struct dtx.get-timeout-result (code 0x0602, size 4, pack 2)."""
@@ -960,19 +1015,20 @@ class GetTimeoutResult(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[GetTimeoutResult, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'dtx.get-timeout-result: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u32(buf, pos)[0]
+                self.timeout = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f0 = None
+                self.timeout = None
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.get-timeout-result') from None
-        return cls(f0), pos
+        return self, pos
 
 class RecoverResult(Struct):
     """Struct dtx.recover-result (code 0x0603, size 4, pack 2)."""
@@ -1004,18 +1060,19 @@ class RecoverResult(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[RecoverResult, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'dtx.recover-result: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = _DEC_ARRAY(buf, pos, depth)
+                self.in_doubt, pos = _DEC_ARRAY(buf, pos, depth)
             else:
-                f0 = None
+                self.in_doubt = None
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.recover-result') from None
-        return cls(f0), pos
+        return self, pos
 
 class ExchangeQueryResult(Struct):
     """Struct exchange.exchange-query-result (code 0x0701, size 4, pack 2)."""
@@ -1064,6 +1121,7 @@ class ExchangeQueryResult(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeQueryResult, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1073,21 +1131,21 @@ class ExchangeQueryResult(Struct):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.type = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
-            f2 = flags & 0x4 != 0
+                self.type = None
+            self.durable = flags & 0x2 != 0
+            self.not_found = flags & 0x4 != 0
             if flags & 0x8:
-                f3, pos = _DEC_MAP(buf, pos, depth)
+                self.arguments, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f3 = None
+                self.arguments = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.exchange-query-result') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in exchange.exchange-query-result') from None
-        return cls(f0, f1, f2, f3), pos
+        return self, pos
 
 class ExchangeBoundResult(Struct):
     """Struct exchange.exchange-bound-result (code 0x0702, size 4, pack 2)."""
@@ -1134,19 +1192,20 @@ class ExchangeBoundResult(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeBoundResult, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xffe0:
                 raise DecodeError(pos - 2, f'exchange.exchange-bound-result: packing flags {flags:#x} name fields it does not have')
-            f0 = flags & 0x1 != 0
-            f1 = flags & 0x2 != 0
-            f2 = flags & 0x4 != 0
-            f3 = flags & 0x8 != 0
-            f4 = flags & 0x10 != 0
+            self.exchange_not_found = flags & 0x1 != 0
+            self.queue_not_found = flags & 0x2 != 0
+            self.queue_not_matched = flags & 0x4 != 0
+            self.key_not_matched = flags & 0x8 != 0
+            self.args_not_matched = flags & 0x10 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.exchange-bound-result') from None
-        return cls(f0, f1, f2, f3, f4), pos
+        return self, pos
 
 class QueueQueryResult(Struct):
     """Struct queue.queue-query-result (code 0x0801, size 4, pack 2)."""
@@ -1221,6 +1280,7 @@ class QueueQueryResult(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[QueueQueryResult, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1230,40 +1290,40 @@ class QueueQueryResult(Struct):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.queue = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.alternate_exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
-            f2 = flags & 0x4 != 0
-            f3 = flags & 0x8 != 0
-            f4 = flags & 0x10 != 0
+                self.alternate_exchange = None
+            self.durable = flags & 0x4 != 0
+            self.exclusive = flags & 0x8 != 0
+            self.auto_delete = flags & 0x10 != 0
             if flags & 0x20:
-                f5, pos = _DEC_MAP(buf, pos, depth)
+                self.arguments, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f5 = None
+                self.arguments = None
             if flags & 0x40:
-                f6 = _u32(buf, pos)[0]
+                self.message_count = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f6 = None
+                self.message_count = None
             if flags & 0x80:
-                f7 = _u32(buf, pos)[0]
+                self.subscriber_count = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f7 = None
+                self.subscriber_count = None
         except _SHORT:
             raise DecodeError(pos, 'truncated queue.queue-query-result') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in queue.queue-query-result') from None
-        return cls(f0, f1, f2, f3, f4, f5, f6, f7), pos
+        return self, pos
 
 class FileProperties(Struct):
     """Struct file.file-properties (code 0x0901, size 4, pack 2)."""
@@ -1351,6 +1411,7 @@ class FileProperties(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileProperties, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1360,69 +1421,69 @@ class FileProperties(Struct):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.content_type = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.content_type = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.content_encoding = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.content_encoding = None
             if flags & 0x4:
-                f2, pos = _DEC_MAP(buf, pos, depth)
+                self.headers, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f2 = None
+                self.headers = None
             if flags & 0x8:
-                f3 = buf[pos]
+                self.priority = buf[pos]
                 pos += 1
             else:
-                f3 = None
+                self.priority = None
             if flags & 0x10:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f4 = buf[pos + 1:e].decode()
+                self.reply_to = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f4 = None
+                self.reply_to = None
             if flags & 0x20:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f5 = buf[pos + 1:e].decode()
+                self.message_id = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f5 = None
+                self.message_id = None
             if flags & 0x40:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f6 = buf[pos + 1:e].decode()
+                self.filename = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f6 = None
+                self.filename = None
             if flags & 0x80:
-                f7 = _i64(buf, pos)[0]
+                self.timestamp = _i64(buf, pos)[0]
                 pos += 8
             else:
-                f7 = None
+                self.timestamp = None
             if flags & 0x100:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f8 = buf[pos + 1:e].decode()
+                self.cluster_id = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f8 = None
+                self.cluster_id = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.file-properties') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in file.file-properties') from None
-        return cls(f0, f1, f2, f3, f4, f5, f6, f7, f8), pos
+        return self, pos
 
 class StreamProperties(Struct):
     """Struct stream.stream-properties (code 0x0a01, size 4, pack 2)."""
@@ -1482,6 +1543,7 @@ class StreamProperties(Struct):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamProperties, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1491,37 +1553,37 @@ class StreamProperties(Struct):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.content_type = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.content_type = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.content_encoding = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.content_encoding = None
             if flags & 0x4:
-                f2, pos = _DEC_MAP(buf, pos, depth)
+                self.headers, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f2 = None
+                self.headers = None
             if flags & 0x8:
-                f3 = buf[pos]
+                self.priority = buf[pos]
                 pos += 1
             else:
-                f3 = None
+                self.priority = None
             if flags & 0x10:
-                f4 = _i64(buf, pos)[0]
+                self.timestamp = _i64(buf, pos)[0]
                 pos += 8
             else:
-                f4 = None
+                self.timestamp = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.stream-properties') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in stream.stream-properties') from None
-        return cls(f0, f1, f2, f3, f4), pos
+        return self, pos
 
 class ConnectionStart(Control):
     """Control connection.start (class 0x01, code 0x01)."""
@@ -1567,26 +1629,27 @@ class ConnectionStart(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionStart, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'connection.start: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = _DEC_MAP(buf, pos, depth)
+                self.server_properties, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f0 = None
+                self.server_properties = None
             if flags & 0x2:
-                f1, pos = _DEC_ARRAY(buf, pos, depth)
+                self.mechanisms, pos = _DEC_ARRAY(buf, pos, depth)
             else:
-                f1 = None
+                self.mechanisms = None
             if flags & 0x4:
-                f2, pos = _DEC_ARRAY(buf, pos, depth)
+                self.locales, pos = _DEC_ARRAY(buf, pos, depth)
             else:
-                f2 = None
+                self.locales = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.start') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class ConnectionStartOk(Control):
     """Control connection.start-ok (class 0x01, code 0x02)."""
@@ -1639,40 +1702,41 @@ class ConnectionStartOk(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionStartOk, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff0:
                 raise DecodeError(pos - 2, f'connection.start-ok: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = _DEC_MAP(buf, pos, depth)
+                self.client_properties, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f0 = None
+                self.client_properties = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.mechanism = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.mechanism = None
             if flags & 0x4:
-                f2, pos = T.dec_vbin32(buf, pos)
+                self.response, pos = T.dec_vbin32(buf, pos)
             else:
-                f2 = None
+                self.response = None
             if flags & 0x8:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f3 = buf[pos + 1:e].decode()
+                self.locale = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f3 = None
+                self.locale = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.start-ok') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in connection.start-ok') from None
-        return cls(f0, f1, f2, f3), pos
+        return self, pos
 
 class ConnectionSecure(Control):
     """Control connection.secure (class 0x01, code 0x03)."""
@@ -1704,18 +1768,19 @@ class ConnectionSecure(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionSecure, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'connection.secure: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_vbin32(buf, pos)
+                self.challenge, pos = T.dec_vbin32(buf, pos)
             else:
-                f0 = None
+                self.challenge = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.secure') from None
-        return cls(f0), pos
+        return self, pos
 
 class ConnectionSecureOk(Control):
     """Control connection.secure-ok (class 0x01, code 0x04)."""
@@ -1747,18 +1812,19 @@ class ConnectionSecureOk(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionSecureOk, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'connection.secure-ok: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_vbin32(buf, pos)
+                self.response, pos = T.dec_vbin32(buf, pos)
             else:
-                f0 = None
+                self.response = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.secure-ok') from None
-        return cls(f0), pos
+        return self, pos
 
 class ConnectionTune(Control):
     """Control connection.tune (class 0x01, code 0x05)."""
@@ -1811,34 +1877,35 @@ class ConnectionTune(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionTune, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff0:
                 raise DecodeError(pos - 2, f'connection.tune: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u16(buf, pos)[0]
+                self.channel_max = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f0 = None
+                self.channel_max = None
             if flags & 0x2:
-                f1 = _u16(buf, pos)[0]
+                self.max_frame_size = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f1 = None
+                self.max_frame_size = None
             if flags & 0x4:
-                f2 = _u16(buf, pos)[0]
+                self.heartbeat_min = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f2 = None
+                self.heartbeat_min = None
             if flags & 0x8:
-                f3 = _u16(buf, pos)[0]
+                self.heartbeat_max = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f3 = None
+                self.heartbeat_max = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.tune') from None
-        return cls(f0, f1, f2, f3), pos
+        return self, pos
 
 class ConnectionTuneOk(Control):
     """Control connection.tune-ok (class 0x01, code 0x06)."""
@@ -1884,29 +1951,30 @@ class ConnectionTuneOk(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionTuneOk, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'connection.tune-ok: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u16(buf, pos)[0]
+                self.channel_max = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f0 = None
+                self.channel_max = None
             if flags & 0x2:
-                f1 = _u16(buf, pos)[0]
+                self.max_frame_size = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f1 = None
+                self.max_frame_size = None
             if flags & 0x4:
-                f2 = _u16(buf, pos)[0]
+                self.heartbeat = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f2 = None
+                self.heartbeat = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.tune-ok') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class ConnectionOpen(Control):
     """Control connection.open (class 0x01, code 0x07)."""
@@ -1950,6 +2018,7 @@ class ConnectionOpen(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionOpen, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -1959,20 +2028,20 @@ class ConnectionOpen(Control):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.virtual_host = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.virtual_host = None
             if flags & 0x2:
-                f1, pos = _DEC_ARRAY(buf, pos, depth)
+                self.capabilities, pos = _DEC_ARRAY(buf, pos, depth)
             else:
-                f1 = None
-            f2 = flags & 0x4 != 0
+                self.capabilities = None
+            self.insist = flags & 0x4 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.open') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in connection.open') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class ConnectionOpenOk(Control):
     """Control connection.open-ok (class 0x01, code 0x08)."""
@@ -2004,18 +2073,19 @@ class ConnectionOpenOk(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionOpenOk, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'connection.open-ok: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = _DEC_ARRAY(buf, pos, depth)
+                self.known_hosts, pos = _DEC_ARRAY(buf, pos, depth)
             else:
-                f0 = None
+                self.known_hosts = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.open-ok') from None
-        return cls(f0), pos
+        return self, pos
 
 class ConnectionRedirect(Control):
     """Control connection.redirect (class 0x01, code 0x09)."""
@@ -2054,6 +2124,7 @@ class ConnectionRedirect(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionRedirect, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2063,19 +2134,19 @@ class ConnectionRedirect(Control):
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 2:e].decode()
+                self.host = buf[pos + 2:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.host = None
             if flags & 0x2:
-                f1, pos = _DEC_ARRAY(buf, pos, depth)
+                self.known_hosts, pos = _DEC_ARRAY(buf, pos, depth)
             else:
-                f1 = None
+                self.known_hosts = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.redirect') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in connection.redirect') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class ConnectionHeartbeat(Control):
     """Control connection.heartbeat (class 0x01, code 0x0a)."""
@@ -2139,29 +2210,30 @@ class ConnectionClose(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ConnectionClose, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'connection.close: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u16(buf, pos)[0]
+                self.reply_code = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f0 = None
+                self.reply_code = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.reply_text = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.reply_text = None
         except _SHORT:
             raise DecodeError(pos, 'truncated connection.close') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in connection.close') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class ConnectionCloseOk(Control):
     """Control connection.close-ok (class 0x01, code 0x0c)."""
@@ -2223,6 +2295,7 @@ class SessionAttach(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionAttach, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2232,14 +2305,14 @@ class SessionAttach(Control):
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 2:e]
+                self.name = buf[pos + 2:e]
                 pos = e
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
+                self.name = None
+            self.force = flags & 0x2 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated session.attach') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class SessionAttached(Control):
     """Control session.attached (class 0x02, code 0x02)."""
@@ -2271,6 +2344,7 @@ class SessionAttached(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionAttached, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2280,13 +2354,13 @@ class SessionAttached(Control):
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 2:e]
+                self.name = buf[pos + 2:e]
                 pos = e
             else:
-                f0 = None
+                self.name = None
         except _SHORT:
             raise DecodeError(pos, 'truncated session.attached') from None
-        return cls(f0), pos
+        return self, pos
 
 class SessionDetach(Control):
     """Control session.detach (class 0x02, code 0x03)."""
@@ -2318,6 +2392,7 @@ class SessionDetach(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionDetach, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2327,13 +2402,13 @@ class SessionDetach(Control):
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 2:e]
+                self.name = buf[pos + 2:e]
                 pos = e
             else:
-                f0 = None
+                self.name = None
         except _SHORT:
             raise DecodeError(pos, 'truncated session.detach') from None
-        return cls(f0), pos
+        return self, pos
 
 class SessionDetached(Control):
     """Control session.detached (class 0x02, code 0x04)."""
@@ -2372,6 +2447,7 @@ class SessionDetached(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionDetached, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -2381,18 +2457,18 @@ class SessionDetached(Control):
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 2:e]
+                self.name = buf[pos + 2:e]
                 pos = e
             else:
-                f0 = None
+                self.name = None
             if flags & 0x2:
-                f1 = buf[pos]
+                self.code = buf[pos]
                 pos += 1
             else:
-                f1 = None
+                self.code = None
         except _SHORT:
             raise DecodeError(pos, 'truncated session.detached') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class SessionRequestTimeout(Control):
     """Control session.request-timeout (class 0x02, code 0x05)."""
@@ -2424,19 +2500,20 @@ class SessionRequestTimeout(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionRequestTimeout, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'session.request-timeout: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u32(buf, pos)[0]
+                self.timeout = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f0 = None
+                self.timeout = None
         except _SHORT:
             raise DecodeError(pos, 'truncated session.request-timeout') from None
-        return cls(f0), pos
+        return self, pos
 
 class SessionTimeout(Control):
     """Control session.timeout (class 0x02, code 0x06)."""
@@ -2468,19 +2545,20 @@ class SessionTimeout(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionTimeout, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'session.timeout: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u32(buf, pos)[0]
+                self.timeout = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f0 = None
+                self.timeout = None
         except _SHORT:
             raise DecodeError(pos, 'truncated session.timeout') from None
-        return cls(f0), pos
+        return self, pos
 
 class SessionCommandPoint(Control):
     """Control session.command-point (class 0x02, code 0x07)."""
@@ -2519,24 +2597,25 @@ class SessionCommandPoint(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionCommandPoint, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'session.command-point: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u32(buf, pos)[0]
+                self.command_id = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f0 = None
+                self.command_id = None
             if flags & 0x2:
-                f1 = _u64(buf, pos)[0]
+                self.command_offset = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f1 = None
+                self.command_offset = None
         except _SHORT:
             raise DecodeError(pos, 'truncated session.command-point') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class SessionExpected(Control):
     """Control session.expected (class 0x02, code 0x08)."""
@@ -2575,22 +2654,23 @@ class SessionExpected(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionExpected, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'session.expected: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_sequence_set(buf, pos)
+                self.commands, pos = T.dec_sequence_set(buf, pos)
             else:
-                f0 = None
+                self.commands = None
             if flags & 0x2:
-                f1, pos = _DEC_ARRAY(buf, pos, depth)
+                self.fragments, pos = _DEC_ARRAY(buf, pos, depth)
             else:
-                f1 = None
+                self.fragments = None
         except _SHORT:
             raise DecodeError(pos, 'truncated session.expected') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class SessionConfirmed(Control):
     """Control session.confirmed (class 0x02, code 0x09)."""
@@ -2629,22 +2709,23 @@ class SessionConfirmed(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionConfirmed, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'session.confirmed: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_sequence_set(buf, pos)
+                self.commands, pos = T.dec_sequence_set(buf, pos)
             else:
-                f0 = None
+                self.commands = None
             if flags & 0x2:
-                f1, pos = _DEC_ARRAY(buf, pos, depth)
+                self.fragments, pos = _DEC_ARRAY(buf, pos, depth)
             else:
-                f1 = None
+                self.fragments = None
         except _SHORT:
             raise DecodeError(pos, 'truncated session.confirmed') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class SessionCompleted(Control):
     """Control session.completed (class 0x02, code 0x0a)."""
@@ -2681,19 +2762,20 @@ class SessionCompleted(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionCompleted, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'session.completed: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_sequence_set(buf, pos)
+                self.commands, pos = T.dec_sequence_set(buf, pos)
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
+                self.commands = None
+            self.timely_reply = flags & 0x2 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated session.completed') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class SessionKnownCompleted(Control):
     """Control session.known-completed (class 0x02, code 0x0b)."""
@@ -2725,18 +2807,19 @@ class SessionKnownCompleted(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionKnownCompleted, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'session.known-completed: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_sequence_set(buf, pos)
+                self.commands, pos = T.dec_sequence_set(buf, pos)
             else:
-                f0 = None
+                self.commands = None
         except _SHORT:
             raise DecodeError(pos, 'truncated session.known-completed') from None
-        return cls(f0), pos
+        return self, pos
 
 class SessionFlush(Control):
     """Control session.flush (class 0x02, code 0x0c)."""
@@ -2773,17 +2856,18 @@ class SessionFlush(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionFlush, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'session.flush: packing flags {flags:#x} name fields it does not have')
-            f0 = flags & 0x1 != 0
-            f1 = flags & 0x2 != 0
-            f2 = flags & 0x4 != 0
+            self.expected = flags & 0x1 != 0
+            self.confirmed = flags & 0x2 != 0
+            self.completed = flags & 0x4 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated session.flush') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class SessionGap(Control):
     """Control session.gap (class 0x02, code 0x0d)."""
@@ -2815,18 +2899,19 @@ class SessionGap(Control):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[SessionGap, int]:
         end = len(buf)
+        self = _new(cls)
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'session.gap: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_sequence_set(buf, pos)
+                self.commands, pos = T.dec_sequence_set(buf, pos)
             else:
-                f0 = None
+                self.commands = None
         except _SHORT:
             raise DecodeError(pos, 'truncated session.gap') from None
-        return cls(f0), pos
+        return self, pos
 
 class ExecutionSync(Command):
     """Command execution.sync (class 0x03, code 0x01)."""
@@ -2891,23 +2976,25 @@ class ExecutionResult(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExecutionResult, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'execution.result: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u32(buf, pos)[0]
+                self.command_id = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f0 = None
+                self.command_id = None
             if flags & 0x2:
-                f1, pos = _DEC_STRUCT32(buf, pos, depth)
+                self.value, pos = _DEC_STRUCT32(buf, pos, depth)
             else:
-                f1 = None
+                self.value = None
         except _SHORT:
             raise DecodeError(pos, 'truncated execution.result') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class ExecutionException(Command):
     """Command execution.exception (class 0x03, code 0x03)."""
@@ -2982,53 +3069,55 @@ class ExecutionException(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExecutionException, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xff80:
                 raise DecodeError(pos - 2, f'execution.exception: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u16(buf, pos)[0]
+                self.error_code = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f0 = None
+                self.error_code = None
             if flags & 0x2:
-                f1 = _u32(buf, pos)[0]
+                self.command_id = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f1 = None
+                self.command_id = None
             if flags & 0x4:
-                f2 = buf[pos]
+                self.class_code = buf[pos]
                 pos += 1
             else:
-                f2 = None
+                self.class_code = None
             if flags & 0x8:
-                f3 = buf[pos]
+                self.command_code = buf[pos]
                 pos += 1
             else:
-                f3 = None
+                self.command_code = None
             if flags & 0x10:
-                f4 = buf[pos]
+                self.field_index = buf[pos]
                 pos += 1
             else:
-                f4 = None
+                self.field_index = None
             if flags & 0x20:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f5 = buf[pos + 2:e].decode()
+                self.description = buf[pos + 2:e].decode()
                 pos = e
             else:
-                f5 = None
+                self.description = None
             if flags & 0x40:
-                f6, pos = _DEC_MAP(buf, pos, depth)
+                self.error_info, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f6 = None
+                self.error_info = None
         except _SHORT:
             raise DecodeError(pos, 'truncated execution.exception') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in execution.exception') from None
-        return cls(f0, f1, f2, f3, f4, f5, f6), pos
+        return self, pos
 
 class MessageTransfer(Command):
     """Command message.transfer (class 0x04, code 0x01)."""
@@ -3076,6 +3165,8 @@ class MessageTransfer(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageTransfer, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3085,25 +3176,25 @@ class MessageTransfer(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.destination = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.destination = None
             if flags & 0x2:
-                f1 = buf[pos]
+                self.accept_mode = buf[pos]
                 pos += 1
             else:
-                f1 = None
+                self.accept_mode = None
             if flags & 0x4:
-                f2 = buf[pos]
+                self.acquire_mode = buf[pos]
                 pos += 1
             else:
-                f2 = None
+                self.acquire_mode = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.transfer') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.transfer') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class MessageAccept(Command):
     """Command message.accept (class 0x04, code 0x02)."""
@@ -3136,18 +3227,20 @@ class MessageAccept(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageAccept, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'message.accept: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_sequence_set(buf, pos)
+                self.transfers, pos = T.dec_sequence_set(buf, pos)
             else:
-                f0 = None
+                self.transfers = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.accept') from None
-        return cls(f0), pos
+        return self, pos
 
 class MessageReject(Command):
     """Command message.reject (class 0x04, code 0x03)."""
@@ -3194,33 +3287,35 @@ class MessageReject(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageReject, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'message.reject: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_sequence_set(buf, pos)
+                self.transfers, pos = T.dec_sequence_set(buf, pos)
             else:
-                f0 = None
+                self.transfers = None
             if flags & 0x2:
-                f1 = _u16(buf, pos)[0]
+                self.code = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f1 = None
+                self.code = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode()
+                self.text = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f2 = None
+                self.text = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.reject') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.reject') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class MessageRelease(Command):
     """Command message.release (class 0x04, code 0x04)."""
@@ -3258,19 +3353,21 @@ class MessageRelease(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageRelease, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'message.release: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_sequence_set(buf, pos)
+                self.transfers, pos = T.dec_sequence_set(buf, pos)
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
+                self.transfers = None
+            self.set_redelivered = flags & 0x2 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated message.release') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class MessageAcquire(Command):
     """Command message.acquire (class 0x04, code 0x05)."""
@@ -3303,18 +3400,20 @@ class MessageAcquire(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageAcquire, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'message.acquire: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = T.dec_sequence_set(buf, pos)
+                self.transfers, pos = T.dec_sequence_set(buf, pos)
             else:
-                f0 = None
+                self.transfers = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.acquire') from None
-        return cls(f0), pos
+        return self, pos
 
 class MessageResume(Command):
     """Command message.resume (class 0x04, code 0x06)."""
@@ -3354,6 +3453,8 @@ class MessageResume(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageResume, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3363,23 +3464,23 @@ class MessageResume(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.destination = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.destination = None
             if flags & 0x2:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 2:e].decode()
+                self.resume_id = buf[pos + 2:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.resume_id = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.resume') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.resume') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class MessageSubscribe(Command):
     """Command message.subscribe (class 0x04, code 0x07)."""
@@ -3459,6 +3560,8 @@ class MessageSubscribe(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageSubscribe, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3468,51 +3571,51 @@ class MessageSubscribe(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.queue = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.destination = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.destination = None
             if flags & 0x4:
-                f2 = buf[pos]
+                self.accept_mode = buf[pos]
                 pos += 1
             else:
-                f2 = None
+                self.accept_mode = None
             if flags & 0x8:
-                f3 = buf[pos]
+                self.acquire_mode = buf[pos]
                 pos += 1
             else:
-                f3 = None
-            f4 = flags & 0x10 != 0
+                self.acquire_mode = None
+            self.exclusive = flags & 0x10 != 0
             if flags & 0x20:
                 e = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
                 if e > end:
                     raise IndexError
-                f5 = buf[pos + 2:e].decode()
+                self.resume_id = buf[pos + 2:e].decode()
                 pos = e
             else:
-                f5 = None
+                self.resume_id = None
             if flags & 0x40:
-                f6 = _u64(buf, pos)[0]
+                self.resume_ttl = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f6 = None
+                self.resume_ttl = None
             if flags & 0x80:
-                f7, pos = _DEC_MAP(buf, pos, depth)
+                self.arguments, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f7 = None
+                self.arguments = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.subscribe') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.subscribe') from None
-        return cls(f0, f1, f2, f3, f4, f5, f6, f7), pos
+        return self, pos
 
 class MessageCancel(Command):
     """Command message.cancel (class 0x04, code 0x08)."""
@@ -3545,6 +3648,8 @@ class MessageCancel(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageCancel, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3554,15 +3659,15 @@ class MessageCancel(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.destination = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.destination = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.cancel') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.cancel') from None
-        return cls(f0), pos
+        return self, pos
 
 class MessageSetFlowMode(Command):
     """Command message.set-flow-mode (class 0x04, code 0x09)."""
@@ -3602,6 +3707,8 @@ class MessageSetFlowMode(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageSetFlowMode, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3611,20 +3718,20 @@ class MessageSetFlowMode(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.destination = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.destination = None
             if flags & 0x2:
-                f1 = buf[pos]
+                self.flow_mode = buf[pos]
                 pos += 1
             else:
-                f1 = None
+                self.flow_mode = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.set-flow-mode') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.set-flow-mode') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class MessageFlow(Command):
     """Command message.flow (class 0x04, code 0x0a)."""
@@ -3671,6 +3778,8 @@ class MessageFlow(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageFlow, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3680,25 +3789,25 @@ class MessageFlow(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.destination = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.destination = None
             if flags & 0x2:
-                f1 = buf[pos]
+                self.unit = buf[pos]
                 pos += 1
             else:
-                f1 = None
+                self.unit = None
             if flags & 0x4:
-                f2 = _u32(buf, pos)[0]
+                self.value = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f2 = None
+                self.value = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.flow') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.flow') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class MessageFlush(Command):
     """Command message.flush (class 0x04, code 0x0b)."""
@@ -3731,6 +3840,8 @@ class MessageFlush(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageFlush, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3740,15 +3851,15 @@ class MessageFlush(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.destination = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.destination = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.flush') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.flush') from None
-        return cls(f0), pos
+        return self, pos
 
 class MessageStop(Command):
     """Command message.stop (class 0x04, code 0x0c)."""
@@ -3781,6 +3892,8 @@ class MessageStop(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[MessageStop, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -3790,15 +3903,15 @@ class MessageStop(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.destination = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.destination = None
         except _SHORT:
             raise DecodeError(pos, 'truncated message.stop') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in message.stop') from None
-        return cls(f0), pos
+        return self, pos
 
 class TxSelect(Command):
     """Command tx.select (class 0x05, code 0x01)."""
@@ -3941,20 +4054,22 @@ class DtxStart(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxStart, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'dtx.start: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = Xid.decode_sized(buf, pos, depth)
+                self.xid, pos = Xid.decode_sized(buf, pos, depth)
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
-            f2 = flags & 0x4 != 0
+                self.xid = None
+            self.join = flags & 0x2 != 0
+            self.resume = flags & 0x4 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.start') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class DtxEnd(Command):
     """Command dtx.end (class 0x06, code 0x03)."""
@@ -3997,20 +4112,22 @@ class DtxEnd(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxEnd, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'dtx.end: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = Xid.decode_sized(buf, pos, depth)
+                self.xid, pos = Xid.decode_sized(buf, pos, depth)
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
-            f2 = flags & 0x4 != 0
+                self.xid = None
+            self.fail = flags & 0x2 != 0
+            self.suspend = flags & 0x4 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.end') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class DtxCommit(Command):
     """Command dtx.commit (class 0x06, code 0x04)."""
@@ -4048,19 +4165,21 @@ class DtxCommit(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxCommit, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'dtx.commit: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = Xid.decode_sized(buf, pos, depth)
+                self.xid, pos = Xid.decode_sized(buf, pos, depth)
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
+                self.xid = None
+            self.one_phase = flags & 0x2 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.commit') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class DtxForget(Command):
     """Command dtx.forget (class 0x06, code 0x05)."""
@@ -4093,18 +4212,20 @@ class DtxForget(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxForget, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'dtx.forget: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = Xid.decode_sized(buf, pos, depth)
+                self.xid, pos = Xid.decode_sized(buf, pos, depth)
             else:
-                f0 = None
+                self.xid = None
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.forget') from None
-        return cls(f0), pos
+        return self, pos
 
 class DtxGetTimeout(Command):
     """Command dtx.get-timeout (class 0x06, code 0x06)."""
@@ -4137,18 +4258,20 @@ class DtxGetTimeout(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxGetTimeout, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'dtx.get-timeout: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = Xid.decode_sized(buf, pos, depth)
+                self.xid, pos = Xid.decode_sized(buf, pos, depth)
             else:
-                f0 = None
+                self.xid = None
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.get-timeout') from None
-        return cls(f0), pos
+        return self, pos
 
 class DtxPrepare(Command):
     """Command dtx.prepare (class 0x06, code 0x07)."""
@@ -4181,18 +4304,20 @@ class DtxPrepare(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxPrepare, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'dtx.prepare: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = Xid.decode_sized(buf, pos, depth)
+                self.xid, pos = Xid.decode_sized(buf, pos, depth)
             else:
-                f0 = None
+                self.xid = None
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.prepare') from None
-        return cls(f0), pos
+        return self, pos
 
 class DtxRecover(Command):
     """Command dtx.recover (class 0x06, code 0x08)."""
@@ -4250,18 +4375,20 @@ class DtxRollback(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxRollback, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'dtx.rollback: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = Xid.decode_sized(buf, pos, depth)
+                self.xid, pos = Xid.decode_sized(buf, pos, depth)
             else:
-                f0 = None
+                self.xid = None
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.rollback') from None
-        return cls(f0), pos
+        return self, pos
 
 class DtxSetTimeout(Command):
     """Command dtx.set-timeout (class 0x06, code 0x0a)."""
@@ -4301,23 +4428,25 @@ class DtxSetTimeout(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[DtxSetTimeout, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'dtx.set-timeout: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0, pos = Xid.decode_sized(buf, pos, depth)
+                self.xid, pos = Xid.decode_sized(buf, pos, depth)
             else:
-                f0 = None
+                self.xid = None
             if flags & 0x2:
-                f1 = _u32(buf, pos)[0]
+                self.timeout = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f1 = None
+                self.timeout = None
         except _SHORT:
             raise DecodeError(pos, 'truncated dtx.set-timeout') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class ExchangeDeclare(Command):
     """Command exchange.declare (class 0x07, code 0x01)."""
@@ -4386,6 +4515,8 @@ class ExchangeDeclare(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeDeclare, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4395,38 +4526,38 @@ class ExchangeDeclare(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.exchange = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.type = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.type = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode()
+                self.alternate_exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f2 = None
-            f3 = flags & 0x8 != 0
-            f4 = flags & 0x10 != 0
-            f5 = flags & 0x20 != 0
+                self.alternate_exchange = None
+            self.passive = flags & 0x8 != 0
+            self.durable = flags & 0x10 != 0
+            self.auto_delete = flags & 0x20 != 0
             if flags & 0x40:
-                f6, pos = _DEC_MAP(buf, pos, depth)
+                self.arguments, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f6 = None
+                self.arguments = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.declare') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in exchange.declare') from None
-        return cls(f0, f1, f2, f3, f4, f5, f6), pos
+        return self, pos
 
 class ExchangeDelete(Command):
     """Command exchange.delete (class 0x07, code 0x02)."""
@@ -4464,6 +4595,8 @@ class ExchangeDelete(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeDelete, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4473,16 +4606,16 @@ class ExchangeDelete(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
+                self.exchange = None
+            self.if_unused = flags & 0x2 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.delete') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in exchange.delete') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class ExchangeQuery(Command):
     """Command exchange.query (class 0x07, code 0x03)."""
@@ -4515,6 +4648,8 @@ class ExchangeQuery(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeQuery, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4524,15 +4659,15 @@ class ExchangeQuery(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.name = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.name = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.query') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in exchange.query') from None
-        return cls(f0), pos
+        return self, pos
 
 class ExchangeBind(Command):
     """Command exchange.bind (class 0x07, code 0x04)."""
@@ -4586,6 +4721,8 @@ class ExchangeBind(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeBind, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4595,35 +4732,35 @@ class ExchangeBind(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.queue = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.exchange = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode()
+                self.binding_key = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f2 = None
+                self.binding_key = None
             if flags & 0x8:
-                f3, pos = _DEC_MAP(buf, pos, depth)
+                self.arguments, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f3 = None
+                self.arguments = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.bind') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in exchange.bind') from None
-        return cls(f0, f1, f2, f3), pos
+        return self, pos
 
 class ExchangeUnbind(Command):
     """Command exchange.unbind (class 0x07, code 0x05)."""
@@ -4670,6 +4807,8 @@ class ExchangeUnbind(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeUnbind, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4679,31 +4818,31 @@ class ExchangeUnbind(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.queue = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.exchange = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode()
+                self.binding_key = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f2 = None
+                self.binding_key = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.unbind') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in exchange.unbind') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class ExchangeBound(Command):
     """Command exchange.bound (class 0x07, code 0x06)."""
@@ -4757,6 +4896,8 @@ class ExchangeBound(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[ExchangeBound, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4766,35 +4907,35 @@ class ExchangeBound(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.exchange = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.queue = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode()
+                self.binding_key = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f2 = None
+                self.binding_key = None
             if flags & 0x8:
-                f3, pos = _DEC_MAP(buf, pos, depth)
+                self.arguments, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f3 = None
+                self.arguments = None
         except _SHORT:
             raise DecodeError(pos, 'truncated exchange.bound') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in exchange.bound') from None
-        return cls(f0, f1, f2, f3), pos
+        return self, pos
 
 class QueueDeclare(Command):
     """Command queue.declare (class 0x08, code 0x01)."""
@@ -4861,6 +5002,8 @@ class QueueDeclare(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[QueueDeclare, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4870,31 +5013,31 @@ class QueueDeclare(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.queue = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.alternate_exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
-            f2 = flags & 0x4 != 0
-            f3 = flags & 0x8 != 0
-            f4 = flags & 0x10 != 0
-            f5 = flags & 0x20 != 0
+                self.alternate_exchange = None
+            self.passive = flags & 0x4 != 0
+            self.durable = flags & 0x8 != 0
+            self.exclusive = flags & 0x10 != 0
+            self.auto_delete = flags & 0x20 != 0
             if flags & 0x40:
-                f6, pos = _DEC_MAP(buf, pos, depth)
+                self.arguments, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f6 = None
+                self.arguments = None
         except _SHORT:
             raise DecodeError(pos, 'truncated queue.declare') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in queue.declare') from None
-        return cls(f0, f1, f2, f3, f4, f5, f6), pos
+        return self, pos
 
 class QueueDelete(Command):
     """Command queue.delete (class 0x08, code 0x02)."""
@@ -4937,6 +5080,8 @@ class QueueDelete(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[QueueDelete, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4946,17 +5091,17 @@ class QueueDelete(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
-            f2 = flags & 0x4 != 0
+                self.queue = None
+            self.if_unused = flags & 0x2 != 0
+            self.if_empty = flags & 0x4 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated queue.delete') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in queue.delete') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class QueuePurge(Command):
     """Command queue.purge (class 0x08, code 0x03)."""
@@ -4989,6 +5134,8 @@ class QueuePurge(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[QueuePurge, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -4998,15 +5145,15 @@ class QueuePurge(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.queue = None
         except _SHORT:
             raise DecodeError(pos, 'truncated queue.purge') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in queue.purge') from None
-        return cls(f0), pos
+        return self, pos
 
 class QueueQuery(Command):
     """Command queue.query (class 0x08, code 0x04)."""
@@ -5039,6 +5186,8 @@ class QueueQuery(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[QueueQuery, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5048,15 +5197,15 @@ class QueueQuery(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.queue = None
         except _SHORT:
             raise DecodeError(pos, 'truncated queue.query') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in queue.query') from None
-        return cls(f0), pos
+        return self, pos
 
 class FileQos(Command):
     """Command file.qos (class 0x09, code 0x01)."""
@@ -5101,25 +5250,27 @@ class FileQos(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileQos, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff8:
                 raise DecodeError(pos - 2, f'file.qos: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u32(buf, pos)[0]
+                self.prefetch_size = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f0 = None
+                self.prefetch_size = None
             if flags & 0x2:
-                f1 = _u16(buf, pos)[0]
+                self.prefetch_count = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f1 = None
-            f2 = flags & 0x4 != 0
+                self.prefetch_count = None
+            self.global_ = flags & 0x4 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated file.qos') from None
-        return cls(f0, f1, f2), pos
+        return self, pos
 
 class FileQosOk(Command):
     """Command file.qos-ok (class 0x09, code 0x02)."""
@@ -5211,6 +5362,8 @@ class FileConsume(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileConsume, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5220,31 +5373,31 @@ class FileConsume(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.queue = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.consumer_tag = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
-            f2 = flags & 0x4 != 0
-            f3 = flags & 0x8 != 0
-            f4 = flags & 0x10 != 0
-            f5 = flags & 0x20 != 0
+                self.consumer_tag = None
+            self.no_local = flags & 0x4 != 0
+            self.no_ack = flags & 0x8 != 0
+            self.exclusive = flags & 0x10 != 0
+            self.nowait = flags & 0x20 != 0
             if flags & 0x40:
-                f6, pos = _DEC_MAP(buf, pos, depth)
+                self.arguments, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f6 = None
+                self.arguments = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.consume') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in file.consume') from None
-        return cls(f0, f1, f2, f3, f4, f5, f6), pos
+        return self, pos
 
 class FileConsumeOk(Command):
     """Command file.consume-ok (class 0x09, code 0x04)."""
@@ -5277,6 +5430,8 @@ class FileConsumeOk(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileConsumeOk, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5286,15 +5441,15 @@ class FileConsumeOk(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.consumer_tag = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.consumer_tag = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.consume-ok') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in file.consume-ok') from None
-        return cls(f0), pos
+        return self, pos
 
 class FileCancel(Command):
     """Command file.cancel (class 0x09, code 0x05)."""
@@ -5327,6 +5482,8 @@ class FileCancel(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileCancel, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5336,15 +5493,15 @@ class FileCancel(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.consumer_tag = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.consumer_tag = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.cancel') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in file.cancel') from None
-        return cls(f0), pos
+        return self, pos
 
 class FileOpen(Command):
     """Command file.open (class 0x09, code 0x06)."""
@@ -5384,6 +5541,8 @@ class FileOpen(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileOpen, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5393,20 +5552,20 @@ class FileOpen(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.identifier = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.identifier = None
             if flags & 0x2:
-                f1 = _u64(buf, pos)[0]
+                self.content_size = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f1 = None
+                self.content_size = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.open') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in file.open') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class FileOpenOk(Command):
     """Command file.open-ok (class 0x09, code 0x07)."""
@@ -5439,19 +5598,21 @@ class FileOpenOk(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileOpenOk, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffe:
                 raise DecodeError(pos - 2, f'file.open-ok: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u64(buf, pos)[0]
+                self.staged_size = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f0 = None
+                self.staged_size = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.open-ok') from None
-        return cls(f0), pos
+        return self, pos
 
 class FileStage(Command):
     """Command file.stage (class 0x09, code 0x08)."""
@@ -5534,6 +5695,8 @@ class FilePublish(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FilePublish, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5543,33 +5706,33 @@ class FilePublish(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.exchange = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.routing_key = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
-            f2 = flags & 0x4 != 0
-            f3 = flags & 0x8 != 0
+                self.routing_key = None
+            self.mandatory = flags & 0x4 != 0
+            self.immediate = flags & 0x8 != 0
             if flags & 0x10:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f4 = buf[pos + 1:e].decode()
+                self.identifier = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f4 = None
+                self.identifier = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.publish') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in file.publish') from None
-        return cls(f0, f1, f2, f3, f4), pos
+        return self, pos
 
 class FileReturn(Command):
     """Command file.return (class 0x09, code 0x0a)."""
@@ -5624,45 +5787,47 @@ class FileReturn(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileReturn, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff0:
                 raise DecodeError(pos - 2, f'file.return: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u16(buf, pos)[0]
+                self.reply_code = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f0 = None
+                self.reply_code = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.reply_text = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.reply_text = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f2 = None
+                self.exchange = None
             if flags & 0x8:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f3 = buf[pos + 1:e].decode()
+                self.routing_key = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f3 = None
+                self.routing_key = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.return') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in file.return') from None
-        return cls(f0, f1, f2, f3), pos
+        return self, pos
 
 class FileDeliver(Command):
     """Command file.deliver (class 0x09, code 0x0b)."""
@@ -5728,6 +5893,8 @@ class FileDeliver(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileDeliver, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -5737,45 +5904,45 @@ class FileDeliver(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.consumer_tag = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.consumer_tag = None
             if flags & 0x2:
-                f1 = _u64(buf, pos)[0]
+                self.delivery_tag = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f1 = None
-            f2 = flags & 0x4 != 0
+                self.delivery_tag = None
+            self.redelivered = flags & 0x4 != 0
             if flags & 0x8:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f3 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f3 = None
+                self.exchange = None
             if flags & 0x10:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f4 = buf[pos + 1:e].decode()
+                self.routing_key = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f4 = None
+                self.routing_key = None
             if flags & 0x20:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f5 = buf[pos + 1:e].decode()
+                self.identifier = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f5 = None
+                self.identifier = None
         except _SHORT:
             raise DecodeError(pos, 'truncated file.deliver') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in file.deliver') from None
-        return cls(f0, f1, f2, f3, f4, f5), pos
+        return self, pos
 
 class FileAck(Command):
     """Command file.ack (class 0x09, code 0x0c)."""
@@ -5813,20 +5980,22 @@ class FileAck(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileAck, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'file.ack: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u64(buf, pos)[0]
+                self.delivery_tag = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
+                self.delivery_tag = None
+            self.multiple = flags & 0x2 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated file.ack') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class FileReject(Command):
     """Command file.reject (class 0x09, code 0x0d)."""
@@ -5864,20 +6033,22 @@ class FileReject(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[FileReject, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfffc:
                 raise DecodeError(pos - 2, f'file.reject: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u64(buf, pos)[0]
+                self.delivery_tag = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f0 = None
-            f1 = flags & 0x2 != 0
+                self.delivery_tag = None
+            self.requeue = flags & 0x2 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated file.reject') from None
-        return cls(f0, f1), pos
+        return self, pos
 
 class StreamQos(Command):
     """Command stream.qos (class 0x0a, code 0x01)."""
@@ -5929,30 +6100,32 @@ class StreamQos(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamQos, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff0:
                 raise DecodeError(pos - 2, f'stream.qos: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u32(buf, pos)[0]
+                self.prefetch_size = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f0 = None
+                self.prefetch_size = None
             if flags & 0x2:
-                f1 = _u16(buf, pos)[0]
+                self.prefetch_count = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f1 = None
+                self.prefetch_count = None
             if flags & 0x4:
-                f2 = _u32(buf, pos)[0]
+                self.consume_rate = _u32(buf, pos)[0]
                 pos += 4
             else:
-                f2 = None
-            f3 = flags & 0x8 != 0
+                self.consume_rate = None
+            self.global_ = flags & 0x8 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.qos') from None
-        return cls(f0, f1, f2, f3), pos
+        return self, pos
 
 class StreamQosOk(Command):
     """Command stream.qos-ok (class 0x0a, code 0x02)."""
@@ -6039,6 +6212,8 @@ class StreamConsume(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamConsume, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -6048,30 +6223,30 @@ class StreamConsume(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.queue = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.consumer_tag = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
-            f2 = flags & 0x4 != 0
-            f3 = flags & 0x8 != 0
-            f4 = flags & 0x10 != 0
+                self.consumer_tag = None
+            self.no_local = flags & 0x4 != 0
+            self.exclusive = flags & 0x8 != 0
+            self.nowait = flags & 0x10 != 0
             if flags & 0x20:
-                f5, pos = _DEC_MAP(buf, pos, depth)
+                self.arguments, pos = _DEC_MAP(buf, pos, depth)
             else:
-                f5 = None
+                self.arguments = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.consume') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in stream.consume') from None
-        return cls(f0, f1, f2, f3, f4, f5), pos
+        return self, pos
 
 class StreamConsumeOk(Command):
     """Command stream.consume-ok (class 0x0a, code 0x04)."""
@@ -6104,6 +6279,8 @@ class StreamConsumeOk(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamConsumeOk, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -6113,15 +6290,15 @@ class StreamConsumeOk(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.consumer_tag = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.consumer_tag = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.consume-ok') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in stream.consume-ok') from None
-        return cls(f0), pos
+        return self, pos
 
 class StreamCancel(Command):
     """Command stream.cancel (class 0x0a, code 0x05)."""
@@ -6154,6 +6331,8 @@ class StreamCancel(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamCancel, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -6163,15 +6342,15 @@ class StreamCancel(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.consumer_tag = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.consumer_tag = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.cancel') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in stream.cancel') from None
-        return cls(f0), pos
+        return self, pos
 
 class StreamPublish(Command):
     """Command stream.publish (class 0x0a, code 0x06)."""
@@ -6222,6 +6401,8 @@ class StreamPublish(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamPublish, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -6231,25 +6412,25 @@ class StreamPublish(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.exchange = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.routing_key = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
-            f2 = flags & 0x4 != 0
-            f3 = flags & 0x8 != 0
+                self.routing_key = None
+            self.mandatory = flags & 0x4 != 0
+            self.immediate = flags & 0x8 != 0
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.publish') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in stream.publish') from None
-        return cls(f0, f1, f2, f3), pos
+        return self, pos
 
 class StreamReturn(Command):
     """Command stream.return (class 0x0a, code 0x07)."""
@@ -6304,45 +6485,47 @@ class StreamReturn(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamReturn, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
             if flags & 0xfff0:
                 raise DecodeError(pos - 2, f'stream.return: packing flags {flags:#x} name fields it does not have')
             if flags & 0x1:
-                f0 = _u16(buf, pos)[0]
+                self.reply_code = _u16(buf, pos)[0]
                 pos += 2
             else:
-                f0 = None
+                self.reply_code = None
             if flags & 0x2:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f1 = buf[pos + 1:e].decode()
+                self.reply_text = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f1 = None
+                self.reply_text = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f2 = None
+                self.exchange = None
             if flags & 0x8:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f3 = buf[pos + 1:e].decode()
+                self.routing_key = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f3 = None
+                self.routing_key = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.return') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in stream.return') from None
-        return cls(f0, f1, f2, f3), pos
+        return self, pos
 
 class StreamDeliver(Command):
     """Command stream.deliver (class 0x0a, code 0x08)."""
@@ -6397,6 +6580,8 @@ class StreamDeliver(Command):
     @classmethod
     def decode_fields(cls, buf: bytes, pos: int, depth: int = 0) -> tuple[StreamDeliver, int]:
         end = len(buf)
+        self = _new(cls)
+        self.sync = False
         try:
             flags = buf[pos] | buf[pos + 1] << 8
             pos += 2
@@ -6406,36 +6591,36 @@ class StreamDeliver(Command):
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f0 = buf[pos + 1:e].decode()
+                self.consumer_tag = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f0 = None
+                self.consumer_tag = None
             if flags & 0x2:
-                f1 = _u64(buf, pos)[0]
+                self.delivery_tag = _u64(buf, pos)[0]
                 pos += 8
             else:
-                f1 = None
+                self.delivery_tag = None
             if flags & 0x4:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f2 = buf[pos + 1:e].decode()
+                self.exchange = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f2 = None
+                self.exchange = None
             if flags & 0x8:
                 e = pos + 1 + buf[pos]
                 if e > end:
                     raise IndexError
-                f3 = buf[pos + 1:e].decode()
+                self.queue = buf[pos + 1:e].decode()
                 pos = e
             else:
-                f3 = None
+                self.queue = None
         except _SHORT:
             raise DecodeError(pos, 'truncated stream.deliver') from None
         except UnicodeDecodeError:
             raise DecodeError(pos, 'invalid UTF-8 in stream.deliver') from None
-        return cls(f0, f1, f2, f3), pos
+        return self, pos
 
 MessageAcquire.RESULT = Acquired
 MessageResume.RESULT = MessageResumeResult

@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from mappings.cloudevents.typesystem import (
+    INTEGER_MAX,
+    INTEGER_MIN,
     AttributeValue,
     check_string,
     check_timestamp,
@@ -72,31 +74,52 @@ class CloudEvent:
     def __post_init__(self) -> None:
         # Fast paths accept the common case (plain printable ASCII strings, UTC
         # times, known extension names); everything else takes the full checks.
-        if self.specversion != SPECVERSION or type(self.specversion) is not str:
+        # (Unrolled on purpose: events are built once per message.)
+        value: Any = self.specversion
+        if value is not SPECVERSION and (value != SPECVERSION or type(value) is not str):
             _fix_specversion(self)
-        for name in ("id", "source", "type"):
-            value = getattr(self, name)
-            if type(value) is not str or not value or not (value.isascii() and value.isprintable()):
-                _fix_string(self, name, value, required=True)
-        for name in ("datacontenttype", "dataschema", "subject"):
-            value = getattr(self, name)
-            if value is not None and (
-                type(value) is not str or not value or not (value.isascii() and value.isprintable())
-            ):
-                _fix_string(self, name, value, required=False)
+        value = self.id
+        if type(value) is not str or not value or not (value.isascii() and value.isprintable()):
+            _fix_string(self, "id", value, required=True)
+        value = self.source
+        if type(value) is not str or not value or not (value.isascii() and value.isprintable()):
+            _fix_string(self, "source", value, required=True)
+        value = self.type
+        if type(value) is not str or not value or not (value.isascii() and value.isprintable()):
+            _fix_string(self, "type", value, required=True)
+        value = self.datacontenttype
+        if value is not None and (
+            type(value) is not str or not value or not (value.isascii() and value.isprintable())
+        ):
+            _fix_string(self, "datacontenttype", value, required=False)
+        value = self.dataschema
+        if value is not None and (
+            type(value) is not str or not value or not (value.isascii() and value.isprintable())
+        ):
+            _fix_string(self, "dataschema", value, required=False)
+        value = self.subject
+        if value is not None and (
+            type(value) is not str or not value or not (value.isascii() and value.isprintable())
+        ):
+            _fix_string(self, "subject", value, required=False)
         if self.dataschema is not None:
             check_uri(self.dataschema, "dataschema")
         time = self.time
         if time is not None and (type(time) is not datetime or time.tzinfo is not UTC):
             check_timestamp(time, "time")
         extensions = {}
+        known = _known_names
         for name, value in self.extensions.items():
-            if name not in _known_names:
+            if name not in known:
                 check_extension_name(name)
-            if not (
-                type(value) is bool
-                or (type(value) is str and value.isascii() and value.isprintable())
-            ):
+            kind = type(value)
+            if kind is str:
+                if not (value.isascii() and value.isprintable()):
+                    value = check_value(value, name)
+            elif kind is int:
+                if not INTEGER_MIN <= value <= INTEGER_MAX:
+                    value = check_value(value, name)
+            elif kind is not bool:
                 value = check_value(value, name)
             extensions[name] = value
         object.__setattr__(self, "extensions", extensions)

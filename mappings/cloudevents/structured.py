@@ -64,7 +64,10 @@ def to_json(event: CloudEvent) -> bytes:
     if event.time is not None:
         doc["time"] = format_time(event.time)
     for name, value in event.extensions.items():
-        if isinstance(value, bytes):
+        kind = type(value)
+        if kind is str or kind is bool or kind is int:
+            pass
+        elif isinstance(value, bytes):
             value = b64encode(value).decode("ascii")
         elif isinstance(value, datetime):
             value = format_time(value)

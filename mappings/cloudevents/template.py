@@ -14,7 +14,13 @@ from proton import symbol, timestamp
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from mappings.cloudevents.event import CloudEvent, check_extension_name
-from mappings.cloudevents.typesystem import format_time, millis_to_datetime, value_from_amqp
+from mappings.cloudevents.typesystem import (
+    INTEGER_MAX,
+    INTEGER_MIN,
+    format_time,
+    millis_to_datetime,
+    value_from_amqp,
+)
 from mappings.errors import CloudEventError
 from mappings.message import AmqpMessage, BodyKind, Properties
 
@@ -92,6 +98,12 @@ def compile_pattern(pattern: str) -> tuple[_Part, ...]:
 
 
 def _as_text(value: Any) -> str:
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[no-any-return]
+    if kind is uuid.UUID:  # str(value), without UUID.__str__'s %-formatting
+        h = f"{value.int:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
     if isinstance(value, str):
         return str(value)
     if isinstance(value, bool):
@@ -127,6 +139,9 @@ def render(parts: tuple[_Part, ...], message: AmqpMessage, attribute: str) -> st
             raise CloudEventError(
                 f"placeholder {{{name}}} has no value in the message", field=attribute
             )
+        if type(value) is str:
+            out.append(value)
+            continue
         try:
             out.append(_as_text(value))
         except TypeError as exc:
@@ -259,7 +274,14 @@ class EventBuilder:
             for name, key in self._extensions:
                 value = application_properties.get(key)
                 if value is not None:
-                    extensions[name] = value_from_amqp(value, name)
+                    kind = type(value)
+                    if not (  # inline: what value_from_amqp returns unchanged
+                        (kind is str and value.isascii() and value.isprintable())
+                        or kind is bool
+                        or (kind is int and INTEGER_MIN <= value <= INTEGER_MAX)
+                    ):
+                        value = value_from_amqp(value, name)
+                    extensions[name] = value
         return CloudEvent(
             id=event_id,
             source=render(self._source, message, "source"),

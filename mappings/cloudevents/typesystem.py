@@ -13,6 +13,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias
 
+import orjson
 from proton import timestamp
 
 from mappings.errors import CloudEventError
@@ -26,6 +27,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MILLISECOND = timedelta(milliseconds=1)
 _MINUTE = timedelta(minutes=1)
 _ZERO = timedelta(0)
+_UTC_Z = orjson.OPT_UTC_Z
 
 # Characters a CloudEvents String must not contain (spec, "Type System" / String):
 # C0 and C1 controls, surrogates and the Unicode noncharacters.
@@ -111,7 +113,7 @@ def check_value(value: Any, name: str) -> AttributeValue:
 def millis_to_datetime(millis: int, name: str) -> datetime:
     """An AMQP timestamp (ms since the Unix epoch) as a UTC datetime."""
     try:
-        return EPOCH + timedelta(milliseconds=int(millis))
+        return EPOCH + _MILLISECOND * int(millis)  # exact; faster than timedelta(milliseconds=)
     except OverflowError:
         raise CloudEventError(f"timestamp {millis} ms is out of range", field=name) from None
 
@@ -119,6 +121,9 @@ def millis_to_datetime(millis: int, name: str) -> datetime:
 def format_time(value: datetime) -> str:
     """RFC 3339 text of ``value``: ``Z`` for UTC, the shortest of s / ms / µs precision."""
     micro = value.microsecond
+    if value.tzinfo is UTC:  # fast path: orjson writes YYYY-MM-DDTHH:MM:SS[.ffffff]Z
+        text = orjson.dumps(value, option=_UTC_Z).decode("ascii")
+        return text[1:24] + "Z" if micro and not micro % 1000 else text[1:-1]
     spec = "seconds" if not micro else "milliseconds" if not micro % 1000 else "microseconds"
     text = value.isoformat(timespec=spec)
     return text[:-6] + "Z" if value.utcoffset() == _ZERO else text
