@@ -44,7 +44,10 @@ from mappings.amqp010_values import (
     property_from_amqp10,
 )
 from mappings.errors import MappingError
-from mappings.message import AmqpMessage, BodyKind, Header, Properties
+from mappings.message import AmqpMessage, BodyKind, Header, Properties, new_message
+
+# Enum members as module constants: reading one from its class is slow on Python 3.11.
+_KIND_DATA, _KIND_SEQUENCE, _KIND_VALUE = BodyKind.DATA, BodyKind.SEQUENCE, BodyKind.VALUE
 
 __all__ = [
     "APP_ID_PROPERTY",
@@ -413,17 +416,17 @@ def _reinterpret(content_type: str, body: bytes) -> tuple[BodyKind, Any] | None:
         encode(out, value)
         if out != body:
             return None  # not the canonical encoding: keep the bytes as they are
-        return BodyKind.VALUE, nested_to_amqp10(value)
+        return _KIND_VALUE, nested_to_amqp10(value)
     except (CodecError, MappingError):
         return None
 
 
 def _encode_body(kind: BodyKind, body: Any) -> tuple[bytes, str | None]:
     """The 0-10 body for a 1.0 body and the content-type that form implies (None: plain data)."""
-    if kind is BodyKind.DATA and isinstance(body, list | tuple) and len(body) == 1:
+    if kind is _KIND_DATA and isinstance(body, list | tuple) and len(body) == 1:
         data = body[0]
         return (data if type(data) is bytes else _binary(data, len(data), "body[0]")), None
-    if kind is BodyKind.VALUE:
+    if kind is _KIND_VALUE:
         value_kind = type(body)
         if value_kind is str:
             try:
@@ -490,7 +493,7 @@ def _annotations_of_header(name: str, value: Any) -> dict[Any, Any]:
         decoded = None
     if (
         decoded is None
-        or decoded.body_kind is not BodyKind.VALUE
+        or decoded.body_kind is not _KIND_VALUE
         or type(decoded.body) is not dict
         or not all(type(key) in (symbol, ulong) for key in decoded.body)
     ):
@@ -600,14 +603,7 @@ def to_amqp10(
     body_kind, body_value, content_type = _body_to_amqp10(mp.content_type, body, side)
     properties.content_type = content_type
 
-    message = AmqpMessage(
-        header=header,
-        message_annotations=annotations,
-        properties=properties,
-        application_properties=app,
-        body_kind=body_kind,
-        body=body_value,
-    )
+    message = new_message(header, {}, annotations, properties, app, body_kind, body_value, {})
     if side:
         message.message_annotations = {}
         _sections_to_amqp10(side, message, annotations)
@@ -795,7 +791,7 @@ def _body_to_amqp10(
     reinterpreted = None
     if marker == _BODY_VALUE:
         if content_type == TEXT_CONTENT_TYPE and _is_utf8(body):
-            reinterpreted = BodyKind.VALUE, body.decode("utf-8")
+            reinterpreted = _KIND_VALUE, body.decode("utf-8")
     elif content_type in _REINTERPRETED and marker != _BODY_DATA:
         reinterpreted = _reinterpret(content_type, body)
     if reinterpreted is not None:
@@ -813,7 +809,7 @@ def _body_to_amqp10(
         if content_type is None
         else _ascii_symbol(content_type, "message_properties.content_type")
     )
-    return BodyKind.DATA, [bytes(body)], restored
+    return _KIND_DATA, [bytes(body)], restored
 
 
 def _sections_to_amqp10(

@@ -43,6 +43,7 @@ __all__ = [
     "Header",
     "MessageId",
     "Properties",
+    "new_message",
 ]
 
 MessageId: TypeAlias = ulong | uuid.UUID | bytes | str
@@ -58,6 +59,11 @@ class BodyKind(enum.Enum):
     """``body`` is a non-empty list of lists, one per amqp-sequence section."""
     VALUE = "amqp-value"
     """``body`` is the single amqp-value (any AMQP value, ``None`` for null)."""
+
+
+_new = object.__new__
+# Enum members as module constants: reading one from its class is slow on Python 3.11.
+_KIND_DATA, _KIND_SEQUENCE, _KIND_VALUE = BodyKind.DATA, BodyKind.SEQUENCE, BodyKind.VALUE
 
 
 @dataclass(slots=True)
@@ -170,7 +176,7 @@ class AmqpMessage:
             raise MappingError(
                 "proton.Message cannot carry a footer; send encode() bytes instead", field="footer"
             )
-        if self.body_kind is not BodyKind.VALUE and len(self.body or ()) != 1:
+        if self.body_kind is not _KIND_VALUE and len(self.body or ()) != 1:
             raise MappingError(
                 f"proton.Message holds one body section, this message has {len(self.body or ())} "
                 f"{self.body_kind.value} sections; send encode() bytes instead",
@@ -186,7 +192,7 @@ class AmqpMessage:
         message.annotations = canonical.message_annotations or None
         message.properties = canonical.application_properties or None  # type: ignore[assignment]
         message.body = (
-            canonical.body if canonical.body_kind is BodyKind.VALUE else canonical.body[0]
+            canonical.body if canonical.body_kind is _KIND_VALUE else canonical.body[0]
         )
         return message
 
@@ -249,6 +255,33 @@ _ENCODE_ERRORS = (
 )
 
 
+def new_message(
+    header: Header,
+    delivery_annotations: dict[Any, Any],
+    message_annotations: dict[Any, Any],
+    properties: Properties,
+    application_properties: dict[str, Any],
+    body_kind: BodyKind,
+    body: Any,
+    footer: dict[Any, Any],
+) -> AmqpMessage:
+    """``AmqpMessage(header=header, ...)`` with every field given, for hot paths.
+
+    Calling a class with keywords is slow on Python 3.11 (they are packed into a
+    dict on the way to ``__init__``); this sets the slots directly.
+    """
+    message = _new(AmqpMessage)
+    message.header = header
+    message.delivery_annotations = delivery_annotations
+    message.message_annotations = message_annotations
+    message.properties = properties
+    message.application_properties = application_properties
+    message.body_kind = body_kind
+    message.body = body
+    message.footer = footer
+    return message
+
+
 def _put_value(data: Data, value: Any, where: str) -> None:
     try:
         data.put_object(value)
@@ -294,7 +327,7 @@ def _put_application_properties(data: Data, items: dict[str, Any]) -> None:
 
 
 def _put_body(data: Data, kind: BodyKind, body: Any) -> None:
-    if kind is BodyKind.VALUE:
+    if kind is _KIND_VALUE:
         data.put_described()
         data.enter()
         data.put_ulong(_AMQP_VALUE)
@@ -305,7 +338,7 @@ def _put_body(data: Data, kind: BodyKind, body: Any) -> None:
         raise MappingError(f"a {kind.value} body is a non-empty list of sections", field="body")
     for index, section in enumerate(body):
         where = f"body[{index}]"
-        if kind is BodyKind.DATA:
+        if kind is _KIND_DATA:
             if not isinstance(section, bytes | bytearray | memoryview):
                 raise MappingError(
                     f"a data section is bytes, not {type(section).__name__}", field=where
@@ -560,8 +593,8 @@ def _decode(encoded: bytes | bytearray | memoryview, *, bare: bool) -> AmqpMessa
         if rank == 5:
             body_kind = _BODY_KINDS[name]
         offset += consumed
-    if body_kind is BodyKind.VALUE:
-        message.body_kind, message.body = BodyKind.VALUE, body[0]
+    if body_kind is _KIND_VALUE:
+        message.body_kind, message.body = _KIND_VALUE, body[0]
     elif body_kind is not None:
         message.body_kind, message.body = body_kind, body
     return message

@@ -18,7 +18,10 @@ from mappings.cloudevents.typesystem import (
     value_from_amqp,
 )
 from mappings.errors import CloudEventError
-from mappings.message import AmqpMessage, BodyKind, Properties
+from mappings.message import AmqpMessage, BodyKind, Header, Properties, new_message
+
+# Enum members as module constants: reading one from its class is slow on Python 3.11.
+_KIND_DATA, _KIND_SEQUENCE, _KIND_VALUE = BodyKind.DATA, BodyKind.SEQUENCE, BodyKind.VALUE
 
 
 class Prefix(enum.StrEnum):
@@ -95,11 +98,15 @@ def to_binary(
     content_type = event.datacontenttype
     body = [event.data or b""]
     if envelope is None:
-        return AmqpMessage(
-            properties=Properties(content_type=content_type_symbol(content_type)),
-            application_properties=props,
-            body_kind=BodyKind.DATA,
-            body=body,
+        return new_message(
+            Header(),
+            {},
+            {},
+            Properties(content_type=content_type_symbol(content_type)),
+            props,
+            _KIND_DATA,
+            body,
+            {},
         )
     return rewrap(envelope, content_type, props, body)
 
@@ -112,15 +119,15 @@ def rewrap(
         k: v for k, v in envelope.application_properties.items() if not is_cloudevents_key(k)
     }
     application_properties.update(props)
-    return AmqpMessage(
-        header=replace(envelope.header),
-        delivery_annotations=dict(envelope.delivery_annotations),
-        message_annotations=dict(envelope.message_annotations),
-        properties=replace(envelope.properties, content_type=content_type_symbol(content_type)),
-        application_properties=application_properties,
-        body_kind=BodyKind.DATA,
-        body=body,
-        footer=dict(envelope.footer),
+    return new_message(
+        replace(envelope.header),
+        dict(envelope.delivery_annotations),
+        dict(envelope.message_annotations),
+        replace(envelope.properties, content_type=content_type_symbol(content_type)),
+        application_properties,
+        _KIND_DATA,
+        body,
+        dict(envelope.footer),
     )
 
 

@@ -7,6 +7,9 @@ from functools import lru_cache
 from mappings.errors import CloudEventError
 from mappings.message import AmqpMessage, BodyKind
 
+# Enum members as module constants: reading one from its class is slow on Python 3.11.
+_KIND_DATA, _KIND_SEQUENCE, _KIND_VALUE = BodyKind.DATA, BodyKind.SEQUENCE, BodyKind.VALUE
+
 JSON_EVENT_FORMAT = "application/cloudevents+json"
 """Media type of the JSON event format (structured mode)."""
 STRUCTURED_CONTENT_TYPE = "application/cloudevents+json; charset=utf-8"
@@ -40,12 +43,12 @@ def body_bytes(message: AmqpMessage) -> bytes | None:
     body = message.body
     kind = message.body_kind
     data: bytes | None
-    if kind is BodyKind.DATA:
+    if kind is _KIND_DATA:
         data = bytes(body[0]) if len(body) == 1 else b"".join(body)
-    elif kind is BodyKind.VALUE and (body is None or isinstance(body, bytes | str)):
+    elif kind is _KIND_VALUE and (body is None or isinstance(body, bytes | str)):
         data = body.encode("utf-8") if isinstance(body, str) else body
     else:
-        described = "amqp-sequence" if kind is BodyKind.SEQUENCE else type(body).__name__
+        described = "amqp-sequence" if kind is _KIND_SEQUENCE else type(body).__name__
         raise CloudEventError(
             f"event data must be a data section (or an amqp-value string/binary), not {described}",
             field="data",

@@ -29,6 +29,8 @@ RECOMMENDED_NAME_LENGTH = 20
 
 _NAME = re.compile(r"[a-z0-9]+", re.ASCII)
 _known_names: set[str] = set()
+_new = object.__new__
+_set = object.__setattr__  # the event is frozen
 
 
 def check_extension_name(name: Any) -> str:
@@ -72,9 +74,65 @@ class CloudEvent:
     __hash__: ClassVar[None] = None  # type: ignore[assignment]  # extensions is a dict
 
     def __post_init__(self) -> None:
+        self._check_core()
+        extensions = {}
+        known = _known_names
+        value: Any
+        for name, value in self.extensions.items():
+            if name not in known:
+                check_extension_name(name)
+            kind = type(value)
+            if kind is str:
+                if not (value.isascii() and value.isprintable()):
+                    value = check_value(value, name)
+            elif kind is int:
+                if not INTEGER_MIN <= value <= INTEGER_MAX:
+                    value = check_value(value, name)
+            elif kind is not bool:
+                value = check_value(value, name)
+            extensions[name] = value
+        object.__setattr__(self, "extensions", extensions)
+        self._check_data()
+
+    @classmethod
+    def _from_checked_extensions(
+        cls,
+        id: str,
+        source: str,
+        type: str,
+        datacontenttype: str | None,
+        dataschema: str | None,
+        subject: str | None,
+        time: datetime | None,
+        extensions: dict[str, AttributeValue],
+        data: bytes | None,
+    ) -> CloudEvent:
+        """The event ``CloudEvent(...)`` gives, for a caller that built ``extensions``
+        itself, as a new dict it hands over, of values ``CloudEvent`` keeps unchanged
+        (the template builder): this skips the keyword ``__init__`` and the value
+        checks and copy. Every other check runs as in ``__post_init__``.
+        """
+        self = _new(cls)
+        _set(self, "id", id)
+        _set(self, "source", source)
+        _set(self, "type", type)
+        _set(self, "specversion", SPECVERSION)
+        _set(self, "datacontenttype", datacontenttype)
+        _set(self, "dataschema", dataschema)
+        _set(self, "subject", subject)
+        _set(self, "time", time)
+        _set(self, "extensions", extensions)
+        _set(self, "data", data)
+        self._check_core()
+        for name in extensions:
+            if name not in _known_names:
+                check_extension_name(name)
+        self._check_data()
+        return self
+
+    def _check_core(self) -> None:
         # Fast paths accept the common case (plain printable ASCII strings, UTC
-        # times, known extension names); everything else takes the full checks.
-        # (Unrolled on purpose: events are built once per message.)
+        # times); everything else takes the full checks. Unrolled on purpose.
         value: Any = self.specversion
         if value is not SPECVERSION and (value != SPECVERSION or type(value) is not str):
             _fix_specversion(self)
@@ -107,22 +165,8 @@ class CloudEvent:
         time = self.time
         if time is not None and (type(time) is not datetime or time.tzinfo is not UTC):
             check_timestamp(time, "time")
-        extensions = {}
-        known = _known_names
-        for name, value in self.extensions.items():
-            if name not in known:
-                check_extension_name(name)
-            kind = type(value)
-            if kind is str:
-                if not (value.isascii() and value.isprintable()):
-                    value = check_value(value, name)
-            elif kind is int:
-                if not INTEGER_MIN <= value <= INTEGER_MAX:
-                    value = check_value(value, name)
-            elif kind is not bool:
-                value = check_value(value, name)
-            extensions[name] = value
-        object.__setattr__(self, "extensions", extensions)
+
+    def _check_data(self) -> None:
         data = self.data
         if data is not None and (type(data) is not bytes or not data):
             _fix_data(self, data)

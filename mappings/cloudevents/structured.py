@@ -23,7 +23,10 @@ from mappings.cloudevents.content import (
 from mappings.cloudevents.event import CloudEvent, check_extension_name
 from mappings.cloudevents.typesystem import check_integer, format_time, parse_time
 from mappings.errors import CloudEventError
-from mappings.message import AmqpMessage, BodyKind, Properties
+from mappings.message import AmqpMessage, BodyKind, Header, Properties, new_message
+
+# Enum members as module constants: reading one from its class is slow on Python 3.11.
+_KIND_DATA, _KIND_SEQUENCE, _KIND_VALUE = BodyKind.DATA, BodyKind.SEQUENCE, BodyKind.VALUE
 
 _CONTENT_TYPE = symbol(STRUCTURED_CONTENT_TYPE)
 _STRING_MEMBERS = ("id", "source", "type", "datacontenttype", "dataschema", "subject")
@@ -91,10 +94,8 @@ def to_structured(event: CloudEvent, *, envelope: AmqpMessage | None = None) -> 
     """
     body = [to_json(event)]
     if envelope is None:
-        return AmqpMessage(
-            properties=Properties(content_type=_CONTENT_TYPE),
-            body_kind=BodyKind.DATA,
-            body=body,
+        return new_message(
+            Header(), {}, {}, Properties(content_type=_CONTENT_TYPE), {}, _KIND_DATA, body, {}
         )
     return rewrap(envelope, STRUCTURED_CONTENT_TYPE, {}, body)
 
