@@ -231,44 +231,39 @@ class FrameDecoder:
         Returns the assembly, its frames consumed; or None, with nothing consumed or
         changed, to leave the frames to the general path (which reports any error).
         """
-        end = len(buf)
-        if end - pos < 2 * FRAME_HEADER_SIZE:
-            return None
-        first, size, word = _FRAME_WORDS(buf, pos)
         limit = self.max_frame_size
-        if (first != _TRANSFER_START or word & _COMMAND_TRACK_WORD != 1 << 48
-                or not FRAME_HEADER_SIZE <= size <= limit):
+        try:  # a frame header cut short raises struct.error: general path
+            first, size, word = _FRAME_WORDS(buf, pos)
+            if (first != _TRANSFER_START or word & _COMMAND_TRACK_WORD != 1 << 48
+                    or size < FRAME_HEADER_SIZE or size > limit):
+                return None
+            p2 = pos + size
+            second, size2, word2 = _FRAME_WORDS(buf, p2)
+            if word2 != word or size2 < FRAME_HEADER_SIZE or size2 > limit:
+                return None
+            stop = p2 + size2
+            if second == _HEADER_MORE:  # command, header, body
+                third, size3, word3 = _FRAME_WORDS(buf, stop)
+                if (third != _BODY_LAST or word3 != word or size3 < FRAME_HEADER_SIZE
+                        or size3 > limit):
+                    return None
+                header_at, body_at, header_end, stop = p2, stop, stop, stop + size3
+                segments = 3
+            elif second == _HEADER_LAST:  # command, header
+                header_at, body_at, header_end, segments = p2, 0, stop, 2
+            elif second == _BODY_LAST:  # command, body
+                header_at, body_at, header_end, segments = 0, p2, 0, 2
+            else:
+                return None
+        except struct.error:
             return None
         channel = word >> 32 & 0xFFFF
-        if channel << 1 | 1 in assembler._partial:
-            return None
-        p2 = pos + size
-        if p2 + FRAME_HEADER_SIZE > end:
-            return None
-        second, size2, word2 = _FRAME_WORDS(buf, p2)
-        p3 = p2 + size2
-        if word2 != word or not FRAME_HEADER_SIZE <= size2 <= limit or p3 > end:
-            return None
-        if second == _HEADER_MORE:  # command, header, body
-            if p3 + FRAME_HEADER_SIZE > end:
-                return None
-            third, size3, word3 = _FRAME_WORDS(buf, p3)
-            stop = p3 + size3
-            if (third != _BODY_LAST or word3 != word or not FRAME_HEADER_SIZE <= size3 <= limit
-                    or stop > end):
-                return None
-            header_at, body_at, segments = p2, p3, 3
-        elif second == _HEADER_LAST:  # command, header
-            header_at, body_at, segments, stop = p2, 0, 2, p3
-        elif second == _BODY_LAST:  # command, body
-            header_at, body_at, segments, stop = 0, p2, 2, p3
-        else:
-            return None
-        if stop - pos - FRAME_HEADER_SIZE * segments > assembler.max_assembly_size:
+        if (stop > len(buf) or (assembler._partial and channel << 1 | 1 in assembler._partial)
+                or stop - pos - FRAME_HEADER_SIZE * segments > assembler.max_assembly_size):
             return None
         try:
             op = decode_command(buf[pos + FRAME_HEADER_SIZE:p2])
-            header = (decode_header(buf[header_at + FRAME_HEADER_SIZE:p3]) if header_at
+            header = (decode_header(buf[header_at + FRAME_HEADER_SIZE:header_end]) if header_at
                       else ())
         except DecodeError:
             return None
@@ -278,7 +273,7 @@ class FrameDecoder:
         self._need = FRAME_HEADER_SIZE
         return Assembly(channel, op, header,
                         buf[body_at + FRAME_HEADER_SIZE:stop] if body_at else b"",
-                        self._offset + pos, segments, bool(header_at))
+                        self._offset + pos, segments, header_at != 0)
 
     def _split(self) -> Iterator[ProtocolHeader | tuple[int, int, int, int, bytes, int]]:
         if self._failed is not None:
