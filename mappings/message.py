@@ -63,7 +63,7 @@ class BodyKind(enum.Enum):
 
 _new = object.__new__
 # Enum members as module constants: reading one from its class is slow on Python 3.11.
-_KIND_DATA, _KIND_SEQUENCE, _KIND_VALUE = BodyKind.DATA, BodyKind.SEQUENCE, BodyKind.VALUE
+_KIND_DATA, _KIND_VALUE = BodyKind.DATA, BodyKind.VALUE
 
 
 @dataclass(slots=True)

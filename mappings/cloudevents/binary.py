@@ -21,7 +21,7 @@ from mappings.errors import CloudEventError
 from mappings.message import AmqpMessage, BodyKind, Header, Properties, new_message
 
 # Enum members as module constants: reading one from its class is slow on Python 3.11.
-_KIND_DATA, _KIND_SEQUENCE, _KIND_VALUE = BodyKind.DATA, BodyKind.SEQUENCE, BodyKind.VALUE
+_KIND_DATA = BodyKind.DATA
 
 
 class Prefix(enum.StrEnum):
