@@ -223,10 +223,15 @@ def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
         return timed(lambda: n - len(queue.messages) - unsettled(broker), n, bridge,
                      extra=tap.writer_cpu if tap else None)
     finally:
-        stopped = bridge.stop()
-        if tap:
-            tap.stopped(bridge, stopped)
-        rabbitmqctl(url, "delete_queue", target)
+        finish(bridge, tap, url, target)
+
+
+def finish(bridge: Bridge, tap: TapRun | None, url: str, queue: str) -> None:
+    """Stop a measured bridge (checking its archive when tapped) and delete its queue."""
+    stopped = bridge.stop()
+    if tap:
+        tap.stopped(bridge, stopped)
+    rabbitmqctl(url, "delete_queue", queue)
 
 
 def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
@@ -249,11 +254,8 @@ def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
     try:
         return timed(lambda: len(arrived), n, bridge, extra=tap.writer_cpu if tap else None)
     finally:
-        stopped = bridge.stop()
-        if tap:
-            tap.stopped(bridge, stopped)
+        finish(bridge, tap, url, source)
         arrived.clear()
-        rabbitmqctl(url, "delete_queue", source)
 
 
 def tapped(run: Any, n: int, workdir: Path, taps: list[TapRun]) -> tuple[float, float]:
@@ -447,10 +449,7 @@ def latency_legacy_to_amqp10(server: EngineServer, url: str, n: int, pace: float
         proc.join()
         return latencies
     finally:
-        stopped = bridge.stop()
-        if tap:
-            tap.stopped(bridge, stopped)
-        rabbitmqctl(url, "delete_queue", target)
+        finish(bridge, tap, url, target)
 
 
 def latency_amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
@@ -550,7 +549,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         broker = Broker(users={"guest": "guest"})
-        server = EngineServer(lambda sock: broker.connection()).start()
+        server = broker.serve()
 
         def out(tap: TapRun | None = None) -> tuple[float, float]:
             return legacy_to_amqp10(broker, server, url, n, workdir, tap)

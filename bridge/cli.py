@@ -87,11 +87,10 @@ def run(config_path: str, log_level: str | None, log_format: str | None) -> None
 
     from . import logs
     from .app import run as run_bridge
-    from .config import ConfigError, config_secrets, load_config
+    from .config import ConfigError, load_config
 
     try:
         cfg = load_config(config_path)
-        logs.add_secrets(config_secrets(cfg))
         logs.configure(log_level or cfg.logging.level, log_format or cfg.logging.format)
         status = run_bridge(cfg)
     except ConfigError as exc:

@@ -222,7 +222,7 @@ def _facade_round(amqp10: BlockingConnection, facade_bind: str, run: str, count:
 @contextlib.contextmanager
 def _embedded_legacy_broker() -> Iterator[EngineServer]:
     broker = Broker(users={"guest": "guest"})
-    server = EngineServer(lambda sock: broker.connection()).start()
+    server = broker.serve()
     try:
         yield server
     finally:

@@ -80,13 +80,6 @@ class KeyValueFormatter(logging.Formatter):
         return redact(" ".join(parts))
 
 
-class RedactingFormatter(logging.Formatter):
-    """A plain ``logging.Formatter`` whose lines (tracebacks included) go through :func:`redact`."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
-
-
 def _quote(value: str) -> str:
     if value and not any(c in value for c in ' "=\n\t'):
         return value

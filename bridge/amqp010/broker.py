@@ -74,6 +74,7 @@ from bridge.amqp010.spec import (
     TxRollback,
     TxSelect,
 )
+from bridge.amqp010.transport import EngineServer
 
 _ids = itertools.count(1)
 
@@ -218,6 +219,10 @@ class Broker:
                                                  registry=self.registry))
         self.connections.append(conn)
         return conn
+
+    def serve(self, **server: Any) -> EngineServer:
+        """This broker on a started TCP listener (``EngineServer`` options, e.g. ``port``)."""
+        return EngineServer(lambda sock: self.connection(), **server).start()
 
     def tick(self, now: float) -> None:
         """Expire detached sessions past their timeout (releasing their messages)."""

@@ -159,7 +159,7 @@ routes:
 def legacy_broker() -> Iterator[tuple[Broker, EngineServer]]:
     """The in-memory 0-10 broker served over TCP (the engine's server role)."""
     broker = Broker(users={"guest": "guest"})
-    server = EngineServer(lambda sock: broker.connection()).start()
+    server = broker.serve()
     try:
         yield broker, server
     finally:

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def legacy_broker() -> Iterator[tuple[Broker, EngineServer]]:
     broker = Broker(users={"guest": "guest"})
-    server = EngineServer(lambda sock: broker.connection()).start()
+    server = broker.serve()
     try:
         yield broker, server
     finally:

@@ -40,7 +40,7 @@ from proton import Message
 
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.spec import MessageProperties
-from bridge.amqp010.transport import BlockingClient, EngineServer
+from bridge.amqp010.transport import BlockingClient
 from tests.bridge.test_acceptance import (
     ROOT,
     BridgeRun,
@@ -104,7 +104,7 @@ def tap_stats(log: str, route: str) -> dict[str, float]:
 def test_1000_messages_each_way_archived_and_reconciled_with_none_missing(
         rabbitmq_url: str, tmp_path: Path) -> None:
     broker = Broker(users={"guest": "guest"})
-    server = EngineServer(lambda sock: broker.connection()).start()
+    server = broker.serve()
     archive = tmp_path / "archive"
     target, source = unique_queue("tap-out"), unique_queue("tap-in")
     tap = f"{{path: '{archive}', side: both, rotate_rows: 300}}"
@@ -257,7 +257,7 @@ def test_an_unmappable_message_is_archived_received_and_never_delivered(
     """It goes to the dead-letter address; the archive shows it taken and not delivered,
     so reconcile reports it missing from the target."""
     broker = Broker(users={"guest": "guest"})
-    server = EngineServer(lambda sock: broker.connection()).start()
+    server = broker.serve()
     archive = tmp_path / "archive"
     target, dlq = unique_queue("tap-dl"), unique_queue("tap-dl-dlq")
     routes = f"""
@@ -306,7 +306,7 @@ def test_a_stalled_writer_holds_the_route_back_or_drops_rows_as_configured(
     and counted. Nothing is lost on the message path either way."""
     count = 3000
     broker = Broker(users={"guest": "guest"})
-    server = EngineServer(lambda sock: broker.connection()).start()
+    server = broker.serve()
     archive = tmp_path / "archive"
     queue = unique_queue("tap-stall")
     tap = f"tap: {{path: '{archive}', queue_size: 100, overflow: {overflow}}}"

@@ -217,7 +217,7 @@ routes:
 @pytest.fixture
 def plain_legacy(broker: Broker) -> Iterator[EngineServer]:
     """A plain 0-10 broker for the other side of a route whose 1.0 side fails."""
-    server = EngineServer(lambda sock: broker.connection()).start()
+    server = broker.serve()
     yield server
     server.stop()
 

@@ -49,7 +49,7 @@ def test_no_secret_in_check_output_logs_or_errors(pki: Pki, rabbitmq_url: str, t
     facade_pw_file.write_text(FACADE_PASSWORD + "\n")
     server_cert = pki.authority.issue(tmp_path, "facade", "localhost", key_password=KEY_PASSWORD)
     broker = Broker(users={"legacy-app": LEGACY_PASSWORD})
-    legacy = EngineServer(lambda sock: broker.connection()).start()
+    legacy = broker.serve()
     port = legacy.address[1]
     with BlockingClient.connect(f"amqp://legacy-app:{LEGACY_PASSWORD}@127.0.0.1:{port}") as c:
         c.declare_queue("orders")
