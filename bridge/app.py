@@ -23,6 +23,7 @@ from proton import Endpoint, Handler, Url
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
+from . import reactor
 from .config import (
     BridgeConfig,
     ConfigError,
@@ -407,7 +408,7 @@ def run(config: BridgeConfig) -> int:
     with the metrics server if one is configured."""
     add_secrets(config_secrets(config))  # no log line shows them from here on
     bridge = Bridge(config)
-    container = Container(bridge)
+    container = reactor.container(bridge)
 
     def stop(signum: int, frame: Any) -> None:
         log.info("signal %d: stopping", signum, extra={"event": "signal", "signal": signum})

@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import TextIO
 
 from proton import Message
-from proton.reactor import Container
 from proton.utils import BlockingConnection
 
 from mappings.cloudevents import from_message
 from mappings.message import AmqpMessage
 
+from . import reactor
 from .amqp010.broker import Broker
 from .amqp010.spec import DeliveryProperties, MessageProperties
 from .amqp010.transport import BlockingClient, EngineServer
@@ -233,7 +233,7 @@ def _embedded_legacy_broker() -> Iterator[EngineServer]:
 def _running_bridge(config_text: str) -> Iterator[Bridge]:
     """The bridge on a thread of its own, stopped gracefully (drained) on exit."""
     bridge = Bridge(parse_config(config_text, source="demo config"))
-    container = Container(bridge)
+    container = reactor.container(bridge)
     thread = threading.Thread(target=container.run, name="bridge", daemon=True)
     thread.start()
     try:
