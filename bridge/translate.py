@@ -39,7 +39,7 @@ from bridge.config import CloudEvents, Route
 from mappings.amqp010 import from_amqp10, to_amqp10
 from mappings.cloudevents import ContentMode, EventBuilder, Prefix, from_message, to_message
 from mappings.errors import CloudEventError
-from mappings.message import AmqpMessage, BodyKind, Header, Properties
+from mappings.message import AmqpMessage, BodyKind, Header, Properties, new_message
 
 
 class CloudEventsRenderer:
@@ -343,7 +343,7 @@ def _any_key(key: Any) -> Any:
 def decode(data: bytes) -> AmqpMessage:
     """``AmqpMessage.decode(data)``: the same message, faster for the usual value types."""
     try:
-        return _Reader(data).message()
+        return _read_message(data if type(data) is bytes else bytes(data))
     except (_Slow, IndexError, TypeError, struct.error, UnicodeDecodeError):
         return AmqpMessage.decode(data)
 
@@ -356,196 +356,198 @@ _unpack_i64 = struct.Struct(">q").unpack_from
 _unpack_u64 = struct.Struct(">Q").unpack_from
 _unpack_f32 = struct.Struct(">f").unpack_from
 _unpack_f64 = struct.Struct(">d").unpack_from
+_unpack_size_count = struct.Struct(">II").unpack_from
 _SECTION_RANK = {0x70: 0, 0x71: 1, 0x72: 2, 0x73: 3, 0x74: 4, 0x75: 5, 0x76: 5, 0x77: 5,
                  0x78: 6}
+_KIND_DATA, _KIND_SEQUENCE, _KIND_VALUE = BodyKind.DATA, BodyKind.SEQUENCE, BodyKind.VALUE
 
 
-class _Reader:
-    """Reads the usual AMQP 1.0 encodings; raises _Slow for anything else."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def message(self) -> AmqpMessage:
-        data = self.data
-        if not data:
+def _read_message(data: bytes) -> AmqpMessage:
+    """The sections of ``data``; raises _Slow (or an index/struct error) for anything
+    unusual, which :func:`decode` leaves to the mapping layer."""
+    end = len(data)
+    if not end:
+        raise _Slow
+    header = properties = None
+    delivery_annotations: Any = {}
+    message_annotations: Any = {}
+    application_properties: Any = {}
+    footer: Any = {}
+    body: list[Any] = []
+    kind = _KIND_VALUE
+    last = -1
+    last_code = 0
+    pos = 0
+    while pos < end:
+        if data[pos] != 0x00:
             raise _Slow
-        message = AmqpMessage()
-        body: list[Any] = []
-        last = -1
-        last_code = 0
-        end = len(data)
-        while self.pos < end:
-            if data[self.pos] != 0x00:
-                raise _Slow
-            self.pos += 1
-            code = self._descriptor()
-            rank = _SECTION_RANK.get(code)
-            if rank is None or rank < last or (rank == last and not (
-                    rank == 5 and code != 0x77 and code == last_code)):
-                raise _Slow  # unknown, misordered or repeated: the mapping layer says which
-            last, last_code = rank, code
-            value = self.value()
-            if code == 0x70:
-                message.header = Header(*self._fields(value, 5))
-            elif code == 0x73:
-                message.properties = Properties(*self._fields(value, 13))
-            elif code == 0x74:
-                if type(value) is not dict or any(type(k) is not str for k in value):
-                    raise _Slow
-                message.application_properties = value
-            elif code in (0x71, 0x72, 0x78):
-                if type(value) is not dict:
-                    raise _Slow
-                if code == 0x71:
-                    message.delivery_annotations = value
-                elif code == 0x72:
-                    message.message_annotations = value
-                else:
-                    message.footer = value
-            elif code == 0x75:
-                if type(value) is not bytes:
-                    raise _Slow
-                body.append(value)
-                message.body_kind = BodyKind.DATA
-            elif code == 0x76:
-                if type(value) is not list:
-                    raise _Slow
-                body.append(value)
-                message.body_kind = BodyKind.SEQUENCE
-            else:
-                message.body_kind = BodyKind.VALUE
-                body.append(value)
-        if message.body_kind is BodyKind.VALUE and body:
-            message.body = body[0]
-        elif body:
-            message.body = body
-        return message
-
-    @staticmethod
-    def _fields(value: Any, count: int) -> list[Any]:
-        if type(value) is not list or len(value) > count:
-            raise _Slow
-        return value
-
-    def _descriptor(self) -> int:
-        data, pos = self.data, self.pos
-        code = data[pos]
-        if code == 0x53:
-            self.pos = pos + 2
-            return data[pos + 1]
-        if code == 0x80:
-            self.pos = pos + 9
-            value: int = _unpack_u64(data, pos + 1)[0]
-            return value
-        raise _Slow  # symbolic descriptors
-
-    def value(self) -> Any:
-        data, pos = self.data, self.pos
-        code = data[pos]
-        pos += 1
-        if code == 0xA1 or code == 0xA3 or code == 0xA0:
-            n = data[pos]
-            raw = data[pos + 1:pos + 1 + n]
-            self.pos = pos + 1 + n
-        elif code == 0xB1 or code == 0xB3 or code == 0xB0:
-            n = _unpack_u32(data, pos)[0]
-            raw = data[pos + 4:pos + 4 + n]
-            self.pos = pos + 4 + n
-        elif code == 0xD1 or code == 0xC1:
-            if code == 0xD1:
-                count = _unpack_u32(data, pos + 4)[0]
-                self.pos = pos + 8
-            else:
-                count = data[pos + 1]
-                self.pos = pos + 2
-            mapping = {}
-            for _ in range(count // 2):
-                key = self.value()
-                mapping[key] = self.value()
-            return mapping
-        elif code == 0xD0 or code == 0xC0:
-            if code == 0xD0:
-                count = _unpack_u32(data, pos + 4)[0]
-                self.pos = pos + 8
-            else:
-                count = data[pos + 1]
-                self.pos = pos + 2
-            return [self.value() for _ in range(count)]
+        if data[pos + 1] == 0x53:
+            code = data[pos + 2]
+            pos += 3
+        elif data[pos + 1] == 0x80:
+            code = _unpack_u64(data, pos + 2)[0]
+            pos += 10
         else:
-            return self._fixed(code, pos)
-        if len(raw) != n:
-            raise _Slow
-        if code & 0x0F == 0x01:
-            return raw.decode()
-        if code & 0x0F == 0x03:
-            return symbol(raw.decode("ascii"))
-        return bytes(raw)
+            raise _Slow  # symbolic descriptors
+        rank = _SECTION_RANK.get(code)
+        if rank is None or rank < last or (rank == last and not (
+                rank == 5 and code != 0x77 and code == last_code)):
+            raise _Slow  # unknown, misordered or repeated: the mapping layer says which
+        last, last_code = rank, code
+        value, pos = _read_value(data, pos)
+        if code == 0x74:
+            if type(value) is not dict or any(type(k) is not str for k in value):
+                raise _Slow
+            application_properties = value
+        elif code == 0x73:
+            properties = Properties(*_read_fields(value, 13))
+        elif code == 0x70:
+            header = Header(*_read_fields(value, 5))
+        elif code == 0x75:
+            if type(value) is not bytes:
+                raise _Slow
+            body.append(value)
+            kind = _KIND_DATA
+        elif code == 0x72 or code == 0x71 or code == 0x78:
+            if type(value) is not dict:
+                raise _Slow
+            if code == 0x72:
+                message_annotations = value
+            elif code == 0x71:
+                delivery_annotations = value
+            else:
+                footer = value
+        elif code == 0x76:
+            if type(value) is not list:
+                raise _Slow
+            body.append(value)
+            kind = _KIND_SEQUENCE
+        else:
+            kind = _KIND_VALUE
+            body.append(value)
+    if pos != end:
+        raise _Slow  # the last value claimed more octets than there are
+    return new_message(header or Header(), delivery_annotations, message_annotations,
+                       properties or Properties(), application_properties, kind,
+                       (body[0] if body else None) if kind is _KIND_VALUE else (body or None),
+                       footer)
 
-    def _fixed(self, code: int, pos: int) -> Any:
-        data = self.data
-        if code == 0x40:
-            self.pos = pos
-            return None
-        if code == 0x41 or code == 0x42:
-            self.pos = pos
-            return code == 0x41
-        if code == 0x56:
-            self.pos = pos + 1
-            return data[pos] != 0
-        if code == 0x45:
-            self.pos = pos
-            return []
-        if code == 0x55:
-            self.pos = pos + 1
-            return data[pos] - 256 if data[pos] > 127 else data[pos]
-        if code == 0x81:
-            self.pos = pos + 8
-            return _unpack_i64(data, pos)[0]
-        if code == 0x44 or code == 0x43:
-            self.pos = pos
-            return ulong(0) if code == 0x44 else uint(0)
-        if code == 0x53:
-            self.pos = pos + 1
-            return ulong(data[pos])
-        if code == 0x80:
-            self.pos = pos + 8
-            return ulong(_unpack_u64(data, pos)[0])
-        if code == 0x52:
-            self.pos = pos + 1
-            return uint(data[pos])
-        if code == 0x70:
-            self.pos = pos + 4
-            return uint(_unpack_u32(data, pos)[0])
-        if code == 0x50:
-            self.pos = pos + 1
-            return ubyte(data[pos])
-        if code == 0x51:
-            self.pos = pos + 1
-            return byte(data[pos] - 256 if data[pos] > 127 else data[pos])
-        if code == 0x60:
-            self.pos = pos + 2
-            return ushort(_unpack_u16(data, pos)[0])
-        if code == 0x61:
-            self.pos = pos + 2
-            return short(_unpack_i16(data, pos)[0])
-        if code == 0x54:
-            self.pos = pos + 1
-            return int32(data[pos] - 256 if data[pos] > 127 else data[pos])
-        if code == 0x71:
-            self.pos = pos + 4
-            return int32(_unpack_i32(data, pos)[0])
-        if code == 0x83:
-            self.pos = pos + 8
-            return timestamp(_unpack_i64(data, pos)[0])
-        if code == 0x82:
-            self.pos = pos + 8
-            return _unpack_f64(data, pos)[0]
-        if code == 0x72:
-            self.pos = pos + 4
-            return float32(_unpack_f32(data, pos)[0])
-        if code == 0x98:
-            self.pos = pos + 16
-            return uuid.UUID(bytes=bytes(data[pos:pos + 16]))
-        raise _Slow  # described values, chars, decimals, arrays
+
+def _read_fields(value: Any, count: int) -> list[Any]:
+    if type(value) is not list or len(value) > count:
+        raise _Slow
+    return value
+
+
+def _read_value(data: bytes, pos: int) -> tuple[Any, int]:
+    """The value encoded at ``data[pos]`` and the position after it."""
+    code = data[pos]
+    pos += 1
+    if code == 0xA1:
+        n = data[pos]
+        pos += 1 + n
+        return data[pos - n:pos].decode(), pos
+    if code == 0x40:
+        return None, pos
+    if code == 0xA3:
+        n = data[pos]
+        pos += 1 + n
+        return symbol(data[pos - n:pos].decode("ascii")), pos
+    if code == 0xD1 or code == 0xC1:
+        if code == 0xD1:
+            size, count = _unpack_size_count(data, pos)
+            pos += 8
+            stop = pos + size - 4
+        else:
+            size, count = data[pos], data[pos + 1]
+            pos += 2
+            stop = pos + size - 1
+        mapping = {}
+        for _ in range(count >> 1):
+            if data[pos] == 0xA1:  # string keys: application properties
+                n = data[pos + 1]
+                pos += 2 + n
+                key: Any = data[pos - n:pos].decode()
+            else:
+                key, pos = _read_value(data, pos)
+            mapping[key], pos = _read_value(data, pos)
+        if pos != stop or count & 1:
+            raise _Slow
+        return mapping, pos
+    if code == 0xC0 or code == 0xD0:
+        if code == 0xD0:
+            size, count = _unpack_size_count(data, pos)
+            pos += 8
+            stop = pos + size - 4
+        else:
+            size, count = data[pos], data[pos + 1]
+            pos += 2
+            stop = pos + size - 1
+        items = []
+        for _ in range(count):
+            if data[pos] == 0x40:  # the absent fields of header and properties
+                items.append(None)
+                pos += 1
+            else:
+                item, pos = _read_value(data, pos)
+                items.append(item)
+        if pos != stop:
+            raise _Slow
+        return items, pos
+    if code == 0xA0:
+        n = data[pos]
+        pos += 1 + n
+        return data[pos - n:pos], pos
+    if code == 0xB0 or code == 0xB1 or code == 0xB3:
+        n = _unpack_u32(data, pos)[0]
+        pos += 4 + n
+        raw = data[pos - n:pos]
+        if code == 0xB0:
+            return raw, pos
+        return (raw.decode() if code == 0xB1 else symbol(raw.decode("ascii"))), pos
+    return _read_fixed(data, code, pos)
+
+
+def _read_fixed(data: bytes, code: int, pos: int) -> tuple[Any, int]:
+    """Fixed-width values (and the empty list); _Slow for the rarer encodings."""
+    if code == 0x41 or code == 0x42:
+        return code == 0x41, pos
+    if code == 0x55:
+        return (data[pos] - 256 if data[pos] > 127 else data[pos]), pos + 1
+    if code == 0x81:
+        return _unpack_i64(data, pos)[0], pos + 8
+    if code == 0x98:
+        return uuid.UUID(bytes=data[pos:pos + 16]), pos + 16
+    if code == 0x83:
+        return timestamp(_unpack_i64(data, pos)[0]), pos + 8
+    if code == 0x52:
+        return uint(data[pos]), pos + 1
+    if code == 0x53:
+        return ulong(data[pos]), pos + 1
+    if code == 0x43 or code == 0x44:
+        return (ulong(0) if code == 0x44 else uint(0)), pos
+    if code == 0x70:
+        return uint(_unpack_u32(data, pos)[0]), pos + 4
+    if code == 0x80:
+        return ulong(_unpack_u64(data, pos)[0]), pos + 8
+    if code == 0x56:
+        return data[pos] != 0, pos + 1
+    if code == 0x45:
+        return [], pos
+    if code == 0x50:
+        return ubyte(data[pos]), pos + 1
+    if code == 0x51:
+        return byte(data[pos] - 256 if data[pos] > 127 else data[pos]), pos + 1
+    if code == 0x60:
+        return ushort(_unpack_u16(data, pos)[0]), pos + 2
+    if code == 0x61:
+        return short(_unpack_i16(data, pos)[0]), pos + 2
+    if code == 0x54:
+        return int32(data[pos] - 256 if data[pos] > 127 else data[pos]), pos + 1
+    if code == 0x71:
+        return int32(_unpack_i32(data, pos)[0]), pos + 4
+    if code == 0x82:
+        return _unpack_f64(data, pos)[0], pos + 8
+    if code == 0x72:
+        return float32(_unpack_f32(data, pos)[0]), pos + 4
+    raise _Slow  # described values, chars, decimals, arrays
