@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -120,10 +119,10 @@ def rewrap(
     }
     application_properties.update(props)
     return new_message(
-        replace(envelope.header),
+        envelope.header.copy(),
         dict(envelope.delivery_annotations),
         dict(envelope.message_annotations),
-        replace(envelope.properties, content_type=content_type_symbol(content_type)),
+        envelope.properties.with_content_type(content_type_symbol(content_type)),
         application_properties,
         _KIND_DATA,
         body,

@@ -410,3 +410,18 @@ def test_arrays_and_described_values() -> None:
 def test_pickle() -> None:
     message = full_message()
     assert pickle.loads(pickle.dumps(message)) == message
+
+
+def test_section_copies_are_what_dataclasses_replace_gives() -> None:
+    """``Header.copy`` / ``Properties.with_content_type`` (hot-path copies) keep every
+    field: each field set to a value of its own, compared with ``dataclasses.replace``."""
+    import dataclasses
+
+    header = Header(**{f.name: f"h{i}" for i, f in enumerate(dataclasses.fields(Header))})
+    copy = header.copy()
+    assert copy == dataclasses.replace(header) and copy is not header
+    properties = Properties(**{f.name: f"p{i}"
+                               for i, f in enumerate(dataclasses.fields(Properties))})
+    changed = properties.with_content_type(symbol("text/plain"))
+    assert changed == dataclasses.replace(properties, content_type=symbol("text/plain"))
+    assert properties.content_type == "p6"  # the original is untouched
