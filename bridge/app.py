@@ -417,6 +417,7 @@ def run(config: BridgeConfig) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     server = start_metrics(config, bridge)
+    reactor.tune_gc()
     try:
         container.run()
     finally:

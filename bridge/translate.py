@@ -462,7 +462,7 @@ def _read_value(data: bytes, pos: int) -> tuple[Any, int]:
             size, count = data[pos], data[pos + 1]
             pos += 2
             stop = pos + size - 1
-        mapping = {}
+        mapping: dict[Any, Any] = {}
         for _ in range(count >> 1):
             if data[pos] == 0xA1:  # string keys: application properties
                 n = data[pos + 1]
@@ -483,7 +483,7 @@ def _read_value(data: bytes, pos: int) -> tuple[Any, int]:
             size, count = data[pos], data[pos + 1]
             pos += 2
             stop = pos + size - 1
-        items = []
+        items: list[Any] = []
         for _ in range(count):
             if data[pos] == 0x40:  # the absent fields of header and properties
                 items.append(None)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from proton import Collector, Connection, Delivery, Transport
+from proton import Collector, Connection, Delivery, Event, Transport
+from proton._events import EventBase
+from proton.handlers import IOHandler
 
 from bridge import reactor
 
@@ -85,6 +87,36 @@ def test_push_stops_at_a_closed_input() -> None:
     assert server_t.capacity() < 0
 
 
-def test_the_bridge_container_uses_read_ahead() -> None:
+def test_the_bridge_container_uses_read_ahead_and_skips_deliveries() -> None:
     container = reactor.container(object())
-    assert isinstance(container.global_handler.base, reactor.ReadAheadIO)
+    assert isinstance(container.global_handler, reactor.SkipDeliveries)
+    assert isinstance(container.global_handler.inner.base, reactor.ReadAheadIO)
+
+
+def test_skip_deliveries_passes_every_other_event_on() -> None:
+    seen: list[str] = []
+
+    class Inner:
+        def on_link_flow(self, event: Any) -> None:
+            seen.append("flow")
+
+        def on_delivery(self, event: Any) -> None:
+            seen.append("delivery")
+
+    handler = reactor.SkipDeliveries(Inner())
+    for kind in (Event.LINK_FLOW, Event.DELIVERY, Event.TRANSPORT):
+        _StubEvent(kind).dispatch(handler)
+    assert seen == ["flow"]  # the delivery ends at SkipDeliveries; transport: Inner has none
+
+
+def test_proton_global_handler_has_nothing_to_do_for_deliveries() -> None:
+    """What SkipDeliveries relies on: neither part of proton's global handler (the IO
+    handler, the connection's reconnect logic) handles deliveries."""
+    from proton import _reactor
+
+    for part in (IOHandler, _reactor.GlobalOverrides, _reactor._Connector):
+        assert not hasattr(part, "on_delivery"), part
+
+
+class _StubEvent(EventBase):  # type: ignore[misc]
+    """An event of ``kind`` without a proton object behind it."""
