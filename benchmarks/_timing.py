@@ -3,12 +3,23 @@
 Rates are best-of-N over batches of at least ``min_time`` seconds, and a
 comparison interleaves the two contenders' batches so that a change in machine
 load affects both alike.
+
+Importing it also puts the project root first on ``sys.path``: a script run from
+this folder has the folder itself first there, where ``bridge.py`` (the end-to-end
+benchmark) would stand in for the ``bridge`` package. Every benchmark imports this
+module before the project's packages.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if sys.path[:1] != [str(ROOT)]:
+    sys.path.insert(0, str(ROOT))
 
 
 def _batch_size(fn: Callable[[], object], min_time: float) -> int:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import _timing  # noqa: F401  (first: the project root ahead of this folder)
 import orjson
 from cloudevents.core.base import BaseCloudEvent
 from cloudevents.core.bindings import amqp

@@ -1,6 +1,6 @@
 """The bridge end to end: messages/s and latency, against a plain proton client.
 
-Run: ``.venv/bin/python benchmarks/end_to_end.py [--messages N] [--rounds R]``
+Run: ``.venv/bin/python benchmarks/bridge.py [--messages N] [--rounds R]``
 (needs the project's RabbitMQ: it is started like the tests start it).
 
 Set-up: ``amqp-bridge run`` as a subprocess between the in-memory 0-10 broker
@@ -46,17 +46,19 @@ import contextlib
 import multiprocessing as mp
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # ahead of this folder, where this very file is "bridge"
 
 from proton import Message, symbol  # noqa: E402
 from proton.handlers import MessagingHandler  # noqa: E402
@@ -89,7 +91,9 @@ class Bridge:
     def __init__(self, legacy_url: str, cloud_url: str, route: str, workdir: Path) -> None:
         name = route.split("name:", 1)[1].split()[0]
         config = workdir / f"bridge-{name}-{time.time_ns()}.yaml"
+        self.metrics_port = _free_port()
         config.write_text(f"""
+metrics: {{bind: "127.0.0.1:{self.metrics_port}"}}
 connections:
   legacy: {{protocol: amqp0-10, url: "{legacy_url}", heartbeat: 0}}
   cloud:  {{protocol: amqp1.0, url: "{cloud_url}"}}
@@ -107,6 +111,20 @@ routes:
 
     def cpu(self) -> float:
         return _cpu(self.proc.pid)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until the bridge's ``/readyz`` says every route is ready (links attached)."""
+        deadline = time.monotonic() + timeout
+        url = f"http://127.0.0.1:{self.metrics_port}/readyz"
+        while True:
+            # not listening yet, or 503: not ready yet
+            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as answer:
+                if answer.status == 200:
+                    return
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise TimeoutError(f"the bridge was not ready in {timeout:.0f}s "
+                                   f"(see {self.log_path})")
+            time.sleep(0.05)
 
     def children_cpu(self) -> float:
         """CPU seconds of the bridge's child processes (the archive writer)."""
@@ -128,6 +146,12 @@ routes:
             self.proc.wait()
         self.log.close()
         return time.perf_counter() - started
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _cpu(pid: int) -> float:
@@ -435,7 +459,8 @@ def latency_legacy_to_amqp10(server: EngineServer, url: str, n: int, pace: float
         with BlockingClient.connect(
                 f"amqp://guest:guest@{server.address[0]}:{server.address[1]}") as client:
             client.declare_queue("bench-lat")
-            time.sleep(1.0)  # the bridge and the consumer attach
+            bridge.wait_ready()
+            time.sleep(1.0)  # the consumer (a fresh process) attaches
             start = time.monotonic()
             for i in range(n):
                 while start + i / pace > time.monotonic():
@@ -467,7 +492,7 @@ def latency_amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: 
     to:   {{connection: legacy, exchange: amq.direct, routing_key: bench-lat-in}}
     {CE}""", workdir)
         try:
-            time.sleep(1.0)
+            bridge.wait_ready()
             proc, _ = start_child("pace", url, f"/queue/{source}", n, pace)
             while len(latencies) < n:
                 ev = client.receive("bench-lat-in-q", timeout=60)
