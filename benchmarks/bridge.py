@@ -69,6 +69,7 @@ from bridge.amqp010.broker import Message as StoredMessage  # noqa: E402
 from bridge.amqp010.broker import Queue as BrokerQueue  # noqa: E402
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties  # noqa: E402
 from bridge.amqp010.transport import BlockingClient, EngineServer  # noqa: E402
+from tests.support.bridge import rabbitmqctl  # noqa: E402
 from tests.support.rabbitmq import ensure_rabbitmq, unique_queue  # noqa: E402
 
 BODY = bytes(range(256)) * 4
@@ -157,16 +158,6 @@ def _free_port() -> int:
 def _cpu(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
-
-
-def rabbitmqctl(url: str, *args: str) -> None:
-    """``rabbitmqctl`` against the node serving ``url`` (as scripts/rabbitmq runs it)."""
-    port = url.rsplit(":", 1)[1]
-    node = os.environ.get("AMQP_BRIDGE_RABBITMQ_NODENAME", f"amqp_bridge_{port}@localhost")
-    env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "ERL_EPMD_ADDRESS": "127.0.0.1",
-           "RABBITMQ_CTL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
-    subprocess.run(["/usr/lib/rabbitmq/bin/rabbitmqctl", "-n", node, "-q", *args], env=env,
-                   capture_output=True, timeout=60, check=True)
 
 
 def unsettled(broker: Broker) -> int:

@@ -14,15 +14,9 @@ The helpers here are shared with ``test_faults.py`` and ``test_memory.py``.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +36,30 @@ from proton import (
     ulong,
     ushort,
 )
-from proton.handlers import MessagingHandler
-from proton.reactor import Container
 
 from bridge.amqp010.broker import Broker
-from bridge.amqp010.broker import Message as StoredMessage
-from bridge.amqp010.broker import Queue as BrokerQueue
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties, ReplyTo
-from bridge.amqp010.transport import BlockingClient, EngineServer
+from bridge.amqp010.spec import DeliveryProperties, MessageProperties
+from bridge.amqp010.transport import EngineServer
 from bridge.config import parse_config
 from bridge.translate import Translator, decode, encode
 from mappings.amqp010 import message_id_uuid
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage, BodyKind, Header, Properties
+from tests.support.bridge import (
+    CREATED,
+    BridgeRun,
+    bridge_config,
+    collect,
+    legacy_backlog,
+    legacy_broker,
+    legacy_client,
+    legacy_ids,
+    legacy_message,
+    preload,
+    publish_legacy,
+    rabbitmqctl,
+    wait_for,
+)
 from tests.support.logs import route_stats
 from tests.support.rabbitmq import (
     assert_no_message,
@@ -64,106 +69,11 @@ from tests.support.rabbitmq import (
     unique_queue,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 REASON = symbol("x-amqp-bridge-dead-letter-reason")
 ROUTE = symbol("x-amqp-bridge-route")
 
 
-# --- harness (shared by the bridge's fault and memory tests) --------------------------------
-
-
-class BridgeRun:
-    """``amqp-bridge run -c FILE`` as a subprocess; its log is kept for assertions."""
-
-    def __init__(self, config: str, tmp_path: Path, name: str = "bridge", *,
-                 log_level: str = "info", args: tuple[str, ...] = ()) -> None:
-        self.log_level = log_level
-        self.args = args
-        self.config_path = tmp_path / f"{name}.yaml"
-        self.config_path.write_text(config)
-        self.log_path = tmp_path / f"{name}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> BridgeRun:
-        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bridge.cli", "run", "-c", str(self.config_path),
-             "--log-level", self.log_level, *self.args],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        log.close()
-        return self
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def stop(self) -> int | None:
-        """SIGTERM (graceful drain), then SIGKILL if it does not exit in time."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        return self.proc.returncode
-
-    def kill(self) -> None:
-        """kill -9: no drain, no goodbye."""
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait(5)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def status(self, field: str) -> int:
-        """A ``/proc/PID/status`` figure in KiB (``VmRSS``, ``VmHWM``)."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-        raise KeyError(field)
-
-    def __enter__(self) -> BridgeRun:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def bridge_config(legacy_url: str, rabbitmq_url: str, routes: str, *,
-                  session_timeout: int = 30) -> str:
-    """A configuration with the 0-10 connection ``legacy`` and the 1.0 connection ``cloud``."""
-    return f"""
-connections:
-  legacy:
-    protocol: amqp0-10
-    url: "{legacy_url}"
-    heartbeat: 0
-    session_timeout: {session_timeout}
-    reconnect: {{initial_delay: 0.2, max_delay: 2.0}}
-  cloud:
-    protocol: amqp1.0
-    url: "{rabbitmq_url}"
-    reconnect: {{initial_delay: 0.2, max_delay: 2.0}}
-routes:
-{routes}
-"""
-
-
-@contextlib.contextmanager
-def legacy_broker() -> Iterator[tuple[Broker, EngineServer]]:
-    """The in-memory 0-10 broker served over TCP (the engine's server role)."""
-    broker = Broker(users={"guest": "guest"})
-    server = broker.serve()
-    try:
-        yield broker, server
-    finally:
-        server.stop()
+# --- the legacy broker as a fixture ---------------------------------------------------------
 
 
 @pytest.fixture
@@ -172,143 +82,9 @@ def legacy() -> Iterator[tuple[Broker, EngineServer]]:
         yield pair
 
 
-def legacy_client(server: EngineServer) -> BlockingClient:
-    return BlockingClient.connect(f"amqp://guest:guest@{server.address[0]}:{server.address[1]}",
-                                  timeout=30)
-
-
-def publish_legacy(server: EngineServer, queue: str, messages: list[tuple[Any, Any, bytes]],
-                   *, exchange: str = "") -> None:
-    """Publish ``(delivery-properties, message-properties, body)`` to ``queue`` (through the
-    default exchange, so the routing key is set to the queue's name) and wait for completion."""
-    with legacy_client(server) as client:
-        client.declare_queue(queue)
-        for dp, mp, body in messages:
-            if not exchange:
-                dp.routing_key = queue
-            client.publish(body, routing_key=queue, exchange=exchange, delivery=dp,
-                           properties=mp, wait=False)
-        client.sync()
-
-
-def preload(broker: Broker, queue: str, count: int, body: bytes = b"x" * 1024,
-            first: int = 0) -> list[uuid.UUID]:
-    """Put ``count`` messages straight into the broker's queue (a backlog); returns their ids."""
-    q = broker.queues.setdefault(queue, BrokerQueue(queue))
-    ids = []
-    for i in range(first, first + count):
-        message_id = uuid.UUID(int=i + 1)
-        ids.append(message_id)
-        q.messages.append(StoredMessage(
-            DeliveryProperties(routing_key=queue, delivery_mode=2),
-            MessageProperties(message_id=message_id, content_type="application/octet-stream",
-                              application_headers={"seq": i}),
-            (), body, ""))
-    return ids
-
-
-def legacy_backlog(broker: Broker, queue: str) -> int:
-    """Messages still queued or delivered-but-unaccepted at the 0-10 broker."""
-    while True:
-        try:
-            unacked = sum(len(m.unacked) for m in list(broker.sessions.values()))
-            return len(broker.queues[queue].messages) + unacked
-        except RuntimeError:  # changed size during iteration (the server thread): retry
-            continue
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str,
-             bridge: BridgeRun | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}"
-                                 + (f"\n--- bridge log ---\n{bridge.log()[-6000:]}" if bridge else ""))
-        time.sleep(0.05)
-
-
-class Collector(MessagingHandler):  # type: ignore[misc]
-    """Receives from one 1.0 address until told to stop, accepting each message."""
-
-    def __init__(self, url: str, address: str, done: Callable[[list[Message]], bool], *,
-                 linger: float, timeout: float, window: int = 500) -> None:
-        super().__init__(prefetch=window, auto_accept=False)
-        self.url, self.address = url, address
-        self.done, self.linger, self.timeout = done, linger, timeout
-        self.messages: list[Message] = []
-        self.last = time.monotonic()
-        self.finished_at: float | None = None
-        self.conn: Any = None
-
-    def on_start(self, event: Any) -> None:
-        self.conn = event.container.connect(self.url, reconnect=False)
-        event.container.create_receiver(self.conn, self.address)
-        self.deadline = time.monotonic() + self.timeout
-        event.container.schedule(0.1, self)
-
-    def on_message(self, event: Any) -> None:
-        self.messages.append(event.message)
-        self.accept(event.delivery)
-        self.last = time.monotonic()
-
-    def on_timer_task(self, event: Any) -> None:
-        now = time.monotonic()
-        if self.finished_at is None and self.done(self.messages):
-            self.finished_at = now
-        if now > self.deadline or (self.finished_at is not None
-                                   and now - max(self.finished_at, self.last) >= self.linger):
-            self.conn.close()
-            return
-        event.container.schedule(0.1, self)
-
-
-def collect(url: str, address: str, done: Callable[[list[Message]], bool], *,
-            linger: float = 1.0, timeout: float = 60.0) -> list[Message]:
-    """Messages from ``address`` until ``done(messages)``, plus whatever comes within
-    ``linger`` seconds of quiet after that (duplicates); gives up after ``timeout``."""
-    collector = Collector(url, address, done, linger=linger, timeout=timeout)
-    Container(collector).run()
-    return collector.messages
-
-
-def legacy_ids(messages: list[Message]) -> list[uuid.UUID]:
-    """The message-ids (0-10 UUIDs) of received 1.0 messages, in arrival order."""
-    return [m.id for m in messages]
-
-
-def rabbitmqctl(url: str, *args: str) -> str:
-    """Run ``rabbitmqctl`` against the test node serving ``url`` (as scripts/rabbitmq does)."""
-    port = url.rsplit(":", 1)[1].split("/")[0]
-    node = os.environ.get("AMQP_BRIDGE_RABBITMQ_NODENAME", f"amqp_bridge_{port}@localhost")
-    env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "ERL_EPMD_ADDRESS": "127.0.0.1",
-           "RABBITMQ_CTL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
-    proc = subprocess.run(["/usr/lib/rabbitmq/bin/rabbitmqctl", "-n", node, "-q", *args],
-                          env=env, capture_output=True, text=True, timeout=60, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"rabbitmqctl {' '.join(args)}: {proc.stdout}{proc.stderr}")
-    return proc.stdout
-
-
 # --- 10,000 messages each way ---------------------------------------------------------------
 
 COUNT = 10_000
-CREATED = 1_700_000_000  # seconds
-
-
-def legacy_message(i: int) -> tuple[DeliveryProperties, MessageProperties, bytes]:
-    """Message ``i`` as a legacy application publishes it, every field set."""
-    dp = DeliveryProperties(priority=i % 10, delivery_mode=2 if i % 2 == 0 else 1,
-                            ttl=3_600_000, timestamp=CREATED + i, routing_key="orders")
-    mp = MessageProperties(
-        message_id=uuid.UUID(int=i + 1), correlation_id=f"corr-{i}".encode(),
-        reply_to=ReplyTo(exchange="amq.direct", routing_key=f"reply-{i % 7}"),
-        content_type="application/json", content_encoding="identity", user_id=b"guest",
-        app_id=b"legacy-app",
-        application_headers={"seq": i, "region": "emea" if i % 3 else "apac",
-                             "urgent": i % 5 == 0, "ratio": i / 4})
-    return dp, mp, json.dumps({"n": i, "pad": "x" * (i % 50)}).encode()
-
-
 def test_10000_messages_legacy_to_amqp10_every_field_and_cloudevents_attribute(
         legacy: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
     broker, server = legacy

@@ -8,9 +8,7 @@ file runs in well under a minute.
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -35,7 +33,7 @@ from bridge.amqp010.spec import (
 )
 from bridge.amqp010.transport import BlockingClient, ClientError, SocketTransport
 from bridge.routes import LEGACY_HEADER_ANNOTATION, REASON_ANNOTATION, ROUTE_ANNOTATION
-from tests.bridge.test_routes import BridgeProcess
+from tests.support.bridge import BridgeRun, free_port, rabbitmqctl, wait_listening
 from tests.support.rabbitmq import (
     assert_no_message,
     declare_queue,
@@ -48,7 +46,6 @@ from tests.support.rabbitmq import (
 COUNT = 10_000
 """Messages per direction in the bulk tests (the issue's acceptance figure)."""
 USER, PASSWORD = "app", "s3cret"
-RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
 
 
 @dataclass
@@ -62,7 +59,7 @@ class Facade:
     """Port of the listener that allows ANONYMOUS."""
     queues: dict[str, str]
     """RabbitMQ queue behind each role (events, lenient, lenient_dlq, jobs, outcomes, ...)."""
-    proc: BridgeProcess
+    proc: BridgeRun
 
     def client(self, user: str | None = USER, password: str = PASSWORD, *,
                port: int | None = None) -> BlockingClient:
@@ -73,34 +70,6 @@ class Facade:
         return queue_address(self.queues[role])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _rabbitmqctl(*args: str) -> None:
-    """Run rabbitmqctl against the test node (as ``scripts/rabbitmq`` sets it up)."""
-    port = os.environ.get("AMQP_BRIDGE_RABBITMQ_PORT", "5672")
-    node = os.environ.get("AMQP_BRIDGE_RABBITMQ_NODENAME", f"amqp_bridge_{port}@localhost")
-    env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "ERL_EPMD_ADDRESS": "127.0.0.1",
-           "RABBITMQ_CTL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
-    subprocess.run([RABBITMQCTL, "-n", node, "-q", *args], env=env, check=True,
-                   capture_output=True, timeout=60)
-
-
-def _wait_listening(port: int, proc: BridgeProcess, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.proc is not None and proc.proc.poll() is None, proc.log()
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"the façade did not listen on {port}:\n{proc.log()}")
-
-
 @pytest.fixture(scope="module")
 def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Facade]:
     roles = ["events", "lenient", "lenient_dlq", "jobs", "outcomes", "outcomes_dlq", "gone",
@@ -109,12 +78,12 @@ def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     # rejected messages of the "outcomes" queue are dead-lettered by RabbitMQ, so a
     # subscriber's message.reject is visible on the 1.0 side
     policy = f"amqp-bridge-test-{queues['outcomes']}"
-    _rabbitmqctl("set_policy", "--apply-to", "queues", "--priority", "10", policy,
+    rabbitmqctl(rabbitmq_url, "set_policy", "--apply-to", "queues", "--priority", "10", policy,
                  "^" + queues["outcomes"].replace(".", r"\.") + "$",
                  '{"expires": 600000, "dead-letter-exchange": "", '
                  f'"dead-letter-routing-key": "{queues["outcomes_dlq"]}"}}')
     declare_queue(rabbitmq_url, queues["outcomes_dlq"])  # dead letters need a queue to land in
-    strict, anonymous = _free_port(), _free_port()
+    strict, anonymous = free_port(), free_port()
     q = {role: queue_address(name) for role, name in queues.items()}
     config = f"""
 connections:
@@ -149,14 +118,14 @@ routes:
     tmp = tmp_path_factory.mktemp("facade")
     with pytest.MonkeyPatch.context() as env:
         env.setenv("FACADE_PASSWORD", PASSWORD)  # the password comes from the environment
-        proc = BridgeProcess(config, tmp).start()
+        proc = BridgeRun(config, tmp).start()
     try:
-        _wait_listening(strict, proc)
-        _wait_listening(anonymous, proc)
+        wait_listening(strict, proc)
+        wait_listening(anonymous, proc)
         yield Facade(rabbitmq_url, strict, anonymous, queues, proc)
     finally:
         rc = proc.stop()
-        _rabbitmqctl("clear_policy", policy)
+        rabbitmqctl(rabbitmq_url, "clear_policy", policy)
     assert rc == 0, proc.log()
 
 

@@ -13,7 +13,6 @@ stopped again at the end of the module.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import threading
 import time
@@ -31,20 +30,21 @@ from proton.reactor import Container
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties
 from bridge.amqp010.transport import EngineServer
-from tests.bridge.test_acceptance import (
+from tests.support.bridge import (
     ROOT,
     BridgeRun,
     bridge_config,
     collect,
+    free_port,
     legacy_backlog,
     legacy_broker,
     legacy_client,
     legacy_ids,
     preload,
     rabbitmqctl,
-    route_stats,
     wait_for,
 )
+from tests.support.logs import route_stats
 from tests.support.rabbitmq import assert_no_message, queue_address, send_messages, unique_queue
 
 MAX_IN_FLIGHT = 200
@@ -308,10 +308,6 @@ class Feeder(threading.Thread):
 # --- peers ending links and sessions --------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class DetachingPeer(MessagingHandler):  # type: ignore[misc]

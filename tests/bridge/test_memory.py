@@ -19,15 +19,15 @@ import pytest
 
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.transport import EngineServer
-from tests.bridge.test_acceptance import (
+from tests.support.bridge import (
     BridgeRun,
     bridge_config,
     legacy_broker,
     preload,
     rabbitmqctl,
-    route_stats,
     wait_for,
 )
+from tests.support.logs import route_stats
 from tests.support.rabbitmq import queue_address, unique_queue
 from tests.support.relay import Relay
 

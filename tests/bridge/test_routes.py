@@ -4,10 +4,6 @@ in-memory broker model) on one side, the real RabbitMQ on the other, and
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,6 +15,7 @@ from proton import Message, symbol
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties
 from bridge.amqp010.transport import BlockingClient, EngineServer
+from tests.support.bridge import BridgeRun
 from tests.support.rabbitmq import queue_address, receive_messages, send_messages, unique_queue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,37 +29,6 @@ def legacy_broker() -> Iterator[tuple[Broker, EngineServer]]:
         yield broker, server
     finally:
         server.stop()
-
-
-class BridgeProcess:
-    """``amqp-bridge run -c FILE`` in a subprocess, with its log kept for failures."""
-
-    def __init__(self, config: str, tmp_path: Path) -> None:
-        self.config_path = tmp_path / "bridge.yaml"
-        self.config_path.write_text(config)
-        self.log_path = tmp_path / "bridge.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> BridgeProcess:
-        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bridge.cli", "run", "-c", str(self.config_path)],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        return self
-
-    def stop(self) -> int:
-        assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        return self.proc.returncode
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
 
 
 def bridge_config(legacy_url: str, rabbitmq_url: str, routes: str) -> str:
@@ -103,12 +69,13 @@ def test_legacy_queue_to_amqp10_address_with_cloudevents(
     cloudevents: {{mode: binary, type: com.example.order, source: /legacy/orders}}
     max_in_flight: {{messages: 50}}
 """
-    proc = BridgeProcess(bridge_config(server.url, rabbitmq_url, route), tmp_path).start()
+    proc = BridgeRun(bridge_config(server.url, rabbitmq_url, route), tmp_path).start()
     try:
         received = receive_messages(rabbitmq_url, queue_address(target), count, timeout=30)
     finally:
-        assert proc.stop() == 0 or True, proc.log()
+        exit_status = proc.stop()
     assert len(received) == count, proc.log()
+    assert exit_status == 0, proc.log()
     for i, r in enumerate(received):  # order preserved, every field mapped
         m = r.message
         assert m.body == f'{{"n": {i}}}'.encode() or bytes(m.body) == f'{{"n": {i}}}'.encode()
@@ -141,7 +108,7 @@ def test_amqp10_address_to_legacy_exchange(
     from: {{connection: cloud, address: {queue_address(source)}}}
     to:   {{connection: legacy, exchange: amq.direct, routing_key: replies}}
 """
-        proc = BridgeProcess(bridge_config(server.url, rabbitmq_url, route), tmp_path).start()
+        proc = BridgeRun(bridge_config(server.url, rabbitmq_url, route), tmp_path).start()
         try:
             client.subscribe("replies-q", messages=count)
             got = []
@@ -150,8 +117,9 @@ def test_amqp10_address_to_legacy_exchange(
                 got.append(client.receive("replies-q", timeout=30))
             client.accept(*got)
         finally:
-            proc.stop()
+            exit_status = proc.stop()
     assert len(got) == count, proc.log()
+    assert exit_status == 0, proc.log()
     for i, ev in enumerate(got):
         assert ev.body == f"reply {i}".encode()
         assert ev.delivery_properties.routing_key == "replies"

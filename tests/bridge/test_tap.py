@@ -41,18 +41,19 @@ from proton import Message
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.spec import MessageProperties
 from bridge.amqp010.transport import BlockingClient
-from tests.bridge.test_acceptance import (
+from tests.support.bridge import (
     ROOT,
     BridgeRun,
     bridge_config,
+    free_port,
     legacy_backlog,
     legacy_client,
     legacy_message,
     preload,
     publish_legacy,
     wait_for,
+    wait_listening,
 )
-from tests.bridge.test_facade import _free_port, _wait_listening
 from tests.support.logs import records
 from tests.support.rabbitmq import (
     assert_no_message,
@@ -203,7 +204,7 @@ def test_facade_routes_archive_what_legacy_applications_publish_and_accept(
     count = 200
     archive = tmp_path / "archive"
     events, jobs = unique_queue("tap-facade-events"), unique_queue("tap-facade-jobs")
-    port = _free_port()
+    port = free_port()
     config = f"""
 connections:
   cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
@@ -224,7 +225,7 @@ routes:
                    for i in range(count)])
     bridge = BridgeRun(config, tmp_path)
     with bridge:
-        _wait_listening(port, bridge)  # type: ignore[arg-type]
+        wait_listening(port, bridge)
         with BlockingClient.connect(f"amqp://127.0.0.1:{port}") as client:
             for i in range(count):
                 client.publish(f"event {i}".encode(), "k", "events", wait=False,

@@ -19,7 +19,7 @@ from proton import Message
 
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.transport import EngineServer
-from tests.bridge.test_acceptance import (
+from tests.support.bridge import (
     BridgeRun,
     bridge_config,
     legacy_broker,

@@ -9,7 +9,6 @@ connection and peer, and that no INFO line is written per message.
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -26,8 +25,9 @@ from bridge.amqp010.broker import Broker
 from bridge.amqp010.broker import Message as StoredMessage
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties
 from bridge.amqp010.transport import BlockingClient, EngineServer
-from tests.bridge.test_acceptance import (
+from tests.support.bridge import (
     BridgeRun,
+    free_port,
     legacy_backlog,
     legacy_broker,
     legacy_client,
@@ -57,10 +57,6 @@ def legacy() -> Iterator[tuple[Broker, EngineServer]]:
         yield pair
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class TakeAndDrop(MessagingHandler):  # type: ignore[misc]

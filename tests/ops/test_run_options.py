@@ -13,20 +13,16 @@ from pathlib import Path
 
 import orjson
 
+from tests.support.bridge import free_port
 from tests.support.logs import parse_line
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def closed_port() -> int:
-    """A loopback port nobody listens on (connections to it are refused)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def config(tmp_path: Path, extra: str) -> Path:
-    port = closed_port()
+    port = free_port()
     path = tmp_path / "bridge.yaml"
     path.write_text(f"""
 connections:

@@ -22,8 +22,8 @@ from proton import Message
 
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.transport import BlockingClient, EngineServer
-from tests.bridge.test_acceptance import BridgeRun
 from tests.security.conftest import EXTERNAL_USER, TlsBroker
+from tests.support.bridge import BridgeRun
 from tests.support.certs import Issued, Pki
 from tests.support.logs import records
 from tests.support.rabbitmq import (

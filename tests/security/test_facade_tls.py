@@ -6,7 +6,6 @@ and from the shared RabbitMQ.  One bridge process serves the module.
 
 from __future__ import annotations
 
-import socket
 import ssl
 import time
 from collections.abc import Iterator
@@ -19,8 +18,8 @@ from bridge.amqp010.events import ConnectionClosed
 from bridge.amqp010.spec import CloseCode
 from bridge.amqp010.transport import BlockingClient, ClientError
 from bridge.passwords import hash_password
-from tests.bridge.test_acceptance import BridgeRun
 from tests.security.conftest import EXTERNAL_USER
+from tests.support.bridge import BridgeRun, free_port
 from tests.support.certs import Issued, Pki
 from tests.support.logs import records
 from tests.support.rabbitmq import queue_address, receive_messages, send_messages, unique_queue
@@ -54,10 +53,6 @@ class SecureFacade:
         raise AssertionError(f"{text!r} not logged:\n{self.run.log()}")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +62,7 @@ def facade(pki: Pki, rabbitmq_url: str,
     users_file = tmp / "users"
     users_file.write_text(f"# façade users\n{OPS_USER}:{hash_password(OPS_PASSWORD, iterations=10_000)}\n")
     events, jobs = unique_queue("facade-tls-events"), unique_queue("facade-tls-jobs")
-    port = _free_port()
+    port = free_port()
     config = f"""
 connections:
   cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}

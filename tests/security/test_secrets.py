@@ -8,7 +8,6 @@ configuration) and greps stdout and stderr for each."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ import pytest
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.transport import BlockingClient, ClientError, EngineServer
 from bridge.passwords import hash_password
-from tests.bridge.test_acceptance import BridgeRun
+from tests.support.bridge import BridgeRun, free_port
 from tests.support.certs import Pki
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
 
@@ -55,7 +54,7 @@ def test_no_secret_in_check_output_logs_or_errors(pki: Pki, rabbitmq_url: str, t
         c.declare_queue("orders")
         c.publish(b"one", routing_key="orders")
     target = unique_queue("secrets")
-    facade_port = _free_port()
+    facade_port = free_port()
     config = f"""
 connections:
   legacy: {{protocol: amqp0-10, url: "amqp://legacy-app:${{LEGACY_PASSWORD}}@127.0.0.1:{port}",
@@ -136,10 +135,6 @@ routes:
     assert _grep(done.stdout + done.stderr, secrets) == [], done.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_listening(port: int, run: BridgeRun, timeout: float = 20.0) -> None:
