@@ -37,6 +37,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,7 @@ from .amqp010.events import (
     CommandsCompleted,
     ConnectionClosed,
     ConnectionOpened,
+    CredentialsReceived,
     CreditChanged,
     Event,
     ExecutionExceptionReceived,
@@ -86,7 +88,7 @@ from .amqp010.spec import (
     QueueQueryResult,
 )
 from .config import ConfigError, Listener, Route
-from .hosting import Amqp010Listener, Amqp010Socket
+from .hosting import Amqp010Listener, Amqp010Socket, LoopCalls
 from .passwords import PasswordTable
 from .routes import (
     MAPPING_ERROR,
@@ -116,6 +118,8 @@ FLUSH_GRACE = 0.05
 SUBSCRIBE_TIMEOUT = 10.0
 """Seconds a message.subscribe waits for its 1.0 link before it fails with not-found."""
 _STOP_POLL = 0.1
+_LOGIN_WORKERS = 2
+"""Threads checking PBKDF2 passwords per listener (hashlib releases the GIL meanwhile)."""
 
 # 1.0 rejection conditions -> the execution.exception a 0-10 publisher gets
 _ERROR_CODES = {
@@ -248,9 +252,13 @@ class Facade:
         except (OSError, ValueError) as exc:
             raise ConfigError([f"listeners.{name}.users_file: {exc}"]) from None
         client_certs = settings.tls is not None and settings.tls.client_certs != "none"
+        # PLAIN credentials come to us (CredentialsReceived): a PBKDF2 check runs on a
+        # worker thread, so that a login (or a password-guessing client) never stalls the loop
         self.authenticator = SimpleAuthenticator(
             self.passwords.check if self.passwords else None,
-            anonymous=settings.allow_anonymous, external=client_certs)
+            anonymous=settings.allow_anonymous, external=client_certs, defer=True)
+        self._login_checks: ThreadPoolExecutor | None = None
+        self._loop_calls: LoopCalls | None = None
         self.publish_routes: dict[str, FacadePublish] = {}
         self.consume_routes: dict[str, FacadeConsume] = {}
         self.clients: dict[_GatedSocket, _Client] = {}
@@ -352,6 +360,35 @@ class Facade:
         for sock in list(self.clients):
             sock.engine.close(CloseCode.CONNECTION_FORCED, "amqp-bridge is shutting down")
             sock.flush()
+        if self._login_checks is not None:
+            self._login_checks.shutdown(wait=False, cancel_futures=True)
+        if self._loop_calls is not None:
+            self._loop_calls.close()
+
+    # -- logins ---------------------------------------------------------------------------
+
+    def _check_login(self, sock: _GatedSocket, ev: CredentialsReceived) -> None:
+        """Answer a PLAIN login: at once when that is cheap (a plain password, a returning
+        client), else from a worker thread (PBKDF2 takes about 0.1 s)."""
+        quick = self.passwords.quick_check(ev.user, ev.password)
+        if quick is not None:
+            _answer_login(sock.engine, ev.user, quick)
+            return
+        if self._login_checks is None:
+            self._login_checks = ThreadPoolExecutor(
+                max_workers=_LOGIN_WORKERS, thread_name_prefix=f"login-{self.name}")
+            self._loop_calls = LoopCalls(self.container)
+        calls = self._loop_calls
+        assert calls is not None
+        future = self._login_checks.submit(self.passwords.check, ev.user, ev.password)
+
+        def done(future: Future[bool]) -> None:  # on the worker thread
+            if not future.cancelled():
+                ok = future.exception() is None and future.result()
+                calls.call_soon(lambda: sock.call(
+                    lambda engine: _answer_login(engine, ev.user, ok)))
+
+        future.add_done_callback(done)
 
     # -- output ---------------------------------------------------------------------------
 
@@ -402,6 +439,9 @@ class Facade:
             st = self.sessions.pop(ev.session, None)
             if st is not None:
                 self._end_session(st)
+        elif isinstance(ev, CredentialsReceived):
+            assert isinstance(sock, _GatedSocket)
+            self._check_login(sock, ev)
         elif isinstance(ev, ConnectionOpened):
             client.user = ev.user
             log.info("façade %s: %s logged in as %r", self.name, sock.peer, ev.user,
@@ -623,6 +663,11 @@ _COMMANDS: dict[type[Command], Callable[..., Struct | _Later | None]] = {
 
 
 # --- 1.0 helpers ----------------------------------------------------------------------------
+
+
+def _answer_login(engine: Connection, user: str, ok: bool) -> None:
+    """Let ``user`` in, or refuse the login (connection.close 320, the reason logged)."""
+    engine.finish_authentication(user if ok else None, f"bad credentials for {user!r}")
 
 
 def _waiting(facade: Facade, links: list[Amqp10Link]) -> list[str]:

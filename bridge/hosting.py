@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import queue
 import socket
 import ssl
 import time
@@ -151,6 +152,12 @@ class Amqp010Socket:
     def backpressured(self) -> bool:
         """True while more than a few MiB wait to be written: stop producing."""
         return len(self._out) > _WRITE_HIGH_WATER
+
+    def call(self, fn: Callable[[Connection], None]) -> None:
+        """Run ``fn(engine)`` outside an event callback (a timer, another thread's answer):
+        its events go to ``on_event`` and its output is written."""
+        if not self.closed:
+            self._run(fn, self.engine)
 
     def flush(self) -> None:
         """Write what the engine produced and re-arm the selectable."""
@@ -299,6 +306,55 @@ class Amqp010Socket:
         deadline = self.engine.next_deadline()
         sel.deadline = deadline if deadline is not None else 0
         sel.update()
+
+
+class LoopCalls:
+    """Callables handed in from other threads, run on the container's thread.
+
+    A worker thread calls :meth:`call_soon`; a byte on a socket pair wakes the
+    container's ``select``, and the loop runs the callables in the order they came.
+    This is how work too slow for the loop (a password hash) reports back to it.
+    """
+
+    def __init__(self, container: Container) -> None:
+        self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._wake, self._waker = socket.socketpair()
+        self._wake.setblocking(False)
+        self._waker.setblocking(False)
+        self.selectable = _selectable(container, self, self._wake)
+        self._closed = False
+
+    def call_soon(self, fn: Callable[[], None]) -> None:
+        """Run ``fn()`` on the container's thread (from any thread)."""
+        self._calls.put(fn)
+        with contextlib.suppress(BlockingIOError, OSError):  # already awake, or closed
+            self._waker.send(b"!")
+
+    def close(self) -> None:
+        """Stop (on the container's thread); calls still queued are dropped."""
+        if not self._closed:
+            self._closed = True
+            self.selectable.terminate()
+            self.selectable.update()
+
+    def on_selectable_init(self, event: Any) -> None:
+        self.selectable.reading = True
+        self.selectable.update()
+
+    def on_selectable_readable(self, event: Any) -> None:
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            self._wake.recv(4096)
+        while not self._closed:
+            try:
+                fn = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            fn()
+
+    def on_selectable_final(self, event: Any) -> None:
+        self.selectable.release()
+        self._wake.close()
+        self._waker.close()
 
 
 def _selectable(container: Container, handler: Any, sock: socket.socket) -> Any:

@@ -27,6 +27,7 @@ from .events import (
     ConnectionClosed,
     ConnectionOpened,
     ConnectionRedirected,
+    CredentialsReceived,
     Event,
     HeartbeatTimeout,
     SessionDetached,
@@ -91,6 +92,9 @@ class ConnectionState(Enum):
     AWAIT_START = "await-start"
     AWAIT_START_OK = "await-start-ok"
     AWAIT_SECURE_OK = "await-secure-ok"
+    AWAIT_AUTHENTICATION = "await-authentication"
+    """Server: credentials handed to the application (``CredentialsReceived``), which
+    answers with :meth:`Connection.finish_authentication`."""
     AWAIT_TUNE = "await-tune"
     """Client: start-ok sent; secure challenges or tune come next."""
     AWAIT_TUNE_OK = "await-tune-ok"
@@ -303,6 +307,25 @@ class Connection:
         self.close_code, self.close_text = code, text
         self._send_control(0, ConnectionClose(reply_code=code, reply_text=text[:255]))
         self.state = ConnectionState.CLOSING
+
+    def finish_authentication(self, identity: str | None, refusal: str = "") -> None:
+        """Answer :class:`~bridge.amqp010.events.CredentialsReceived` (server role):
+        ``identity`` logged in, or (None) the login is refused for ``refusal``.
+
+        Ignored once the connection is closing or closed (the client went away while
+        its credentials were being checked).
+        """
+        if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
+            return
+        if self.state is not ConnectionState.AWAIT_AUTHENTICATION:
+            raise ProtocolError(f"no credentials await a check (state {self.state.value})")
+
+        def outcome() -> Step:
+            if identity is None:
+                raise AuthenticationError(refusal or "bad credentials")
+            return Step(identity=identity)
+
+        self._sasl(outcome)
 
     def attach(self, name: bytes | str | None = None, *, timeout: int = 0,
                auto_complete: bool | None = None, **session_options: Any) -> Session:
@@ -533,6 +556,10 @@ class Connection:
         except AuthenticationError as exc:
             self.auth_error = str(exc)
             self._fatal(CloseCode.CONNECTION_FORCED, f"authentication failed: {exc}")
+            return
+        if step.deferred is not None:
+            self.state = ConnectionState.AWAIT_AUTHENTICATION
+            self._emit(CredentialsReceived(step.deferred.user, step.deferred.password))
             return
         if step.challenge is not None:
             self._send_control(0, ConnectionSecure(challenge=step.challenge))

@@ -25,6 +25,17 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class CredentialsReceived(Event):
+    """Server: a client logged in with SASL PLAIN and the authenticator defers the check
+    (``SimpleAuthenticator(defer=True)``). Answer with
+    :meth:`~bridge.amqp010.connection.Connection.finish_authentication`; until then the
+    connection waits (nothing is sent to the client)."""
+
+    user: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectionOpened(Event):
     """The handshake finished: the connection is open (both roles)."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -20,13 +20,25 @@ class AuthenticationError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Credentials:
+    """A user name and password (SASL PLAIN) left for the application to check."""
+
+    user: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
-    """One server-side SASL step: a challenge to send, or a finished outcome."""
+    """One server-side SASL step: a challenge to send, a finished outcome, or credentials
+    the application checks (``deferred``)."""
 
     challenge: bytes | None = None
     """Non-None: send connection.secure with this challenge and wait for secure-ok."""
     identity: str | None = None
     """The authenticated identity once done (None while challenging)."""
+    deferred: Credentials | None = None
+    """Non-None: the application checks these and answers with
+    ``Connection.finish_authentication`` (the engine emits ``CredentialsReceived``)."""
 
 
 class ServerMechanism(Protocol):
@@ -58,8 +70,9 @@ class _Anonymous:
 
 
 class _Plain:
-    def __init__(self, check: Callable[[str, str], bool]) -> None:
+    def __init__(self, check: Callable[[str, str], bool] | None) -> None:
         self._check = check
+        """None: hand the credentials to the application (Step.deferred)."""
 
     def start(self, response: bytes) -> Step:
         if not response:
@@ -73,6 +86,8 @@ class _Plain:
         authzid, user, password = (p.decode("utf-8", "replace") for p in parts)
         if authzid and authzid != user:
             raise AuthenticationError("PLAIN authorization identity differs from the user")
+        if self._check is None:
+            return Step(deferred=Credentials(user, password))
         if not self._check(user, password):
             raise AuthenticationError(f"bad credentials for {user!r}")
         return Step(identity=user)
@@ -94,12 +109,18 @@ class _External:
 
 class SimpleAuthenticator:
     """ANONYMOUS (if allowed), PLAIN against a user table or a check function,
-    and EXTERNAL when the transport has authenticated a TLS client certificate."""
+    and EXTERNAL when the transport has authenticated a TLS client certificate.
+
+    With ``defer``, PLAIN is offered when ``users`` is given but its credentials are
+    handed to the application instead of checked here (for checks too slow for an
+    event loop: the application runs them elsewhere and answers the connection).
+    """
 
     def __init__(self, users: Mapping[str, str] | Callable[[str, str], bool] | None = None, *,
-                 anonymous: bool = True, external: bool = True) -> None:
+                 anonymous: bool = True, external: bool = True, defer: bool = False) -> None:
         self._anonymous = anonymous
         self._external = external
+        self._defer = defer
         if users is None:
             self._check: Callable[[str, str], bool] | None = None
         elif callable(users):
@@ -126,7 +147,7 @@ class SimpleAuthenticator:
             return _Anonymous()
         if name == "PLAIN":
             assert self._check is not None
-            return _Plain(self._check)
+            return _Plain(None if self._defer else self._check)
         assert external_identity is not None
         return _External(external_identity)
 

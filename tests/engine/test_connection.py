@@ -8,6 +8,7 @@ from bridge.amqp010.connection import (
     Connection,
     ConnectionConfig,
     ConnectionState,
+    ProtocolError,
     Redirect,
     Role,
 )
@@ -15,9 +16,16 @@ from bridge.amqp010.events import (
     ConnectionClosed,
     ConnectionOpened,
     ConnectionRedirected,
+    CredentialsReceived,
     HeartbeatTimeout,
 )
-from bridge.amqp010.framing import PROTOCOL_HEADER, Assembler, FrameDecoder, ProtocolHeader
+from bridge.amqp010.framing import (
+    PROTOCOL_HEADER,
+    Assembler,
+    FrameDecoder,
+    ProtocolHeader,
+    encode_assembly,
+)
 from bridge.amqp010.sasl import ClientCredentials, SimpleAuthenticator, Step
 from bridge.amqp010.spec import (
     CloseCode,
@@ -302,3 +310,63 @@ def test_role_and_config_defaults() -> None:
     assert conn.is_server and conn.state is ConnectionState.AWAIT_HEADER
     assert isinstance(conn.config, ConnectionConfig)
     assert conn.data_to_send() == b""
+
+
+# --- credentials checked by the application (deferred PLAIN) --------------------------------
+
+
+def _deferring_pair(password: str = "secret") -> Pair:
+    server = server_conn(authenticator=SimpleAuthenticator(
+        {"app": "unused: the application checks"}, anonymous=False, defer=True))
+    pair = Pair(client=client_conn(credentials=ClientCredentials("app", password)), server=server)
+    pair.pump()
+    return pair
+
+
+def test_deferred_credentials_wait_for_the_application_then_open() -> None:
+    pair = _deferring_pair()
+    [credentials] = pair.of(CredentialsReceived, "server")
+    assert (credentials.user, credentials.password) == ("app", "secret")
+    assert "secret" not in repr(credentials)
+    assert pair.server.state is ConnectionState.AWAIT_AUTHENTICATION
+    assert not any(isinstance(o, ConnectionTune) for o in decode_all(bytes(pair.s2c)))
+    assert not pair.client.is_open  # nothing was sent: the client still waits
+
+    pair.server.finish_authentication("app")
+    pair.pump()
+    assert pair.client.is_open and pair.server.is_open
+    assert pair.of(ConnectionOpened, "server")[0].user == "app"
+
+
+def test_deferred_credentials_refused_close_with_the_reason() -> None:
+    pair = _deferring_pair("wrong")
+    pair.server.finish_authentication(None, "bad credentials for 'app'")
+    pair.pump()
+    [closed] = pair.of(ConnectionClosed)
+    assert closed.code == CloseCode.CONNECTION_FORCED and closed.by_peer
+    assert closed.text == "authentication failed: bad credentials for 'app'"
+    assert pair.server.auth_error == "bad credentials for 'app'"
+
+
+def test_a_client_that_does_not_wait_for_the_check_is_closed() -> None:
+    pair = _deferring_pair()
+    pair.server.receive_data(encode_assembly(0, ConnectionTuneOk(channel_max=1,
+                                                                  max_frame_size=4096)))
+    assert pair.server.closed
+    assert "unexpected connection.tune-ok in state await-authentication" in (
+        pair.server.close_text or "")
+
+
+def test_an_answer_after_the_client_left_is_ignored() -> None:
+    pair = _deferring_pair()
+    pair.client.close()
+    pair.pump()
+    assert pair.server.closed
+    pair.server.finish_authentication("app")  # the check finished too late: nothing happens
+    assert pair.server.data_to_send() == b""
+
+
+def test_finish_authentication_without_credentials_waiting_is_an_error() -> None:
+    pair = open_pair()
+    with pytest.raises(ProtocolError):
+        pair.server.finish_authentication("guest")
