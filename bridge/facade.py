@@ -383,10 +383,15 @@ class Facade:
         future = self._login_checks.submit(self.passwords.check, ev.user, ev.password)
 
         def done(future: Future[bool]) -> None:  # on the worker thread
-            if not future.cancelled():
-                ok = future.exception() is None and future.result()
-                calls.call_soon(lambda: sock.call(
-                    lambda engine: _answer_login(engine, ev.user, ok)))
+            if future.cancelled():
+                return  # shutting down
+            error = future.exception()
+            if error is not None:  # refused: a check that cannot run lets nobody in
+                log.error("façade %s: %s: password check for %r failed: %r", self.name,
+                          sock.peer, ev.user, error,
+                          extra=self.log_fields("login_check_failed", peer=sock.peer))
+            ok = error is None and future.result()
+            calls.call_soon(lambda: sock.call(lambda engine: _answer_login(engine, ev.user, ok)))
 
         future.add_done_callback(done)
 
@@ -662,12 +667,12 @@ _COMMANDS: dict[type[Command], Callable[..., Struct | _Later | None]] = {
 }
 
 
-# --- 1.0 helpers ----------------------------------------------------------------------------
-
-
 def _answer_login(engine: Connection, user: str, ok: bool) -> None:
     """Let ``user`` in, or refuse the login (connection.close 320, the reason logged)."""
     engine.finish_authentication(user if ok else None, f"bad credentials for {user!r}")
+
+
+# --- 1.0 helpers ----------------------------------------------------------------------------
 
 
 def _waiting(facade: Facade, links: list[Amqp10Link]) -> list[str]:
