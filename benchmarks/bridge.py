@@ -47,7 +47,6 @@ import gc
 import multiprocessing as mp
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -70,8 +69,8 @@ from bridge.amqp010.broker import Message as StoredMessage  # noqa: E402
 from bridge.amqp010.broker import Queue as BrokerQueue  # noqa: E402
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties  # noqa: E402
 from bridge.amqp010.transport import BlockingClient, EngineServer  # noqa: E402
-from tests.support.bridge import rabbitmqctl  # noqa: E402
-from tests.support.rabbitmq import ensure_rabbitmq, unique_queue  # noqa: E402
+from tests.support.bridge import free_port  # noqa: E402
+from tests.support.rabbitmq import ensure_rabbitmq, rabbitmqctl, unique_queue  # noqa: E402
 
 BODY = bytes(range(256)) * 4
 WINDOW = 1000
@@ -93,7 +92,7 @@ class Bridge:
     def __init__(self, legacy_url: str, cloud_url: str, route: str, workdir: Path) -> None:
         name = route.split("name:", 1)[1].split()[0]
         config = workdir / f"bridge-{name}-{time.time_ns()}.yaml"
-        self.metrics_port = _free_port()
+        self.metrics_port = free_port()
         config.write_text(f"""
 metrics: {{bind: "127.0.0.1:{self.metrics_port}"}}
 connections:
@@ -148,12 +147,6 @@ routes:
             self.proc.wait()
         self.log.close()
         return time.perf_counter() - started
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _cpu(pid: int) -> float:

@@ -380,7 +380,7 @@ class Facade:
             self._loop_calls = LoopCalls(self.container)
         calls = self._loop_calls
         assert calls is not None
-        future = self._login_checks.submit(self.passwords.check, ev.user, ev.password)
+        future = self._login_checks.submit(self.passwords.verify, ev.user, ev.password)
 
         def done(future: Future[bool]) -> None:  # on the worker thread
             if future.cancelled():

@@ -87,12 +87,17 @@ class PasswordTable:
         A PBKDF2 computation (about 0.1 s at the default iterations) unless
         :meth:`quick_check` has the answer: run it off the event loop."""
         quick = self.quick_check(user, password)
-        if quick is not None:
-            return quick
+        return quick if quick is not None else self.verify(user, password)
+
+    def verify(self, user: str, password: str) -> bool:
+        """The PBKDF2 part of :meth:`check`, for when :meth:`quick_check` had no answer
+        (remembers a success)."""
         stored = self._users.get(user)
         if stored is None:
             verify_password(password, self._dummy)  # same cost: no user enumeration by timing
             return False
+        if not is_hash(stored):
+            return bool(self.quick_check(user, password))  # a plain password: no PBKDF2
         if verify_password(password, stored):
             self._verified[user] = self._tag(password)
             return True

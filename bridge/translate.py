@@ -454,14 +454,7 @@ def _read_value(data: bytes, pos: int) -> tuple[Any, int]:
         pos += 1 + n
         return symbol(data[pos - n:pos].decode("ascii")), pos
     if code == 0xD1 or code == 0xC1:
-        if code == 0xD1:
-            size, count = _unpack_size_count(data, pos)
-            pos += 8
-            stop = pos + size - 4
-        else:
-            size, count = data[pos], data[pos + 1]
-            pos += 2
-            stop = pos + size - 1
+        count, pos, stop = _composite_header(data, code == 0xD1, pos)
         mapping: dict[Any, Any] = {}
         for _ in range(count >> 1):
             if data[pos] == 0xA1:  # string keys: application properties
@@ -475,14 +468,7 @@ def _read_value(data: bytes, pos: int) -> tuple[Any, int]:
             raise _Slow
         return mapping, pos
     if code == 0xC0 or code == 0xD0:
-        if code == 0xD0:
-            size, count = _unpack_size_count(data, pos)
-            pos += 8
-            stop = pos + size - 4
-        else:
-            size, count = data[pos], data[pos + 1]
-            pos += 2
-            stop = pos + size - 1
+        count, pos, stop = _composite_header(data, code == 0xD0, pos)
         items: list[Any] = []
         for _ in range(count):
             if data[pos] == 0x40:  # the absent fields of header and properties
@@ -506,6 +492,14 @@ def _read_value(data: bytes, pos: int) -> tuple[Any, int]:
             return raw, pos
         return (raw.decode() if code == 0xB1 else symbol(raw.decode("ascii"))), pos
     return _read_fixed(data, code, pos)
+
+
+def _composite_header(data: bytes, wide: bool, pos: int) -> tuple[int, int, int]:
+    """A list's or map's element count, where its elements start, and where they end."""
+    if wide:
+        size, count = _unpack_size_count(data, pos)
+        return count, pos + 8, pos + 4 + size
+    return data[pos + 1], pos + 2, pos + 1 + data[pos]
 
 
 def _read_fixed(data: bytes, code: int, pos: int) -> tuple[Any, int]:

@@ -4,8 +4,13 @@ Keep this file small: each area of the suite puts its own fixtures in its own
 sub-directory's conftest.py.
 """
 
+from collections.abc import Iterator
+
 import pytest
 
+from bridge.amqp010.broker import Broker
+from bridge.amqp010.transport import EngineServer
+from tests.support.bridge import legacy_broker
 from tests.support.rabbitmq import ensure_rabbitmq
 
 
@@ -16,3 +21,10 @@ def rabbitmq_url() -> str:
     Fails, never skips, when the broker cannot be had: see docs/testing.md.
     """
     return ensure_rabbitmq()
+
+
+@pytest.fixture
+def legacy() -> Iterator[tuple[Broker, EngineServer]]:
+    """The in-memory 0-10 broker served over TCP for one test (``(broker, server)``)."""
+    with legacy_broker() as pair:
+        yield pair

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,19 +50,18 @@ from tests.support.bridge import (
     bridge_config,
     collect,
     legacy_backlog,
-    legacy_broker,
     legacy_client,
     legacy_ids,
     legacy_message,
     preload,
     publish_legacy,
-    rabbitmqctl,
     wait_for,
 )
 from tests.support.logs import route_stats
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
+    rabbitmqctl,
     receive_messages,
     send_messages,
     unique_queue,
@@ -71,15 +69,6 @@ from tests.support.rabbitmq import (
 
 REASON = symbol("x-amqp-bridge-dead-letter-reason")
 ROUTE = symbol("x-amqp-bridge-route")
-
-
-# --- the legacy broker as a fixture ---------------------------------------------------------
-
-
-@pytest.fixture
-def legacy() -> Iterator[tuple[Broker, EngineServer]]:
-    with legacy_broker() as pair:
-        yield pair
 
 
 # --- 10,000 messages each way ---------------------------------------------------------------

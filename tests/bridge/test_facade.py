@@ -33,11 +33,12 @@ from bridge.amqp010.spec import (
 )
 from bridge.amqp010.transport import BlockingClient, ClientError, SocketTransport
 from bridge.routes import LEGACY_HEADER_ANNOTATION, REASON_ANNOTATION, ROUTE_ANNOTATION
-from tests.support.bridge import BridgeRun, free_port, rabbitmqctl, wait_listening
+from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.rabbitmq import (
     assert_no_message,
     declare_queue,
     queue_address,
+    rabbitmqctl,
     receive_messages,
     send_messages,
     unique_queue,

@@ -37,23 +37,21 @@ from tests.support.bridge import (
     collect,
     free_port,
     legacy_backlog,
-    legacy_broker,
     legacy_client,
     legacy_ids,
     preload,
-    rabbitmqctl,
     wait_for,
 )
 from tests.support.logs import route_stats
-from tests.support.rabbitmq import assert_no_message, queue_address, send_messages, unique_queue
+from tests.support.rabbitmq import (
+    assert_no_message,
+    queue_address,
+    rabbitmqctl,
+    send_messages,
+    unique_queue,
+)
 
 MAX_IN_FLIGHT = 200
-
-
-@pytest.fixture
-def legacy() -> Iterator[tuple[Broker, EngineServer]]:
-    with legacy_broker() as pair:
-        yield pair
 
 
 def routes(out_queue: str, out_address: str, in_address: str, *, dedupe: bool = False) -> str:

@@ -12,23 +12,18 @@ source), and the bridge process's resident memory stays under ``RSS_BOUND``
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.transport import EngineServer
 from tests.support.bridge import (
     BridgeRun,
     bridge_config,
-    legacy_broker,
     preload,
-    rabbitmqctl,
     wait_for,
 )
 from tests.support.logs import route_stats
-from tests.support.rabbitmq import queue_address, unique_queue
+from tests.support.rabbitmq import queue_address, rabbitmqctl, unique_queue
 from tests.support.relay import Relay
 
 BACKLOG = 100_000
@@ -36,12 +31,6 @@ MAX_IN_FLIGHT = 1000
 RSS_BOUND = 80 * 1024  # KiB: ~55 MiB idle + ~4 KiB per in-flight 1 KiB message + margin
 SLOW_RATE = 256 * 1024  # octets/s towards RabbitMQ while throttled
 FAST_PHASE_MESSAGES = 30_000  # the fast phase ends here (or after 8 s), with the rest still waiting
-
-
-@pytest.fixture
-def legacy() -> Iterator[tuple[Broker, EngineServer]]:
-    with legacy_broker() as pair:
-        yield pair
 
 
 def test_100000_message_backlog_behind_a_slow_consumer_stays_bounded(

@@ -6,50 +6,20 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from proton import Message, symbol
 
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties
-from bridge.amqp010.transport import BlockingClient, EngineServer
-from tests.support.bridge import BridgeRun
+from bridge.amqp010.transport import EngineServer
+from tests.support.bridge import BridgeRun, bridge_config, legacy_client
 from tests.support.rabbitmq import queue_address, receive_messages, send_messages, unique_queue
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def legacy_broker() -> Iterator[tuple[Broker, EngineServer]]:
-    broker = Broker(users={"guest": "guest"})
-    server = broker.serve()
-    try:
-        yield broker, server
-    finally:
-        server.stop()
-
-
-def bridge_config(legacy_url: str, rabbitmq_url: str, routes: str) -> str:
-    return f"""
-connections:
-  legacy: {{protocol: amqp0-10, url: "{legacy_url}", heartbeat: 0}}
-  cloud:  {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
-routes:
-{routes}
-"""
-
-
-def legacy_client(server: EngineServer) -> BlockingClient:
-    client = BlockingClient.connect(f"amqp://guest:guest@{server.address[0]}:{server.address[1]}")
-    client.attach("test-client")
-    return client
 
 
 def test_legacy_queue_to_amqp10_address_with_cloudevents(
-        legacy_broker: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
-    broker, server = legacy_broker
+        legacy: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
+    broker, server = legacy
     target = unique_queue("orders")
     count = 200
     with legacy_client(server) as client:
@@ -93,8 +63,8 @@ def test_legacy_queue_to_amqp10_address_with_cloudevents(
 
 
 def test_amqp10_address_to_legacy_exchange(
-        legacy_broker: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
-    _, server = legacy_broker
+        legacy: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
+    _, server = legacy
     source = unique_queue("replies")
     count = 100
     with legacy_client(server) as client:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pickle
 import random
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,36 +33,39 @@ from .captures import DIRECTIONS, SCENARIOS, stream
 from .strategies import HEADER_STRUCTS, any_op, examples, instances
 
 
-def general(pieces: list[bytes], max_frame_size: int, max_assembly_size: int) -> Any:
-    """Assemblies and error through frames() + Assembler.add()."""
+def _drive(pieces: list[bytes], max_frame_size: int, max_assembly_size: int,
+           take: Callable[[FrameDecoder, Assembler, list[Any]], None]) -> Any:
+    """Feed ``pieces`` one by one, ``take`` appending the assemblies after each (those
+    before an error included); then the error or the decoder's and assembler's leftovers."""
     decoder = FrameDecoder(max_frame_size, expect_protocol_header=False)
     assembler = Assembler(max_assembly_size)
     out: list[Any] = []
     try:
         for piece in pieces:
             decoder.feed(piece)
-            for frame in decoder.frames():
-                assert not isinstance(frame, ProtocolHeader)
-                a = assembler.add(frame)
-                if a is not None:
-                    out.append(a)
+            take(decoder, assembler, out)
     except CodecError as exc:
         return out, (type(exc), exc.offset, exc.reason)
     return out, None, decoder.buffered, assembler.pending
+
+
+def _by_frames(decoder: FrameDecoder, assembler: Assembler, out: list[Any]) -> None:
+    for frame in decoder.frames():
+        assert not isinstance(frame, ProtocolHeader)
+        a = assembler.add(frame)
+        if a is not None:
+            out.append(a)
+
+
+def general(pieces: list[bytes], max_frame_size: int, max_assembly_size: int) -> Any:
+    """Assemblies and error through frames() + Assembler.add()."""
+    return _drive(pieces, max_frame_size, max_assembly_size, _by_frames)
 
 
 def fast(pieces: list[bytes], max_frame_size: int, max_assembly_size: int) -> Any:
     """Assemblies and error through assemblies() (with its fast path)."""
-    decoder = FrameDecoder(max_frame_size, expect_protocol_header=False)
-    assembler = Assembler(max_assembly_size)
-    out: list[Any] = []
-    try:
-        for piece in pieces:
-            decoder.feed(piece)
-            out.extend(decoder.assemblies(assembler))
-    except CodecError as exc:
-        return out, (type(exc), exc.offset, exc.reason)
-    return out, None, decoder.buffered, assembler.pending
+    return _drive(pieces, max_frame_size, max_assembly_size,
+                  lambda decoder, assembler, out: out.extend(decoder.assemblies(assembler)))
 
 
 def chunks(data: bytes, rng: random.Random) -> list[bytes]:

@@ -9,12 +9,10 @@ the state changes are checked in the log afterwards.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from proton import Message
 
 from bridge.amqp010.broker import Broker
@@ -22,7 +20,6 @@ from bridge.amqp010.transport import EngineServer
 from tests.support.bridge import (
     BridgeRun,
     bridge_config,
-    legacy_broker,
     legacy_client,
     legacy_message,
     publish_legacy,
@@ -34,12 +31,6 @@ from tests.support.rabbitmq import queue_address, receive_messages, send_message
 from tests.support.relay import Relay
 
 ROUTES = {"out", "in"}
-
-
-@pytest.fixture
-def legacy() -> Iterator[tuple[Broker, EngineServer]]:
-    with legacy_broker() as pair:
-        yield pair
 
 
 def connection(s: Scrape, name: str) -> tuple[float, float]:

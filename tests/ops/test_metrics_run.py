@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
@@ -29,7 +27,6 @@ from tests.support.bridge import (
     BridgeRun,
     free_port,
     legacy_backlog,
-    legacy_broker,
     legacy_client,
     preload,
     wait_for,
@@ -49,12 +46,6 @@ REDELIVERED_OUT, UNMAPPABLE_OUT = 5, 3
 REDELIVERED_IN, UNMAPPABLE_IN = 4, 2
 FACADE_N = 50
 LONG_KEY = "k" * 300  # a 0-10 header key holds at most 255 octets: unmappable 1.0 -> 0-10
-
-
-@pytest.fixture
-def legacy() -> Iterator[tuple[Broker, EngineServer]]:
-    with legacy_broker() as pair:
-        yield pair
 
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.certs import Pki, make_pki
+from tests.support.rabbitmq import rabbitmqctl_on
 
 ROOT = Path(__file__).resolve().parents[2]
-RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
 EXTERNAL_USER = "bridge-client"
 """CN of the client certificate; RabbitMQ logs it in with SASL EXTERNAL."""
 
@@ -75,13 +75,6 @@ def _script(env: dict[str, str], command: str, timeout: float = 180) -> str:
     return done.stdout.strip()
 
 
-def _ctl(env: dict[str, str], *args: str) -> None:
-    ctl_env = {**env, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "ERL_EPMD_ADDRESS": "127.0.0.1",
-               "RABBITMQ_CTL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
-    subprocess.run([RABBITMQCTL, "-n", env["AMQP_BRIDGE_RABBITMQ_NODENAME"], "-q", *args],
-                   env=ctl_env, check=True, capture_output=True, timeout=60)
-
-
 @pytest.fixture(scope="session")
 def rabbitmq_tls(pki: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsBroker]:
     """A RabbitMQ node with a TLS listener presenting ``pki.server`` and trusting ``pki``'s
@@ -99,8 +92,8 @@ def rabbitmq_tls(pki: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator
            "AMQP_BRIDGE_RABBITMQ_TLS_DIR": str(tls_dir)}
     try:
         _script(env, "start")
-        _ctl(env, "add_user", EXTERNAL_USER, os.urandom(18).hex())
-        _ctl(env, "set_permissions", "-p", "/", EXTERNAL_USER, ".*", ".*", ".*")
+        rabbitmqctl_on(env["AMQP_BRIDGE_RABBITMQ_NODENAME"], "add_user", EXTERNAL_USER, os.urandom(18).hex())
+        rabbitmqctl_on(env["AMQP_BRIDGE_RABBITMQ_NODENAME"], "set_permissions", "-p", "/", EXTERNAL_USER, ".*", ".*", ".*")
         yield TlsBroker(port, tls_port, env)
     finally:
         _script(env, "stop")

@@ -227,19 +227,6 @@ def legacy_ids(messages: list[Message]) -> list[uuid.UUID]:
     return [m.id for m in messages]
 
 
-def rabbitmqctl(url: str, *args: str) -> str:
-    """Run ``rabbitmqctl`` against the test node serving ``url`` (as scripts/rabbitmq does)."""
-    port = url.rsplit(":", 1)[1].split("/")[0]
-    node = os.environ.get("AMQP_BRIDGE_RABBITMQ_NODENAME", f"amqp_bridge_{port}@localhost")
-    env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "ERL_EPMD_ADDRESS": "127.0.0.1",
-           "RABBITMQ_CTL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
-    proc = subprocess.run(["/usr/lib/rabbitmq/bin/rabbitmqctl", "-n", node, "-q", *args],
-                          env=env, capture_output=True, text=True, timeout=60, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"rabbitmqctl {' '.join(args)}: {proc.stdout}{proc.stderr}")
-    return proc.stdout
-
-
 def wait_listening(port: int, bridge: BridgeRun, timeout: float = 20.0) -> None:
     """Until something accepts connections on loopback ``port`` (the bridge's façade)."""
     deadline = time.monotonic() + timeout

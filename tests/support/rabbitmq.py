@@ -153,6 +153,28 @@ def ensure_rabbitmq() -> str:
 
 
 
+RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
+
+
+def rabbitmqctl(url: str, *args: str) -> str:
+    """Run ``rabbitmqctl`` against the test node serving ``url`` (named as
+    ``scripts/rabbitmq`` names it); returns its output, RuntimeError if it fails."""
+    port = url.rsplit(":", 1)[1].split("/")[0]
+    node = os.environ.get("AMQP_BRIDGE_RABBITMQ_NODENAME", f"amqp_bridge_{port}@localhost")
+    return rabbitmqctl_on(node, *args)
+
+
+def rabbitmqctl_on(node: str, *args: str) -> str:
+    """Run ``rabbitmqctl`` against the node called ``node`` (loopback distribution)."""
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "ERL_EPMD_ADDRESS": "127.0.0.1",
+           "RABBITMQ_CTL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}"}
+    proc = subprocess.run([RABBITMQCTL, "-n", node, "-q", *args], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"rabbitmqctl {' '.join(args)}: {proc.stdout}{proc.stderr}")
+    return proc.stdout
+
+
 RABBITMQ_IMAGE = "rabbitmq:3.10"
 _container_url: str | None = None
 
