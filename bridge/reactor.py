@@ -59,6 +59,17 @@ class ReadAheadIO(IOHandler):  # type: ignore[misc]
                     self.on_selectable_error(event)  # end of stream: as proton handles it
         self.update(transport, selectable, selectable._reactor.now)
 
+    def on_selectable_expired(self, event: Any) -> None:
+        # proton's handler assumes every selectable carries an AMQP 1.0 transport; a
+        # hosted 0-10 socket (or the login waker) has none: its deadline is its own
+        # handler's business (heartbeats), and nothing is left to do here
+        if event.selectable._transport:
+            super().on_selectable_expired(event)
+
+    def on_selectable_error(self, event: Any) -> None:
+        if event.selectable._transport:
+            super().on_selectable_error(event)
+
 
 def _push(transport: Any, data: bytes) -> None:
     """Give ``data`` to ``transport`` in pieces its input buffer can take.

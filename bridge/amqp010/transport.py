@@ -515,6 +515,15 @@ class BlockingClient:
     def pending(self, destination: str) -> int:
         return len(self.inbox.get(destination, ()))
 
+    def idle(self, seconds: float) -> None:
+        """Stay connected without sending commands for ``seconds``, answering heartbeats
+        (and collecting deliveries); raises if the connection ends meanwhile."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            self._pump(min(left, 0.2))
+            if self.error is not None:
+                raise ClientError(f"while idle: {self.error}", self.error)
+
     @staticmethod
     def _ids(messages: Iterable[MessageReceived | int]) -> list[int]:
         return [m if isinstance(m, int) else m.command_id for m in messages]
