@@ -209,6 +209,14 @@ class Listener(_Model):
                     raise ValueError(f"user {name!r}: {exc}") from None
         return value
 
+    @model_validator(mode="after")
+    def _someone_can_log_in(self) -> Listener:
+        certificates = self.tls is not None and self.tls.client_certs != "none"
+        if not (self.allow_anonymous or self.users or self.users_file or certificates):
+            raise ValueError("nobody can log in: give users (or users_file), allow_anonymous: "
+                             "true, or tls.client_certs for SASL EXTERNAL")
+        return self
+
     def user_table(self) -> dict[str, str]:
         """Every PLAIN login: ``users`` plus ``users_file`` (name -> password or hash)."""
         table = {u: p.get_secret_value() for u, p in self.users.items()}
@@ -480,6 +488,11 @@ def _check_files(cfg: BridgeConfig) -> list[str]:
                            f"{exc.strerror or exc}")
             except ValueError as exc:
                 out.append(f"listeners.{name}.users_file: {exc}")
+            else:
+                if not (lst.user_table() or lst.allow_anonymous
+                        or (lst.tls is not None and lst.tls.client_certs != "none")):
+                    out.append(f"listeners.{name}.users_file: {lst.users_file!r} has no users "
+                               f"and nothing else lets a client log in")
     return out
 
 

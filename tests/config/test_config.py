@@ -16,7 +16,7 @@ connections:
   legacy: {protocol: amqp0-10, url: "amqp://guest:${LEGACY_PASSWORD}@127.0.0.1:5680", failover: ["amqp://127.0.0.1:5681"]}
   cloud:  {protocol: amqp1.0,  url: "amqp://127.0.0.1:5672"}
 listeners:
-  facade: {protocol: amqp0-10, bind: "127.0.0.1:5682"}
+  facade: {protocol: amqp0-10, allow_anonymous: true, bind: "127.0.0.1:5682"}
 routes:
   - name: orders-out
     from: {connection: legacy, queue: orders}
@@ -232,3 +232,24 @@ def test_importing_the_configuration_imports_neither_pyarrow_nor_spark() -> None
          "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'pyspark', 'pandas'}))"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
+
+
+@pytest.mark.parametrize("logins", ["", ", users: {}"])
+def test_a_listener_nobody_can_log_into_is_refused(logins: str) -> None:
+    text = GOOD.replace('allow_anonymous: true, bind: "127.0.0.1:5682"}',
+                        f'bind: "127.0.0.1:5682"{logins}}}')
+    assert problems(text, {"LEGACY_PASSWORD": "pw"}) == [
+        "listeners.facade: nobody can log in: give users (or users_file), allow_anonymous: "
+        "true, or tls.client_certs for SASL EXTERNAL"]
+
+
+def test_a_users_file_without_users_leaves_nobody_to_log_in(tmp_path: Path) -> None:
+    empty = tmp_path / "users"
+    empty.write_text("# nobody yet\n")
+    text = GOOD.replace('allow_anonymous: true, bind: "127.0.0.1:5682"}',
+                        f'bind: "127.0.0.1:5682", users_file: "{empty}"}}')
+    config = tmp_path / "bridge.yaml"
+    config.write_text(text)
+    result = CliRunner().invoke(main, ["check", "-c", str(config)], env={"LEGACY_PASSWORD": "pw"})
+    assert result.exit_code == 2, result.output
+    assert f"listeners.facade.users_file: '{empty}' has no users" in result.output
