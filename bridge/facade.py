@@ -225,6 +225,9 @@ class _SessionState:
     session: Session
     client: _Client
     subscriptions: dict[str, _Subscription] = field(default_factory=dict)
+    cancelled: set[_Subscription] = field(default_factory=set)
+    """Cancelled subscriptions whose transfers are not all settled yet: they still end
+    (and give their messages back) with the session."""
     transfers: dict[int, _Subscription] = field(default_factory=dict)
     """Our message.transfer ids not yet settled → the subscription that sent them."""
     ended: bool = False
@@ -479,9 +482,10 @@ class Facade:
 
     def _end_session(self, st: _SessionState) -> None:
         st.ended = True
-        for sub in list(st.subscriptions.values()):
+        for sub in [*st.subscriptions.values(), *st.cancelled]:
             sub.end()
         st.subscriptions.clear()
+        st.cancelled.clear()
         for route in st.client.publishes_to:
             route.forget(st)
 
@@ -608,6 +612,8 @@ class Facade:
         sub = st.subscriptions.pop(c.destination or "", None)
         if sub is not None:
             sub.cancel()
+            if not sub.closed:  # transfers still unsettled: they end with the session
+                st.cancelled.add(sub)
 
     def _flush_command(self, st: _SessionState, cid: int, c: MessageFlush) -> _Later | None:
         sub = st.subscriptions.get(c.destination or "")
@@ -1293,6 +1299,7 @@ class _Subscription:
             self.release_held()
             _forget(self.link)  # detaches and ends the link's session
             self.route.subscriptions.discard(self)
+            self.st.cancelled.discard(self)
 
 
 @dataclass(eq=False, slots=True)

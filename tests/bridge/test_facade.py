@@ -33,7 +33,7 @@ from bridge.amqp010.spec import (
 )
 from bridge.amqp010.transport import BlockingClient, ClientError, SocketTransport
 from bridge.routes import LEGACY_HEADER_ANNOTATION, REASON_ANNOTATION, ROUTE_ANNOTATION
-from tests.support.bridge import BridgeRun, free_port, wait_listening
+from tests.support.bridge import BridgeRun, free_port, wait_for, wait_listening
 from tests.support.rabbitmq import (
     assert_no_message,
     declare_queue,
@@ -74,7 +74,7 @@ class Facade:
 @pytest.fixture(scope="module")
 def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Facade]:
     roles = ["events", "lenient", "lenient_dlq", "jobs", "outcomes", "outcomes_dlq", "gone",
-             "fetch"]
+             "fetch", "leave"]
     queues = {role: unique_queue(f"facade-{role.replace('_', '-')}") for role in roles}
     # rejected messages of the "outcomes" queue are dead-lettered by RabbitMQ, so a
     # subscriber's message.reject is visible on the 1.0 side
@@ -115,6 +115,9 @@ routes:
   - name: fetch-in
     from: {{connection: cloud, address: {q["fetch"]}}}
     to:   {{listener: strict, queue: fetch}}
+  - name: leave-in
+    from: {{connection: cloud, address: {q["leave"]}}}
+    to:   {{listener: strict, queue: leave}}
 """
     tmp = tmp_path_factory.mktemp("facade")
     with pytest.MonkeyPatch.context() as env:
@@ -306,6 +309,42 @@ def test_subscriber_disconnect_gives_unaccepted_messages_back(facade: Facade) ->
     assert sorted(r.message.body for r in back) == ["g0", "g1", "g2", "g3", "g4"]
     redelivered = {r.message.body for r in back if r.message.first_acquirer is False}
     assert {"g0", "g1", "g2"} <= redelivered
+
+
+def _consumers(facade: Facade, role: str) -> int:
+    """RabbitMQ's count of consumers (1.0 links) on the queue behind ``role``."""
+    out = rabbitmqctl(facade.rabbitmq_url, "list_queues", "name", "consumers")
+    for line in out.splitlines():
+        name, _, count = line.partition("\t")
+        if name == facade.queues[role]:
+            return int(count)
+    raise AssertionError(f"queue {facade.queues[role]} not listed:\n{out}")
+
+
+def test_subscriber_that_cancels_and_closes_gives_unaccepted_messages_back(
+        facade: Facade) -> None:
+    """qpid.messaging's receiver close: accept what was acknowledged, message.cancel,
+    session.detach, connection.close (recording messaging_close_unacked_1). The messages
+    it did not accept come back at once, flagged redelivered, and its 1.0 link goes."""
+    url = facade.rabbitmq_url
+    send_messages(url, facade.address("leave"), [Message(body=f"l{i}") for i in range(3)])
+    with facade.client() as first:
+        first.subscribe("leave", messages=10)
+        taken = _receive(first, "leave", 3)
+        assert [m.body for m in taken] == [b"l0", b"l1", b"l2"]
+        first.accept(taken[0])
+        first.cancel("leave")
+    wait_for(lambda: _consumers(facade, "leave") == 0, 15,
+             "the first subscriber's 1.0 link to detach", facade.proc)
+    with facade.client() as second:
+        second.subscribe("leave", messages=10)
+        again = _receive(second, "leave", 2)
+        assert [m.body for m in again] == [b"l1", b"l2"]
+        assert all(m.delivery_properties.redelivered for m in again)
+        second.accept(*again)
+    assert_no_message(url, facade.address("leave"))
+    wait_for(lambda: _consumers(facade, "leave") == 0, 15,
+             "the second subscriber's 1.0 link to detach", facade.proc)
 
 
 def test_fetch_with_flush(facade: Facade) -> None:
