@@ -332,6 +332,12 @@ class Route(_Model):
                                        "unsettled messages.")
     dedupe: Dedupe | None = Field(None, description="Duplicate suppression by message-id "
                                   "(optional).")
+    poison_attempts: int = Field(
+        3, ge=1, le=100,
+        description="Times a message may make the AMQP 1.0 target end the link or session "
+                    "(sent alone, after such an end) before it is settled as rejected with "
+                    "the target's error: dead-lettered, or rejected at the source "
+                    "(docs/semantics.md, 'Poison messages').")
     tap: TapConfig | None = Field(
         None, description="Archive the route's messages as Parquet files (docs/archive.md): "
                           "as received from the source and/or as accepted by the target. "

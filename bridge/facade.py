@@ -90,10 +90,12 @@ from .amqp010.spec import (
 from .config import ConfigError, Listener, Route
 from .hosting import Amqp010Listener, Amqp010Socket, LoopCalls
 from .passwords import PasswordTable
+from .poison import PoisonGuard
 from .routes import (
     MAPPING_ERROR,
     Amqp10Link,
     RouteStats,
+    condition_text,
     dead_letter_copy,
     plain_copy,
     redelivered_1_0,
@@ -773,6 +775,8 @@ class FacadePublish:
         self.dlq_in_flight: dict[Delivery, _Publish] = {}
         self.bytes = 0
         self.throttled = False
+        self.poison = PoisonGuard(route.poison_attempts)
+        self.dlq_poison = PoisonGuard(route.poison_attempts)
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
         self.sender = Amqp10Link(container, amqp10, route.target.address, sender=True,
@@ -852,14 +856,22 @@ class FacadePublish:
 
     def on_link_down(self, link: Amqp10Link) -> None:
         # the outcomes of what was in flight on the lost link will never come: send it
-        # again, in order, when a link is back (the target may get it twice: at-least-once)
+        # again, in order, when a link is back (the target may get it twice: at-least-once),
+        # unless the peer ended the link over it once too often (bridge.poison)
+        to_send, in_flight, guard = (
+            (self.waiting, self.in_flight, self.poison) if link is self.sender
+            else (self.dlq_waiting, self.dlq_in_flight, self.dlq_poison))
+        culprit = None
+        if link.refusal is not None and in_flight:
+            link.explained = True
+            culprit = guard.refused(in_flight.values())
+        to_send.extendleft(reversed([e for e in in_flight.values() if e is not culprit]))
+        in_flight.clear()
         if link is self.sender:
-            self.waiting.extendleft(reversed(list(self.in_flight.values())))
-            self.in_flight.clear()
             self.stats.credit = 0
-        else:
-            self.dlq_waiting.extendleft(reversed(list(self.dlq_in_flight.values())))
-            self.dlq_in_flight.clear()
+        if culprit is not None:
+            self._poisoned(culprit, link)
+            self._recount()
 
     def on_credit(self, link: Amqp10Link) -> None:
         self._send()
@@ -877,10 +889,13 @@ class FacadePublish:
     def _send(self) -> None:
         """Send what waits, in order, within the 1.0 credit and ``max_in_flight`` (which so
         bounds what a crash can duplicate; what waits is bounded by the throttling)."""
-        for link, queue, in_flight in ((self.sender, self.waiting, self.in_flight),
-                                       (self.dlq, self.dlq_waiting, self.dlq_in_flight)):
+        for link, queue, in_flight, guard in (
+                (self.sender, self.waiting, self.in_flight, self.poison),
+                (self.dlq, self.dlq_waiting, self.dlq_in_flight, self.dlq_poison)):
+            window = guard.window(self.limit_messages)  # 1 while probing for poison
             while queue and link is not None and link.up and link.credit > 0 \
-                    and len(self.in_flight) + len(self.dlq_in_flight) < self.limit_messages:
+                    and len(self.in_flight) + len(self.dlq_in_flight) < self.limit_messages \
+                    and len(in_flight) < window:
                 entry = queue.popleft()
                 in_flight[link.send(entry.data)] = entry
         self.stats.credit = self.sender.credit
@@ -894,6 +909,7 @@ class FacadePublish:
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
             self.stats.latency.observe(time.monotonic() - entry.t0)
+            self.poison.accepted(entry)
             if self.tap is not None:
                 self.tap.delivered(entry.data)
             self._complete(entry)
@@ -913,6 +929,25 @@ class FacadePublish:
             self.waiting.appendleft(entry)
         else:
             self.bytes -= entry.size
+
+    def _poisoned(self, entry: _Publish, link: Amqp10Link) -> None:
+        """The target ended ``link`` too often while ``entry`` was alone in flight on it:
+        dead-letter it, or refuse it to its publisher (execution.exception)."""
+        self.stats.poison_messages += 1
+        refusal = condition_text(link.refusal)
+        reason = (f"the AMQP 1.0 target {link.address!r} ended the link "
+                  f"{self.route.poison_attempts} times while this message was the only one "
+                  f"in flight: {refusal}")
+        log.warning("route %s: poison message: %s", self.name, reason,
+                    extra={**link.log_fields("poison_message"), "error": refusal,
+                           "peer": entry.st.client.sock.peer})
+        condition = str(link.refusal.name) if link.refusal is not None else None
+        if link is self.sender:
+            self._refused(entry, condition, reason)
+        else:  # the dead-letter address refuses the copy too
+            self.stats.rejected += 1
+            self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR),
+                       f"{reason} (as a dead-letter copy)")
 
     def _refused(self, entry: _Publish, condition: str | None, reason: str) -> None:
         if self.dlq is not None and entry.st.live:
@@ -935,6 +970,7 @@ class FacadePublish:
         if entry is None:
             return
         if state == Delivery.ACCEPTED:
+            self.dlq_poison.accepted(entry)
             self.stats.dead_lettered += 1
             self._complete(entry)
         else:

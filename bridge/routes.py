@@ -40,6 +40,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+import zlib
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -64,6 +65,7 @@ from .amqp010.spec import AcceptMode, AcquireMode, CreditUnit, ErrorCode, FlowMo
 from .config import Reconnect, Route
 from .legacy import LegacyConnection, _Timer, backoff
 from .metrics import LatencyHistogram
+from .poison import PoisonGuard, poison_suspected
 from .translate import Translator, decode, encode
 
 if TYPE_CHECKING:
@@ -112,6 +114,8 @@ class RouteStats:
     duplicates_suppressed: int = 0
     """Messages settled at the source without forwarding: their id was recently delivered."""
     mapping_errors: int = 0
+    poison_messages: int = 0
+    """Messages settled as rejected because sending them made the target end the link."""
     in_flight: int = 0
     in_flight_bytes: int = 0
     credit: int = 0
@@ -219,6 +223,13 @@ class Amqp10Link:
         self.up_since = 0.0
         self.failures = 0
         self.closing = False
+        self.refusal: Condition | None = None
+        """While :meth:`on_link_down` runs: the error condition with which the peer ended
+        the link or its session, when it may be about a message in flight (None for a
+        connection loss, an end without error, or a condition about the node itself)."""
+        self.explained = False
+        """Set by the owner's :meth:`on_link_down` when it blamed a message in flight for
+        :attr:`refusal`: the link is then re-attached soon, with no growing backoff."""
         self.generation = 0
         self._stale: list[tuple[Any, Any]] = []
         """Links (and sessions) of dead transports, waiting to be re-attached and closed."""
@@ -289,16 +300,16 @@ class Amqp10Link:
 
     def on_link_remote_close(self, event: Any) -> None:
         if event.link == self.link:
-            self._lost(f"link closed by the peer: {condition_text(event.link.remote_condition)}")
+            self._lost("link closed by the peer", event.link.remote_condition)
 
     def on_link_remote_detach(self, event: Any) -> None:
         if event.link == self.link:
-            self._lost(f"link detached by the peer: {condition_text(event.link.remote_condition)}")
+            self._lost("link detached by the peer", event.link.remote_condition)
 
     def on_session_remote_close(self, event: Any) -> None:
         session = event.session
         if session == self.session:
-            self._lost(f"session ended by the peer: {condition_text(session.remote_condition)}")
+            self._lost("session ended by the peer", session.remote_condition)
         elif session.state & Endpoint.LOCAL_CLOSED:
             session.free()  # an old session's end handshake is complete
 
@@ -351,19 +362,30 @@ class Amqp10Link:
         if session.state & Endpoint.REMOTE_CLOSED:
             session.free()
 
-    def _lost(self, reason: str) -> None:
+    def _lost(self, what: str, condition: Condition | None) -> None:
         if self.closing or self.link is None:
             return
-        lived = time.monotonic() - self.up_since if self.up else 0.0
-        self.failures = 0 if lived >= STABLE_LINK else self.failures + 1
-        delay = backoff(RELINK, self.failures - 1) if self.failures else 0.0
+        reason = f"{what}: {condition_text(condition)}"
+        was_up, self.up = self.up, False
+        old_link, old_session = self.link, self.session
+        self.link = self.session = None
+        # the owner may blame a message in flight for the peer's error (bridge.poison)
+        self.refusal = condition if poison_suspected(condition) else None
+        self.explained = False
+        try:
+            self.owner.on_link_down(self)
+        finally:
+            self.refusal = None
+        if self.explained:
+            # a message was to blame, not the link: come back soon, without growing backoff
+            delay = backoff(RELINK, 0)
+        else:
+            lived = time.monotonic() - self.up_since if was_up else 0.0
+            self.failures = 0 if lived >= STABLE_LINK else self.failures + 1
+            delay = backoff(RELINK, self.failures - 1) if self.failures else 0.0
         log.warning("1.0 link %s to %r: %s; re-attaching in %.2fs", self.name, self.address,
                     reason, delay, extra={**self.log_fields("link_lost"), "error": reason,
                                           "delay": round(delay, 3)})
-        self.up = False
-        old_link, old_session = self.link, self.session
-        self.link = self.session = None
-        self.owner.on_link_down(self)
         self._retire(old_link, old_session)
         self.container.schedule(delay, _Timer(self._reopen))
 
@@ -399,6 +421,14 @@ class _Taken:
     """Duplicate-detection key (message-id), when the route suppresses duplicates."""
     t0: float = 0.0
     """When it was received (``time.monotonic()``), for the latency histogram."""
+    suspect: Any = None
+    """Its :class:`~bridge.poison.PoisonGuard` key (the same when the 0-10 broker
+    redelivers it): see :func:`poison_key`."""
+
+
+def poison_key(message_id: Any, body: bytes) -> Any:
+    """A key for a 0-10 message that stays the same across redeliveries."""
+    return message_id_key(message_id), len(body), zlib.crc32(body)
 
 
 class LegacyToAmqp10:
@@ -429,6 +459,8 @@ class LegacyToAmqp10:
         self.accepts_pending = 0
         """Accepts not yet completed by the broker (queued, or sent and unconfirmed)."""
         self._unconfirmed: dict[int, int] = {}  # message.accept command id -> messages
+        self.poison = PoisonGuard(route.poison_attempts)
+        self.dlq_poison = PoisonGuard(route.poison_attempts)
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
         assert route.target.address is not None
@@ -498,7 +530,8 @@ class LegacyToAmqp10:
         dp = event.delivery_properties
         if dp is not None and dp.redelivered:
             stats.redelivered += 1
-        taken = _Taken(event.session, event.command_id, len(event.body), t0=time.monotonic())
+        taken = _Taken(event.session, event.command_id, len(event.body), t0=time.monotonic(),
+                       suspect=poison_key(mp.message_id if mp is not None else None, event.body))
         if self.seen is not None:
             taken.key = message_id_key(mp.message_id if mp is not None else None)
             if taken.key is not None and taken.key in self.seen:
@@ -533,20 +566,29 @@ class LegacyToAmqp10:
 
     def on_link_up(self, link: Amqp10Link) -> None:
         if link is self.dlq:
-            while self.dlq_waiting and self.dlq.up:
-                taken, copy = self.dlq_waiting.popleft()
-                self.dlq_in_flight[self.dlq.send(copy)] = taken
+            self._send_dead_letters()
         self._kick()
 
     def on_link_down(self, link: Amqp10Link) -> None:
-        # what was in flight on the link may or may not have arrived: redeliver it
+        # what was in flight on the link may or may not have arrived: redeliver it, unless
+        # the peer ended the link over it once too often (bridge.poison)
         lost = self.in_flight if link is self.sender else self.dlq_in_flight
+        culprit: _Taken | None = None
+        if link.refusal is not None and lost:
+            link.explained = True
+            guard = self.poison if link is self.sender else self.dlq_poison
+            suspect = guard.refused(t.suspect for t in lost.values())
+            culprit = next((t for t in lost.values() if t.suspect == suspect), None) \
+                if suspect is not None else None
         for taken in lost.values():
             self.bytes -= taken.size
-            self._settle(taken, REDELIVER)
-        self.stats.released += len(lost)
+            if taken is not culprit:
+                self._settle(taken, REDELIVER)
+                self.stats.released += 1
         lost.clear()
         self._uncount(0)
+        if culprit is not None:
+            self._poisoned(culprit, link)
         if link is self.sender:
             self._stop_credit()
         self._kick()
@@ -566,11 +608,13 @@ class LegacyToAmqp10:
                 return
             self._uncount(taken.size)
             if state == Delivery.ACCEPTED:
+                self.dlq_poison.accepted(taken.suspect)
                 self.stats.dead_lettered += 1
                 self._settle(taken, ACCEPT)
             else:
                 self.stats.released += 1
                 self._settle(taken, RELEASE)
+            self._send_dead_letters()
             return
         taken = self.in_flight.pop(delivery, None)
         if taken is None:
@@ -580,6 +624,7 @@ class LegacyToAmqp10:
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
             self.stats.latency.observe(time.monotonic() - taken.t0)
+            self.poison.accepted(taken.suspect)
             if self.tap is not None:
                 self.tap.delivered(taken.data)
             if self.seen is not None and taken.key is not None:
@@ -613,10 +658,32 @@ class LegacyToAmqp10:
             return
         copy = dead_letter_copy(message, self.name, reason)
         self._count(taken.size)
-        if self.dlq.up:
-            self.dlq_in_flight[self.dlq.send(copy)] = taken
-        else:
-            self.dlq_waiting.append((taken, copy))
+        self.dlq_waiting.append((taken, copy))
+        self._send_dead_letters()
+
+    def _send_dead_letters(self) -> None:
+        """Send waiting dead-letter copies (one at a time while the address probes)."""
+        dlq = self.dlq
+        while self.dlq_waiting and dlq is not None and dlq.up \
+                and len(self.dlq_in_flight) < self.dlq_poison.window(self.limit_messages):
+            taken, copy = self.dlq_waiting.popleft()
+            self.dlq_in_flight[dlq.send(copy)] = taken
+
+    def _poisoned(self, taken: _Taken, link: Amqp10Link) -> None:
+        """The target ended ``link`` too often while ``taken`` was alone in flight on it:
+        dead-letter it (or reject it at the source), and go on with the next message."""
+        self.stats.poison_messages += 1
+        refusal = condition_text(link.refusal)
+        reason = (f"the AMQP 1.0 target {link.address!r} ended the link "
+                  f"{self.route.poison_attempts} times while this message was the only one "
+                  f"in flight: {refusal}")
+        log.warning("route %s: poison message: %s", self.name, reason,
+                    extra={**link.log_fields("poison_message"), "error": refusal})
+        if link is self.sender:
+            message = AmqpMessage.decode(taken.data) if taken.data is not None else None
+            self._dead_letter(taken, message, reason)
+        else:  # the dead-letter address refuses the copy: the source's own rules apply
+            self._dead_letter(taken, None, f"{reason} (as a dead-letter copy)")
 
     def _settle(self, taken: _Taken, fate: str) -> None:
         """Queue the 0-10 disposition of ``taken`` for the end of this burst of events."""
@@ -699,7 +766,7 @@ class LegacyToAmqp10:
         if self.tap is not None and self.tap.backpressured:
             return  # the archive writer is behind: take nothing more for now
         busy = self.pending + self.granted
-        room = min(credit - self.granted, self.limit_messages - busy)
+        room = min(credit - self.granted, self.poison.window(self.limit_messages) - busy)
         if self.bytes >= self.limit_bytes:
             room = 0
         # grant in batches (a quarter of the window) to keep flow commands rare
