@@ -106,6 +106,11 @@ class ConnectionState(Enum):
     CLOSED = "closed"
 
 
+PRE_OPEN_BUFFER = 64 << 10
+"""Octets a peer can make us buffer in unfinished assemblies before the connection is
+open (before login): the connection controls of the handshake are small."""
+
+
 class ProtocolError(Exception):
     """An API call that the connection's state does not allow."""
 
@@ -134,6 +139,10 @@ class ConnectionConfig:
     max_frame_size: int = MAX_FRAME_SIZE
     max_message_size: int = 256 << 20
     """Largest assembly (header + body octets) accepted; bounds receive memory."""
+    max_buffered: int = 256 << 20
+    """Octets all unfinished assemblies may hold together (every channel and track):
+    with ``max_message_size`` the bound on what one open connection can make us buffer.
+    Before the connection is open (no login yet) both are :data:`PRE_OPEN_BUFFER`."""
     # client role
     virtual_host: str = ""
     credentials: ClientCredentials = field(default_factory=ClientCredentials)
@@ -181,7 +190,7 @@ class Connection:
         self._out: list[bytes] = []
         self._events: deque[Event] = deque()
         self._decoder = FrameDecoder(self.config.max_frame_size)
-        self._assembler = Assembler(self.config.max_message_size)
+        self._assembler = Assembler(PRE_OPEN_BUFFER, PRE_OPEN_BUFFER)
         self._mechanism: ServerMechanism | None = None
         self._client_mech = ""
         self._now: float | None = None
@@ -415,7 +424,8 @@ class Connection:
         if not header.supported:
             if self.is_server:
                 self._write(PROTOCOL_HEADER)  # tell the peer what we speak, then hang up
-            self._finish(None, f"unsupported protocol {header.version}", by_peer=True)
+            self._finish(None, f"unsupported protocol {header.version}: the peer speaks "
+                               f"{header.protocol}, not AMQP 0-10", by_peer=True)
             return
         if self.is_server:
             self._write(PROTOCOL_HEADER)
@@ -439,10 +449,18 @@ class Connection:
             if self.state is not ConnectionState.OPEN:
                 self._fatal(CloseCode.FRAMING_ERROR, f"{op.NAME} before the connection is open")
                 return
+            if asm.channel >= self.channel_max:
+                self._fatal(CloseCode.FRAMING_ERROR, f"channel {asm.channel} is past the "
+                                                     f"negotiated channel-max {self.channel_max}")
+                return
             self._on_session_control(asm.channel, op)
             return
         if self.state is not ConnectionState.OPEN:
             self._fatal(CloseCode.FRAMING_ERROR, f"{op.NAME} before the connection is open")
+            return
+        if asm.channel >= self.channel_max:
+            self._fatal(CloseCode.FRAMING_ERROR, f"channel {asm.channel} is past the "
+                                                 f"negotiated channel-max {self.channel_max}")
             return
         session = self.sessions.get(asm.channel)
         if session is None or session.state is not SessionState.ATTACHED:
@@ -523,9 +541,15 @@ class Connection:
                                              capabilities=Array(STR16, [])))
         self.state = ConnectionState.AWAIT_OPEN_OK
 
+    def _opened(self) -> None:
+        """The handshake is done: the configured receive bounds apply from now on."""
+        self.state = ConnectionState.OPEN
+        self._assembler.max_assembly_size = self.config.max_message_size
+        self._assembler.max_buffered = self.config.max_buffered
+
     def _c_open_ok(self, ctl: ConnectionOpenOk) -> None:
         self.known_hosts = list(ctl.known_hosts or [])
-        self.state = ConnectionState.OPEN
+        self._opened()
         self._emit(ConnectionOpened(self.virtual_host, self.peer_properties, self.known_hosts,
                                     self.user))
 
@@ -606,7 +630,7 @@ class Connection:
             return
         self.virtual_host = vhost
         self._send_control(0, ConnectionOpenOk(known_hosts=Array(STR16, self.config.known_hosts)))
-        self.state = ConnectionState.OPEN
+        self._opened()
         self._emit(ConnectionOpened(vhost, self.peer_properties, [], self.user))
 
     # ------------------------------------------------------------ sessions

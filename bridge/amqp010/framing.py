@@ -86,11 +86,40 @@ class ProtocolHeader:
 
     @property
     def version(self) -> str:
-        """The peer's protocol id, e.g. ``'AMQP 1.1 0-10'`` or ``'AMQP 0 1.0.0'``."""
+        """The peer's protocol id, e.g. ``'AMQP 1.1 0-10'`` or ``'AMQP 0.1 0-0'``."""
         if self.raw[:4] != b"AMQP":
             return repr(self.raw)
         a, b, c, d = self.raw[4:8]
         return f"AMQP {a}.{b} {c}-{d}"
+
+    @property
+    def protocol(self) -> str:
+        """The peer's protocol in words, e.g. ``'AMQP 1.0 (SASL layer)'``."""
+        return describe_header(self.raw)
+
+
+_AMQP_1_0_LAYERS = {0: "", 2: " (TLS layer)", 3: " (SASL layer)"}
+
+
+def describe_header(raw: bytes) -> str:
+    """What the first octets of a stream say about the protocol the peer speaks, in words
+    an operator can act on (a TLS ClientHello, AMQP 1.0 or 0-9-1 on a 0-10 port ...)."""
+    if raw[:4] == b"AMQP" and len(raw) >= 8:
+        a, b, c, d = raw[4:8]
+        if (a, b, c, d) == (1, 1, 0, 10):
+            return "AMQP 0-10"
+        if a in _AMQP_1_0_LAYERS and (b, c, d) == (1, 0, 0):
+            return f"AMQP 1.0{_AMQP_1_0_LAYERS[a]}"
+        if (a, b, c, d) == (0, 0, 9, 1):
+            return "AMQP 0-9-1"
+        if (a, b) == (1, 1) and (c, d) in ((8, 0), (9, 1), (0, 9)):
+            return f"AMQP {c}-{d}"
+        return f"AMQP (protocol id {a}, version {b}.{c}.{d})"
+    if raw[:1] == b"\x16" and raw[1:2] == b"\x03":
+        return "TLS (a ClientHello: the client uses TLS, this port does not)"
+    if raw[:4] in (b"GET ", b"POST", b"HEAD", b"PUT ", b"OPTI", b"CONN"):
+        return "HTTP"
+    return f"not AMQP ({bytes(raw[:8])!r})"
 
 
 @dataclass(slots=True)
@@ -291,11 +320,13 @@ class FrameDecoder:
         if self._need_header:
             if avail < 8:
                 if avail and not buf[pos:].startswith(b"AMQP"[:avail]):
-                    self._fail(pos, f"stream does not start with 'AMQP': {buf[pos:]!r}")
+                    self._fail(pos, f"stream does not start with 'AMQP': "
+                                    f"{describe_header(bytes(buf[pos:]))}")
                 return None
             raw = buf[pos:pos + 8]
             if raw[:4] != b"AMQP":
-                self._fail(pos, f"stream does not start with an AMQP protocol header: {raw!r}")
+                self._fail(pos, f"stream does not start with an AMQP protocol header: "
+                                f"{describe_header(raw)}")
             self._pos = pos + 8
             self._need_header = False
             self._need = FRAME_HEADER_SIZE
@@ -396,11 +427,17 @@ class Assembler:
     """Collects frames into assemblies, one assembly in progress per channel and track.
 
     ``max_assembly_size`` bounds the octets one assembly may hold (header plus
-    body); a larger one raises :class:`FramingError` instead of growing memory.
+    body), ``max_buffered`` the octets all unfinished assemblies hold together (a
+    peer can start one on every channel and track); going past either raises
+    :class:`FramingError` instead of growing memory.
     """
 
-    def __init__(self, max_assembly_size: int = 1 << 30) -> None:
+    def __init__(self, max_assembly_size: int = 1 << 30,
+                 max_buffered: int | None = None) -> None:
         self.max_assembly_size = max_assembly_size
+        self.max_buffered = max_assembly_size if max_buffered is None else max_buffered
+        self.buffered = 0
+        """Octets held in unfinished assemblies."""
         self._partial: dict[int, _Partial] = {}
 
     def add(self, frame: Frame) -> Assembly | None:
@@ -437,9 +474,14 @@ class Assembler:
               or bool(flags & FIRST_SEGMENT) != (p.segments == 0)):
             raise FramingError(offset, "frame interrupts an unfinished segment")
         p.size += len(payload)
+        self.buffered += len(payload)
         if p.size > self.max_assembly_size:
-            del self._partial[key]
+            self._drop(key)
             raise FramingError(offset, f"assembly exceeds {self.max_assembly_size} octets")
+        if self.buffered > self.max_buffered:
+            self._drop(key)
+            raise FramingError(offset, f"unfinished assemblies exceed {self.max_buffered} "
+                                       f"octets")
         if seg == _BODY:
             p.body.append(payload)
         else:
@@ -455,11 +497,15 @@ class Assembler:
         if not flags & LAST_SEGMENT:
             return None
         del self._partial[key]
+        self.buffered -= p.size
         if p.op is None:  # pragma: no cover - segment order checks prevent it
             raise FramingError(p.offset, "assembly has no control or command")
         body = p.body
         return Assembly(channel, p.op, p.header, body[0] if len(body) == 1 else b"".join(body),
                         p.offset, p.segments, p.has_header)
+
+    def _drop(self, key: int) -> None:
+        self.buffered -= self._partial.pop(key).size
 
     def _end_segment(self, p: _Partial, flags: int, offset: int) -> None:
         parts, part_offsets = p.parts, p.part_offsets

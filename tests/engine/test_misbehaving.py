@@ -274,3 +274,72 @@ def test_exception_from_the_peer_with_unknown_fields_is_still_typed() -> None:
     assert (exc.error_code, exc.command_id, exc.description, exc.error_info) == (
         9999, None, "odd", {"k": 1})
     assert cs.peer_exception is exc
+
+
+# --- resource bounds: what a peer can make the engine buffer --------------------------------
+
+
+def _unfinished_command(channel: int, size: int) -> bytes:
+    """A command segment of ``size`` octets on ``channel`` whose last frame never comes
+    (every frame says more follows)."""
+    chunk = 4000
+    out = bytearray()
+    first = True
+    while size > 0:
+        n = min(chunk, size)
+        flags = 0x08 | 0x02 if first else 0x08  # FIRST_SEGMENT (| FIRST_FRAME), never LAST_*
+        out += frame_header(flags, 1, 1, channel, n) + b"\x00" * n
+        size -= n
+        first = False
+    return bytes(out)
+
+
+def test_before_login_a_peer_cannot_make_the_server_buffer_more_than_64_kib() -> None:
+    server = server_conn()
+    server.receive_data(PROTOCOL_HEADER)
+    server.data_to_send()
+    server.receive_data(_unfinished_command(0, 40_000))
+    assert not server.closed  # small is fine (and still unfinished)
+    server.receive_data(_unfinished_command(1, 40_000))  # a second channel: 80 KB in all
+    ev = closed_event(server)
+    assert ev.code == CloseCode.FRAMING_ERROR and "exceed 65536 octets" in ev.text
+
+
+def test_after_login_unfinished_assemblies_are_bounded_across_channels() -> None:
+    server = raw_server(max_message_size=100_000, max_buffered=150_000)
+    server.receive_data(_unfinished_command(1, 90_000))
+    assert not server.closed  # one assembly under both bounds
+    server.receive_data(_unfinished_command(2, 90_000))  # 180 KB over two channels
+    ev = closed_event(server)
+    assert ev.code == CloseCode.FRAMING_ERROR and "exceed 150000 octets" in ev.text
+
+
+def test_a_session_past_the_negotiated_channel_max_ends_the_connection() -> None:
+    server = raw_server(channel_max=4)
+    assert server.channel_max == 4
+    server.receive_data(encode_assembly(3, SessionAttach(name=b"ok")))
+    assert any(isinstance(r, SessionAttached) or type(r).__name__ == "SessionAttached"
+               for r in replies(server))
+    server.receive_data(encode_assembly(4, SessionAttach(name=b"too-far")))
+    ev = closed_event(server)
+    assert ev.code == CloseCode.FRAMING_ERROR
+    assert "channel 4 is past the negotiated channel-max 4" in ev.text
+    assert 4 not in server.sessions
+
+
+@pytest.mark.parametrize(("first_octets", "said"), [
+    (b"AMQP\x00\x01\x00\x00", "the peer speaks AMQP 1.0, not AMQP 0-10"),
+    (b"AMQP\x03\x01\x00\x00", "the peer speaks AMQP 1.0 (SASL layer), not AMQP 0-10"),
+    (b"AMQP\x00\x00\x09\x01", "the peer speaks AMQP 0-9-1, not AMQP 0-10"),
+])
+def test_other_amqp_versions_are_named(first_octets: bytes, said: str) -> None:
+    server = server_conn()
+    server.receive_data(first_octets)
+    assert said in closed_event(server).text
+
+
+def test_a_tls_client_hello_on_a_plain_port_is_named() -> None:
+    server = server_conn()
+    server.receive_data(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+    text = closed_event(server).text
+    assert "TLS (a ClientHello: the client uses TLS, this port does not)" in text
