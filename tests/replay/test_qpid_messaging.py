@@ -272,7 +272,8 @@ def test_exchange_sender_messages_reach_the_route(facade: Facade,
     assert got[0].body == {"order": 1, "item": "widget"}
     assert got[0].priority == 7 and got[0].durable
     assert got[0].correlation_id == b"c-1"
-    assert (got[0].properties or {}).get("region") == "eu"
+    properties: dict[str, Any] = got[0].properties or {}
+    assert properties.get("region") == "eu"
     assert got[1].body == "plain text"
 
 
