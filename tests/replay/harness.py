@@ -400,9 +400,14 @@ class Replay:
                     self.closed = not self._closing
                     self._cond.notify_all()
                     return
-                for seen in self.live.feed(data, time.monotonic() - self._t0):
-                    self._live_by_key.setdefault(seen.key, seen)
-                self._cond.notify_all()
+                self.received(data)
+
+    def received(self, data: bytes) -> None:
+        """Take bytes from the live server (the reader thread's, or a test's)."""
+        with self._cond:
+            for seen in self.live.feed(data, time.monotonic() - self._t0):
+                self._live_by_key.setdefault(seen.key, seen)
+            self._cond.notify_all()
 
     # -- adapting what the server chose ----------------------------------------------------
 
