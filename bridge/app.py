@@ -294,9 +294,15 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     # -- observed by the metrics server (from its own thread: reads only) -----------------
 
+    def runtimes(self) -> list[Any]:
+        """Every route runtime: the configured routes (built at start) and the façades'
+        publishers to the default exchange (made when first used)."""
+        return [*self.routes,
+                *(p for f in list(self.facades.values()) for p in list(f.queue_publishers.values()))]
+
     def observed_routes(self) -> list[Any]:
         """The routes (empty until they are built at start)."""
-        return list(self.routes)
+        return self.runtimes()
 
     def observed_connections(self) -> list[tuple[str, str, bool, int]]:
         """``(name, protocol, up, reconnects)`` per configured connection."""
@@ -346,15 +352,15 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         if self.stop_requested:
             if self.stopping_since is None:
                 self.stopping_since = time.monotonic()
-                pending = sum(r.pending for r in self.routes)
+                pending = sum(r.pending for r in self.runtimes())
                 log.info("stopping: draining %d in-flight messages", pending,
                          extra={"event": "stopping", "in_flight": pending})
-                for route in self.routes:
+                for route in self.runtimes():
                     route.pause()
-            drained = all(r.pending == 0 for r in self.routes)
+            drained = all(r.pending == 0 for r in self.runtimes())
             if drained or time.monotonic() - self.stopping_since >= self.shutdown_timeout:
                 if not drained:
-                    pending = sum(r.pending for r in self.routes)
+                    pending = sum(r.pending for r in self.runtimes())
                     log.warning("stopping with %d messages in flight (they will be redelivered)",
                                 pending, extra={"event": "stop_timeout", "in_flight": pending})
                 self._close_all()
@@ -363,7 +369,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     def _log_readiness(self) -> None:
         """One line whenever a route becomes ready or stops being ready."""
-        for route in self.routes:
+        for route in self.runtimes():
             waiting = route.waiting_for()
             if self._ready.get(route.name) == (not waiting):
                 continue
@@ -377,7 +383,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                          extra={"event": "route_ready", "route": route.name})
 
     def _log_stats(self, *, only_changed: bool) -> None:
-        for route in self.routes:
+        for route in self.runtimes():
             counters = route.stats.counters()
             line = " ".join(f"{k}={v}" for k, v in counters.items())
             if only_changed and self._last_stats.get(route.name) == line:

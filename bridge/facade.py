@@ -266,6 +266,9 @@ class Facade:
         self._loop_calls: LoopCalls | None = None
         self.publish_routes: dict[str, FacadePublish] = {}
         self.consume_routes: dict[str, FacadeConsume] = {}
+        self.queue_publishers: dict[str, FacadePublish] = {}
+        """Publishes to the default exchange naming a façade queue, by queue (made on
+        first use): they go to the address the queue's subscribers consume from."""
         self.clients: dict[_GatedSocket, _Client] = {}
         self.sessions: dict[Session, _SessionState] = {}
         self.acceptor: _Acceptor | None = None
@@ -358,6 +361,7 @@ class Facade:
 
     def _close_when_drained(self) -> None:
         routes: list[FacadePublish | FacadeConsume] = [*self.publish_routes.values(),
+                                                       *self.queue_publishers.values(),
                                                        *self.consume_routes.values()]
         if any(r.pending for r in routes):
             self.container.schedule(_STOP_POLL, _Timer(self._close_when_drained))
@@ -496,6 +500,10 @@ class Facade:
     def _on_publish(self, st: _SessionState, ev: MessageReceived) -> None:
         session = st.session
         route = self.publish_routes.get(ev.destination)
+        if route is None and ev.destination == "":
+            route = self._queue_publisher(ev)
+            if route is None:
+                return
         if route is None:
             known = ", ".join(repr(x) for x in sorted(self.publish_routes)) or "none"
             session.exception(ErrorCode.NOT_FOUND, ev.command_id,
@@ -516,6 +524,25 @@ class Facade:
             return
         st.client.publishes_to.add(route)
         route.publish(st, ev)
+
+    def _queue_publisher(self, ev: MessageReceived) -> FacadePublish | None:
+        """The route for a publish to the default exchange: the façade queue its routing
+        key names (as a broker puts it in that queue), or an exception (None)."""
+        dp = ev.delivery_properties
+        key = dp.routing_key if dp is not None and dp.routing_key else ""
+        publisher = self.queue_publishers.get(key)
+        if publisher is not None:
+            return publisher
+        consume = self.consume_routes.get(key)
+        if consume is None:
+            known = ", ".join(repr(q) for q in sorted(self.consume_routes)) or "none"
+            ev.session.exception(
+                ErrorCode.NOT_FOUND, ev.command_id,
+                f"no queue {key!r} for the default exchange to route to (this façade's "
+                f"queues: {known})", command=ev.transfer)
+            return None
+        publisher = self.queue_publishers[key] = FacadePublish.into_queue(consume)
+        return publisher
 
     # -- model commands -------------------------------------------------------------------
 
@@ -759,9 +786,10 @@ class FacadePublish:
     """Legacy publishes to a façade exchange, forwarded to a 1.0 address (module docstring)."""
 
     def __init__(self, container: Container, route: Route, facade: Facade, amqp10: Any,
-                 dead_letter: tuple[Any, str] | None) -> None:
+                 dead_letter: tuple[Any, str] | None, *, register: bool = True) -> None:
         assert route.source.exchange is not None and route.target.address is not None
-        facade.add_publish(self, route.source.exchange)
+        if register:
+            facade.add_publish(self, route.source.exchange)
         self.name = route.name
         self.route = route
         self.facade = facade
@@ -785,6 +813,21 @@ class FacadePublish:
         if dead_letter is not None:
             self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
                                   owner=self, name=f"{route.name}.dead-letter", route=route.name)
+
+    @classmethod
+    def into_queue(cls, consume: FacadeConsume) -> FacadePublish:
+        """Publishes to the default exchange with façade queue Q as routing key: sent to
+        the 1.0 address Q's subscribers consume from (unrendered; the consume route's
+        window and poison rule), as a 0-10 broker would put them in Q."""
+        settings = consume.route
+        assert settings.target.queue is not None
+        route = settings.model_copy(update={
+            "name": f"{settings.name}.publish",
+            "source": settings.target.model_copy(update={"queue": None, "exchange": ""}),
+            "target": settings.source, "cloudevents": None, "dead_letter": None,
+            "tap": None, "dedupe": None})
+        return cls(consume.container, route, consume.facade, consume.amqp10, None,
+                   register=False)
 
     @property
     def pending(self) -> int:

@@ -190,6 +190,9 @@ class Connection:
         self._out: list[bytes] = []
         self._events: deque[Event] = deque()
         self._decoder = FrameDecoder(self.config.max_frame_size)
+        self._held: Assembly | None = None
+        """A peer's session.detach waiting for the application to take that session's
+        events first."""
         self._assembler = Assembler(PRE_OPEN_BUFFER, PRE_OPEN_BUFFER)
         self._mechanism: ServerMechanism | None = None
         self._client_mech = ""
@@ -241,10 +244,25 @@ class Connection:
             return
         self._recv_flag = True
         self._decoder.feed(data)
+        self._process_input()
+
+    def _process_input(self) -> None:
+        """Handle what the decoder has, in order — holding back a peer's session.detach
+        while that session still has events the application has not taken: the
+        application then completes those commands before the session goes (as a broker
+        that executes in order would), and :meth:`events` resumes the input."""
+        held, self._held = self._held, None
         try:
+            if held is not None:
+                self._on_assembly(held)
             for item in self._decoder.assemblies(self._assembler):
+                if self.state is ConnectionState.CLOSED:
+                    return
                 if type(item) is ProtocolHeader:
                     self._on_protocol_header(item)
+                elif self._must_hold(item):  # type: ignore[arg-type]
+                    self._held = item  # type: ignore[assignment]
+                    return
                 else:
                     self._on_assembly(item)  # type: ignore[arg-type]
                 if self.state is ConnectionState.CLOSED:
@@ -253,6 +271,13 @@ class Connection:
             self._fatal(CloseCode.FRAMING_ERROR, f"framing error: {exc}")
         except DecodeError as exc:
             self._fatal(CloseCode.FRAMING_ERROR, f"malformed frame: {exc}")
+
+    def _must_hold(self, asm: Assembly) -> bool:
+        if type(asm.op) is not SessionDetach or not self._events:
+            return False
+        session = self.sessions.get(asm.channel)
+        return session is not None and any(getattr(e, "session", None) is session
+                                           for e in self._events)
 
     def data_to_send(self) -> bytes:
         """Bytes to write to the transport (empty if none)."""
@@ -267,12 +292,19 @@ class Connection:
 
     def next_event(self) -> Event | None:
         """The next event, or None."""
+        if not self._events and self._held is not None:
+            self._process_input()
         return self._events.popleft() if self._events else None
 
     def events(self) -> Iterator[Event]:
-        """Drain the pending events."""
-        while self._events:
-            yield self._events.popleft()
+        """Drain the pending events (resuming input held back for them, see
+        :meth:`receive_data`)."""
+        while True:
+            while self._events:
+                yield self._events.popleft()
+            if self._held is None:
+                return
+            self._process_input()
 
     def tick(self, now: float) -> None:
         """Advance time (seconds, any monotonic origin): sends heartbeats, detects a

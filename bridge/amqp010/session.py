@@ -602,6 +602,7 @@ class Session:
         elif t in (SessionExpected, SessionConfirmed):
             pass  # we replay from completion only; confirmation adds nothing for us
         elif t is SessionDetach:
+            self._flush_completed()  # what we completed so far, before the session goes
             self._control(SessionDetachedCtl(name=self.name, code=DetachCode.NORMAL))
             conn = self.connection
             if conn is not None:

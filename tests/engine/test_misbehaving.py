@@ -343,3 +343,25 @@ def test_a_tls_client_hello_on_a_plain_port_is_named() -> None:
     server.receive_data(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
     text = closed_event(server).text
     assert "TLS (a ClientHello: the client uses TLS, this port does not)" in text
+
+
+def test_a_detach_arriving_with_commands_waits_until_the_application_took_them() -> None:
+    """qpid.messaging closes a receiver with message.cancel and session.detach in one TCP
+    write. The application completes a command while handling its event; the completion
+    still goes out, before session.detached — as from a broker executing in order."""
+    from bridge.amqp010.events import CommandReceived, SessionDetached as Detached
+
+    server = attached_raw_server()
+    server.receive_data(encode_assembly(1, QueueDeclare(queue="q"))
+                        + encode_assembly(1, SessionDetach(name=b"s")))
+    assert replies(server) == []  # nothing answered before the application had its say
+    seen = []
+    for ev in server.events():
+        seen.append(type(ev).__name__)
+        if isinstance(ev, CommandReceived):
+            ev.session.complete(ev.command_id)
+    assert seen == ["CommandReceived", "SessionDetached"]
+    out = replies(server)
+    assert [type(o).__name__ for o in out] == ["SessionCompleted", "SessionDetached"]
+    assert out[0].commands.ranges == [(0, 0)]
+    assert not any(isinstance(e, Detached) for e in server.events())
