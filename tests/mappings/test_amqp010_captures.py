@@ -67,6 +67,10 @@ def test_every_recorded_transfer_maps_back_unchanged(name: str, direction: str) 
         dp, mp, body = from_amqp10(message)
         original_dp = assembly.header_struct(DeliveryProperties) or DeliveryProperties()
         original_mp = assembly.header_struct(MessageProperties) or MessageProperties()
+        if original_mp.user_id == b"":  # an empty user-id is no user-id (qpidd's from 1.0)
+            original_mp = MessageProperties(
+                **{k: v for k, v in original_mp.items() if k != "user_id"}
+            )
         assert (typed10(dp), typed10(mp), body) == (
             typed10(original_dp),
             typed10(original_mp),

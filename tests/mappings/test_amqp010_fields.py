@@ -106,9 +106,49 @@ def test_stale_delivery_count_yields_to_the_redelivered_flag() -> None:
 
 
 def test_first_acquirer_rides_in_a_header() -> None:
-    assert headers_of(AmqpMessage(header=Header(first_acquirer=False))) == {
-        "x-amqp-1.0.first-acquirer": False
+    assert headers_of(AmqpMessage(header=Header(first_acquirer=True))) == {
+        "x-amqp-1.0.first-acquirer": True
     }
+
+
+@pytest.mark.parametrize(
+    ("count", "side"),
+    [
+        (None, None),  # void: no delivery-count (the flag alone would read back as 1)
+        (0, 0),  # what RabbitMQ 3.10 sends for a requeued message
+        (1, "absent"),
+        (3, 3),
+    ],
+)
+def test_first_acquirer_false_is_redelivered(count: int | None, side: Any) -> None:
+    """0-10's redelivered means "may have been delivered before": first-acquirer false says so."""
+    header = Header(first_acquirer=False, delivery_count=None if count is None else uint(count))
+    dp, mp, body = amqp010(AmqpMessage(header=header))  # and back: the same count, first-acquirer
+    assert dp.redelivered is True
+    headers = mp.application_headers or {}
+    assert headers["x-amqp-1.0.first-acquirer"] is False
+    assert headers.get("x-amqp-1.0.delivery-count", "absent") == side
+    wire = (t.decode_struct_body(dp.encode()[4:], 0), t.decode_struct_body(mp.encode()[4:], 0))
+    restored = to_amqp10(*wire, body).header
+    assert (restored.first_acquirer, typed1(restored.delivery_count)) == (
+        False,
+        typed1(header.delivery_count),
+    )
+
+
+def test_first_acquirer_true_with_count_0_is_not_redelivered() -> None:
+    dp, _, _ = amqp010(AmqpMessage(header=Header(first_acquirer=True, delivery_count=uint(0))))
+    assert not dp.redelivered
+
+
+@pytest.mark.parametrize("count", [None, 0])
+def test_a_count_0_or_void_without_first_acquirer_false_is_stale(count: int | None) -> None:
+    """Written only beside first-acquirer false: without it the redelivered flag wins."""
+    dp = DeliveryProperties(redelivered=True)
+    mp = MessageProperties(
+        application_headers={"x-amqp-1.0.delivery-count": None if count is None else t.UInt32(0)}
+    )
+    assert to_amqp10(dp, mp, b"").header.delivery_count == 1
 
 
 @pytest.mark.parametrize(("seconds", "ms"), [(0, 0), (1795302455, 1795302455000), (-1, -1000)])
