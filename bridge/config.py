@@ -715,9 +715,9 @@ def describe(cfg: BridgeConfig) -> list[str]:
         text += f"; max in flight {mif.messages} messages / {mif.bytes} bytes"
         if route.dedupe is not None:
             text += f"; dedupe window {route.dedupe.window}"
+        text += f"; user-id {_user_id_rule(route)}"
         if route.tap is not None:
             text += f"; tap {route.tap.side} -> {route.tap.path} (overflow {route.tap.overflow})"
-        text += f"; user-id {_user_id_rule(route)}"
         lines.append(text)
     if cfg.metrics is not None:
         lines.append(f"metrics: http://{cfg.metrics.bind}/metrics, /healthz, /readyz")
