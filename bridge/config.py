@@ -364,12 +364,19 @@ class Route(_Model):
                     "back where that route's rule allows (docs/mapping.md). An empty user-id is "
                     "no user-id.")
     _target_login_user: str | None = PrivateAttr(None)
+    _dead_letter_login_user: str | None = PrivateAttr(None)
 
     @property
     def target_login_user(self) -> str | None:
         """The user the bridge logs into the target connection as (None: not known, or a
         listener target); set when the whole configuration is validated."""
         return self._target_login_user
+
+    @property
+    def dead_letter_login_user(self) -> str | None:
+        """The user the bridge logs into the dead-letter connection as (None: not known, or
+        no dead-letter); for the user-id rule of dead-lettered 0-10 messages."""
+        return self._dead_letter_login_user
 
     @property
     def effective_user_id(self) -> str:
@@ -430,6 +437,9 @@ class BridgeConfig(_Model):
             target = route.target
             if target.connection is not None:
                 route._target_login_user = self.connections[target.connection].login_user
+            if route.dead_letter is not None:
+                dead_letter = self.connections[route.dead_letter.connection]
+                route._dead_letter_login_user = dead_letter.login_user
         return self
 
     @model_validator(mode="after")

@@ -265,6 +265,8 @@ def test_user_id_defaults_to_authenticated_with_the_target_login_user() -> None:
     orders, replies, publish, consume = cfg.routes
     assert [r.user_id for r in cfg.routes] == ["authenticated"] * 4
     assert orders.target_login_user == publish.target_login_user == "bridge@corp"
+    assert orders.dead_letter_login_user == "bridge@corp"  # cloud too
+    assert replies.dead_letter_login_user is None  # none
     # legacy's failover URL has no user: which user the bridge is is not known
     assert replies.target_login_user is None
     # a listener target checks no user-id: authenticated is keep there
