@@ -24,6 +24,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     field_validator,
@@ -39,6 +40,7 @@ from .passwords import HashFormatError, is_hash, parse_hash, read_users_file
 Protocol = Literal["amqp0-10", "amqp1.0"]
 _ENV = re.compile(r"\$\{(?:file:([^}]+)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}")
 SaslMechanism = Literal["PLAIN", "ANONYMOUS", "EXTERNAL"]
+UserIdRule = Literal["authenticated", "keep", "carry", "drop"]
 
 
 class ConfigError(ValueError):
@@ -132,6 +134,19 @@ class Connection(_Model):
         if self.tls is not None and self.tls.cert_file:
             return ["EXTERNAL"]
         return ["ANONYMOUS"]
+
+    @property
+    def login_user(self) -> str | None:
+        """The user the bridge logs in as: the URLs' user name when every URL has the same
+        one and PLAIN is the only mechanism; else None (not known: anonymous, EXTERNAL, a
+        choice of mechanisms, or failover URLs with other users)."""
+        if self.mechanisms != ["PLAIN"]:
+            return None
+        names = {urlsplit(u).username for u in [self.url, *self.failover]}
+        if len(names) != 1:
+            return None
+        name = names.pop()
+        return unquote(name) if name else None
 
     @field_validator("url", "failover")
     @classmethod
@@ -342,6 +357,40 @@ class Route(_Model):
         None, description="Archive the route's messages as Parquet files (docs/archive.md): "
                           "as received from the source and/or as accepted by the target. "
                           "Needs pyarrow (the 'spark' extra).")
+    user_id: UserIdRule = Field(
+        "authenticated",
+        description="What the target's user-id field may hold (brokers refuse a message whose "
+                    "user-id is not the publishing user): authenticated - only the user the "
+                    "bridge logs into the target connection as (the user of its URLs; unknown "
+                    "for ANONYMOUS or EXTERNAL: never), which a listener target does not check "
+                    "(there it is keep); keep - the user-id as it is; carry - never set it; "
+                    "drop - never set it and lose it. A user-id the field may not hold (not "
+                    "with drop) travels in the annotation x-amqp-0-10.user-id (to AMQP 1.0) or "
+                    "the header x-amqp-1.0.user-id (to AMQP 0-10) and is restored on the way "
+                    "back where that route's rule allows (docs/mapping.md). An empty user-id is "
+                    "no user-id.")
+    _target_login_user: str | None = PrivateAttr(None)
+    _dead_letter_login_user: str | None = PrivateAttr(None)
+
+    @property
+    def target_login_user(self) -> str | None:
+        """The user the bridge logs into the target connection as (None: not known, or a
+        listener target); set when the whole configuration is validated."""
+        return self._target_login_user
+
+    @property
+    def dead_letter_login_user(self) -> str | None:
+        """The user the bridge logs into the dead-letter connection as (None: not known, or
+        no dead-letter); for the user-id rule of dead-lettered 0-10 messages."""
+        return self._dead_letter_login_user
+
+    @property
+    def effective_user_id(self) -> str:
+        """The user-id rule applied: ``authenticated`` is ``keep`` for a listener target
+        (the façade checks no user-id)."""
+        if self.user_id == "authenticated" and self.target.listener is not None:
+            return "keep"
+        return self.user_id
 
 
 class Metrics(_Model):
@@ -386,6 +435,17 @@ class BridgeConfig(_Model):
             problems = _check_files(self)
         if problems:
             raise ValueError("\n".join([_REFERENCES, *problems]))
+        return self
+
+    @model_validator(mode="after")
+    def _login_users(self) -> BridgeConfig:
+        for route in self.routes:  # references are checked: the connection exists
+            target = route.target
+            if target.connection is not None:
+                route._target_login_user = self.connections[target.connection].login_user
+            if route.dead_letter is not None:
+                dead_letter = self.connections[route.dead_letter.connection]
+                route._dead_letter_login_user = dead_letter.login_user
         return self
 
     @model_validator(mode="after")
@@ -671,6 +731,7 @@ def describe(cfg: BridgeConfig) -> list[str]:
         text += f"; max in flight {mif.messages} messages / {mif.bytes} bytes"
         if route.dedupe is not None:
             text += f"; dedupe window {route.dedupe.window}"
+        text += f"; user-id {_user_id_rule(route)}"
         if route.tap is not None:
             text += f"; tap {route.tap.side} -> {route.tap.path} (overflow {route.tap.overflow})"
         lines.append(text)
@@ -678,6 +739,19 @@ def describe(cfg: BridgeConfig) -> list[str]:
         lines.append(f"metrics: http://{cfg.metrics.bind}/metrics, /healthz, /readyz")
     lines.append(f"logging: {cfg.logging.format} lines at {cfg.logging.level}")
     return lines
+
+
+def _user_id_rule(route: Route) -> str:
+    rule = route.effective_user_id
+    if rule != route.user_id:
+        return f"{rule} (listener target: {route.user_id} is {rule})"
+    if rule == "authenticated":
+        login = route.target_login_user
+        return (f"authenticated (only {login!r}, others carried)" if login is not None
+                else "authenticated (login user not known: carried)")
+    if rule == "drop":
+        return "drop (user-ids are lost)"
+    return rule
 
 
 def _client_security(conn: Connection) -> str:

@@ -69,18 +69,25 @@ class CloudEventsRenderer:
 
 
 class Translator:
-    """The translation one route applies, in either direction."""
+    """The translation one route applies, in either direction.
+
+    The route's ``user_id`` rule applies to its target's user-id field, with the user
+    the bridge logs into the target as (``Route.target_login_user``, resolved when the
+    configuration was validated).
+    """
 
     def __init__(self, route: Route) -> None:
         self.route = route
         self.cloudevents = CloudEventsRenderer(route.cloudevents) if route.cloudevents else None
         target = route.target
         self.routing_key = target.routing_key if target.routing_key is not None else target.queue
+        self.user_id = route.effective_user_id
+        self.login_user = route.target_login_user
 
     def legacy_to_amqp10(self, dp: DeliveryProperties | None, mp: MessageProperties | None,
                          body: bytes) -> AmqpMessage:
         """A received 0-10 message as the 1.0 message to send."""
-        message = to_amqp10(dp, mp, body)
+        message = to_amqp10(dp, mp, body, user_id=self.user_id, login_user=self.login_user)
         if self.cloudevents is not None:
             message = self.cloudevents.render(message)
         return message
@@ -90,7 +97,7 @@ class Translator:
         """A received 1.0 message as the 0-10 header structs and body to transfer."""
         if self.cloudevents is not None:
             message = self.cloudevents.render(message)
-        dp, mp, body = from_amqp10(message)
+        dp, mp, body = from_amqp10(message, user_id=self.user_id, login_user=self.login_user)
         if self.routing_key is not None:
             dp.routing_key = self.routing_key
         return dp, mp, body

@@ -12,6 +12,13 @@ space, and is consumed again on the way back:
 - 1.0-only data travels in 0-10 application headers ``x-amqp-1.0.<field>``;
 - 0-10-only data travels in 1.0 message annotations ``x-amqp-0-10.<field>``.
 
+The user-id is the one field a route's configuration shapes (``user_id=`` and
+``login_user=`` of both directions, see :data:`USER_ID_RULES`): brokers refuse a
+message whose user-id is not the user that published it, so a rule decides
+whether the target's user-id field holds it or a carrier does (1.0 annotation
+``x-amqp-0-10.user-id``, 0-10 header ``x-amqp-1.0.user-id``). An empty user-id
+is no user-id.
+
 A side channel is honoured only when it agrees with the field it annotates
 (a later 0-10 application may have changed the field: then the field wins and
 the stale side channel is dropped). What cannot cross (a header key over 255
@@ -56,6 +63,7 @@ __all__ = [
     "MAP_CONTENT_TYPE",
     "SUBJECT_HEADER",
     "TEXT_CONTENT_TYPE",
+    "USER_ID_RULES",
     "assembly_to_amqp10",
     "from_amqp10",
     "message_id_uuid",
@@ -94,10 +102,11 @@ H_PROPERTY_TYPES = "x-amqp-1.0.property-types"
 H_MESSAGE_ANNOTATIONS = "x-amqp-1.0.message-annotations"
 H_DELIVERY_ANNOTATIONS = "x-amqp-1.0.delivery-annotations"
 H_FOOTER = "x-amqp-1.0.footer"
+H_USER_ID = "x-amqp-1.0.user-id"
 SIDE_HEADERS = frozenset({
     H_TO, H_GROUP_ID, H_GROUP_SEQUENCE, H_REPLY_TO_GROUP_ID, H_FIRST_ACQUIRER, H_DELIVERY_COUNT,
     H_MESSAGE_ID, H_CORRELATION_ID, H_CREATION_TIME, H_EXPIRY_TIME, H_REPLY_TO, H_CONTENT_TYPE,
-    H_BODY, H_PROPERTY_TYPES, H_MESSAGE_ANNOTATIONS, H_DELIVERY_ANNOTATIONS, H_FOOTER,
+    H_BODY, H_PROPERTY_TYPES, H_MESSAGE_ANNOTATIONS, H_DELIVERY_ANNOTATIONS, H_FOOTER, H_USER_ID,
 })  # fmt: skip
 """Header names reserved for 1.0 data (rejected as 1.0 application-property names)."""
 _ANNOTATION_FORMS = (dict, bytes, t.VBin32)
@@ -107,14 +116,15 @@ _SIDE_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     H_REPLY_TO_GROUP_ID: ((str,), "a string"),
     H_GROUP_SEQUENCE: ((t.UInt32,), "a uint32"),
     H_FIRST_ACQUIRER: ((bool,), "a boolean"),
-    H_DELIVERY_COUNT: ((t.UInt32,), "a uint32"),
+    H_DELIVERY_COUNT: ((t.UInt32, type(None)), "a uint32 or void"),
     H_MESSAGE_ID: ((str, bytes, t.VBin32, t.UInt64), "a string, binary or uint64 id"),
     H_CORRELATION_ID: ((bytes, t.VBin32, uuid.UUID, t.UInt64), "a binary, uuid or uint64 id"),
     H_CREATION_TIME: ((int,), "integer milliseconds"),
     H_EXPIRY_TIME: ((int,), "integer milliseconds"),
     H_REPLY_TO: ((str,), "a string"),
     H_CONTENT_TYPE: ((str,), "a string"),
-    H_BODY: ((str,), "'data' or 'amqp-value'"),
+    H_BODY: ((str,), "'data', 'amqp-value' or 'amqp-value-binary'"),
+    H_USER_ID: ((bytes,), "a binary"),
     H_PROPERTY_TYPES: ((dict,), "a map of AMQP 1.0 type names"),
     H_MESSAGE_ANNOTATIONS: (_ANNOTATION_FORMS, "a map or an AMQP 1.0 encoded map"),
     H_DELIVERY_ANNOTATIONS: (_ANNOTATION_FORMS, "a map or an AMQP 1.0 encoded map"),
@@ -133,13 +143,30 @@ A_IMMEDIATE = symbol("x-amqp-0-10.immediate")
 A_RESUME_ID = symbol("x-amqp-0-10.resume-id")
 A_RESUME_TTL = symbol("x-amqp-0-10.resume-ttl")
 A_CONTENT_LENGTH = symbol("x-amqp-0-10.content-length")
+A_USER_ID = symbol("x-amqp-0-10.user-id")
 ANNOTATIONS = frozenset({
     A_EXCHANGE, A_ROUTING_KEY, A_HEADER_TYPES, A_APP_HEADERS, A_REPLY_TO, A_DISCARD_UNROUTABLE,
-    A_IMMEDIATE, A_RESUME_ID, A_RESUME_TTL, A_CONTENT_LENGTH,
+    A_IMMEDIATE, A_RESUME_ID, A_RESUME_TTL, A_CONTENT_LENGTH, A_USER_ID,
 })  # fmt: skip
 
+USER_ID_RULES = ("authenticated", "keep", "carry", "drop")
+"""What a target's user-id field may hold (a route's ``user_id`` option):
+
+- ``keep``: the user-id as it is (the default of :func:`to_amqp10` / :func:`from_amqp10`);
+- ``authenticated``: only the user the bridge logs into the target as (``login_user``;
+  ``None``: unknown, so never);
+- ``carry``: nothing;
+- ``drop``: nothing, and the user-id is not carried either (it is lost).
+
+A user-id the field may not hold (``authenticated``, ``carry``) travels in a carrier
+instead: 1.0 annotation ``x-amqp-0-10.user-id`` or 0-10 header ``x-amqp-1.0.user-id``
+(binary). A carrier is read back as the user-id when the field it stands for is
+absent (or empty), and placed by the rule of the route it crosses then.
+"""
+_FIELD, _CARRY, _DROP = 0, 1, 2
+
 _REINTERPRETED = frozenset({MAP_CONTENT_TYPE, LIST_CONTENT_TYPE, BODY_CONTENT_TYPE})
-_BODY_DATA, _BODY_VALUE = "data", "amqp-value"
+_BODY_DATA, _BODY_VALUE, _BODY_BINARY = "data", "amqp-value", "amqp-value-binary"
 _MISSING: Any = object()
 _UINT_MAX, _U64_MAX = 2**32 - 1, 2**64 - 1
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
@@ -278,8 +305,23 @@ def _check_side(side: dict[str, Any]) -> None:
         if type(value) not in kinds:
             raise _side_error(name, expected, value)
     marker = side.get(H_BODY, _MISSING)
-    if marker is not _MISSING and marker not in (_BODY_DATA, _BODY_VALUE):
-        raise _side_error(H_BODY, "'data' or 'amqp-value'", marker)
+    if marker is not _MISSING and marker not in (_BODY_DATA, _BODY_VALUE, _BODY_BINARY):
+        raise _side_error(H_BODY, "'data', 'amqp-value' or 'amqp-value-binary'", marker)
+
+
+def _user_id_place(rule: str, user_id: bytes, login_user: str | None) -> int:
+    """Where a (non-empty) user-id goes on the target: its field, a carrier, or nowhere."""
+    if rule == "keep":
+        return _FIELD
+    if rule == "authenticated":
+        if login_user is not None and user_id == login_user.encode("utf-8"):
+            return _FIELD
+        return _CARRY
+    if rule == "carry":
+        return _CARRY
+    if rule == "drop":
+        return _DROP
+    raise ValueError(f"unknown user-id rule {rule!r} (one of {', '.join(USER_ID_RULES)})")
 
 
 # --- reply-to -----------------------------------------------------------------------------------
@@ -392,14 +434,22 @@ def _ms(seconds: int, side: dict[str, Any], name: str, field: str) -> timestamp:
 # --- bodies -------------------------------------------------------------------------------------
 
 
-def _reinterpret(content_type: str, body: bytes) -> tuple[BodyKind, Any] | None:
-    """The 1.0 body a 0-10 body of this content-type stands for, or None if it is just data."""
+def _reinterpret(
+    content_type: str, body: bytes, binary: bool = False
+) -> tuple[BodyKind, Any] | None:
+    """The 1.0 body a 0-10 body of this content-type stands for, or None if it is just data.
+
+    An encoded amqp-value holding a binary stands for one only when ``binary``: the
+    mapping writes that form only for a 1.0 content-type too long for a 0-10 one.
+    """
     if content_type == BODY_CONTENT_TYPE:
         try:
             sections = AmqpMessage.decode_bare(body)
         except MappingError:
             return None
         if sections.application_properties or sections.properties != Properties():
+            return None
+        if not binary and sections.body_kind is _KIND_VALUE and type(sections.body) is bytes:
             return None
         # only what from_amqp10 itself encodes this way (canonical bytes, no simpler form)
         if _encode_body(sections.body_kind, sections.body) != (body, BODY_CONTENT_TYPE):
@@ -453,6 +503,14 @@ def _body_from_amqp10(message: AmqpMessage) -> tuple[bytes, Any, str | None, boo
     """(0-10 body, 0-10 content-type, x-amqp-1.0.body marker, whether the 1.0 content-type
     must travel in x-amqp-1.0.content-type)."""
     content_type = message.properties.content_type
+    if (
+        message.body_kind is _KIND_VALUE
+        and type(message.body) is bytes
+        and (content_type is None or _utf8_fits(content_type, _STR8_MAX))
+    ):
+        # an amqp-value holding a binary (proton's Message(body=b"...")): the bytes
+        # themselves, with the 1.0 content-type, as qpidd delivers it
+        return message.body, content_type, _BODY_BINARY, False
     body, implied = _encode_body(message.body_kind, message.body)
     if implied is None:
         marker = None
@@ -504,12 +562,16 @@ def _annotations_of_header(name: str, value: Any) -> dict[Any, Any]:
 # --- AMQP 0-10 -> AMQP 1.0 ----------------------------------------------------------------------
 
 
-def assembly_to_amqp10(assembly: Assembly) -> AmqpMessage:
+def assembly_to_amqp10(
+    assembly: Assembly, *, user_id: str = "keep", login_user: str | None = None
+) -> AmqpMessage:
     """:func:`to_amqp10` for a received ``message.transfer`` assembly."""
     return to_amqp10(
         assembly.header_struct(DeliveryProperties),
         assembly.header_struct(MessageProperties),
         assembly.body,
+        user_id=user_id,
+        login_user=login_user,
     )
 
 
@@ -517,9 +579,14 @@ def to_amqp10(
     delivery_properties: DeliveryProperties | None,
     message_properties: MessageProperties | None,
     body: bytes,
+    *,
+    user_id: str = "keep",
+    login_user: str | None = None,
 ) -> AmqpMessage:
     """The AMQP 1.0 message for an AMQP 0-10 message (absent structs count as empty).
 
+    ``user_id`` is the rule for the 1.0 user-id field (:data:`USER_ID_RULES`) and
+    ``login_user`` the user the bridge logs into the 1.0 target as.
     Raises :class:`MappingError` (naming the 0-10 field) for what 1.0 cannot hold.
     """
     dp = delivery_properties if delivery_properties is not None else _EMPTY_DP
@@ -567,7 +634,18 @@ def to_amqp10(
     if dp.redelivered:
         header.delivery_count = _ONE
 
-    properties.user_id = mp.user_id
+    uid = mp.user_id
+    if side and (carried := side.get(H_USER_ID)) is not None and not uid:
+        uid = carried  # the 1.0 user-id a previous route could not set (stale beside a user-id)
+    if uid:  # an empty user-id is no user-id
+        if user_id == "keep":
+            properties.user_id = uid
+        else:
+            place = _user_id_place(user_id, uid, login_user)
+            if place == _FIELD:
+                properties.user_id = uid
+            elif place == _CARRY:
+                annotations[A_USER_ID] = bytes(uid)
     if mp.message_id is not None:
         properties.message_id = mp.message_id
     if mp.correlation_id is not None:
@@ -760,11 +838,17 @@ def _side_to_amqp10(
     if (value := get(H_FIRST_ACQUIRER, _MISSING)) is not _MISSING:
         header.first_acquirer = value
     count = get(H_DELIVERY_COUNT, _MISSING)
-    # written for 0 (not redelivered) and 2+ (redelivered); stale once the flag disagrees
-    if count is not _MISSING and (
-        (count == 0 and not dp.redelivered) or (count >= 2 and dp.redelivered)
-    ):
-        header.delivery_count = uint(count)
+    # written for 0 (not redelivered), 2+ (redelivered), and 0 or void (no count) when
+    # first-acquirer false alone set the flag; stale once the flag disagrees
+    if count is not _MISSING:
+        if dp.redelivered:
+            if count is None or count == 0:
+                if header.first_acquirer is False:
+                    header.delivery_count = None if count is None else uint(0)
+            elif count >= 2:
+                header.delivery_count = uint(count)
+        elif count == 0:
+            header.delivery_count = uint(0)
     if (value := get(H_MESSAGE_ID, _MISSING)) is not _MISSING:
         original = _id_of_header(value)
         if mp.message_id is not None and message_id_uuid(original) == mp.message_id:
@@ -789,11 +873,23 @@ def _body_to_amqp10(
 ) -> tuple[BodyKind, Any, Any]:
     marker = side.get(H_BODY, _MISSING)
     reinterpreted = None
+    if marker == _BODY_BINARY:
+        restored_type = (
+            None
+            if content_type is None
+            else _ascii_symbol(content_type, "message_properties.content_type")
+        )
+        return _KIND_VALUE, bytes(body), restored_type
     if marker == _BODY_VALUE:
         if content_type == TEXT_CONTENT_TYPE and _is_utf8(body):
             reinterpreted = _KIND_VALUE, body.decode("utf-8")
     elif content_type in _REINTERPRETED and marker != _BODY_DATA:
-        reinterpreted = _reinterpret(content_type, body)
+        original = side.get(H_CONTENT_TYPE)
+        reinterpreted = _reinterpret(
+            content_type,
+            body,
+            binary=type(original) is str and not _utf8_fits(original, _STR8_MAX),
+        )
     if reinterpreted is not None:
         original = side.get(H_CONTENT_TYPE, _MISSING)
         restored = (
@@ -824,6 +920,9 @@ def _sections_to_amqp10(
 
 
 def _merge_annotations(generated: dict[Any, Any], restored: dict[Any, Any]) -> dict[Any, Any]:
+    if A_USER_ID in generated:
+        # a stale carrier beside a user-id (see from_amqp10): the user-id this route carries wins
+        restored.pop(A_USER_ID, None)
     for key in restored:
         if key in generated:
             raise MappingError(
@@ -836,9 +935,13 @@ def _merge_annotations(generated: dict[Any, Any], restored: dict[Any, Any]) -> d
 # --- AMQP 1.0 -> AMQP 0-10 ----------------------------------------------------------------------
 
 
-def from_amqp10(message: AmqpMessage) -> tuple[DeliveryProperties, MessageProperties, bytes]:
+def from_amqp10(
+    message: AmqpMessage, *, user_id: str = "keep", login_user: str | None = None
+) -> tuple[DeliveryProperties, MessageProperties, bytes]:
     """The AMQP 0-10 delivery-properties, message-properties and body for an AMQP 1.0 message.
 
+    ``user_id`` is the rule for the 0-10 user-id field (:data:`USER_ID_RULES`) and
+    ``login_user`` the user the bridge logs into the 0-10 target as.
     Raises :class:`MappingError` (naming the 1.0 field) for what 0-10 cannot hold.
     """
     header, properties = message.header, message.properties
@@ -875,17 +978,36 @@ def from_amqp10(message: AmqpMessage) -> tuple[DeliveryProperties, MessageProper
     if header.ttl is not None:
         dp.ttl = _ranged(header.ttl, _UINT_MAX, "header.ttl")
     count = header.delivery_count
+    first_acquirer = header.first_acquirer
     if count is not None:
         count = _ranged(count, _UINT_MAX, "header.delivery_count")
-        dp.redelivered = count > 0
+        # 0-10's redelivered: "may have been delivered before"; RabbitMQ marks a requeued
+        # message with first-acquirer false and leaves delivery-count at 0
+        dp.redelivered = count > 0 or first_acquirer is False
         if count != 1:
             headers[H_DELIVERY_COUNT] = t.UInt32(count)
-    if header.first_acquirer is not None:
-        headers[H_FIRST_ACQUIRER] = bool(header.first_acquirer)
+    elif first_acquirer is False:
+        dp.redelivered = True
+        headers[H_DELIVERY_COUNT] = None  # void: no delivery-count (the flag alone reads as 1)
+    if first_acquirer is not None:
+        headers[H_FIRST_ACQUIRER] = bool(first_acquirer)
 
     _ids_from_amqp10(properties, mp, headers)
-    if properties.user_id is not None:
-        mp.user_id = _binary(properties.user_id, _STR16_MAX, "properties.user_id")
+    uid = properties.user_id
+    if A_USER_ID in ours:
+        if uid:
+            rest[A_USER_ID] = ours[A_USER_ID]  # stale beside a user-id: the 1.0 message's data
+        else:
+            uid = _carried_user_id(ours[A_USER_ID])
+    if uid:  # an empty user-id is no user-id
+        if user_id == "keep":
+            mp.user_id = _binary(uid, _STR16_MAX, "properties.user_id")
+        else:
+            place = _user_id_place(user_id, uid, login_user)
+            if place == _FIELD:
+                mp.user_id = _binary(uid, _STR16_MAX, "properties.user_id")
+            elif place == _CARRY:
+                headers[H_USER_ID] = _binary(uid, _STR16_MAX, "properties.user_id")
     if properties.to is not None:
         headers[H_TO] = _str(properties.to, _STR16_MAX, "properties.to")
     if properties.reply_to is not None:
@@ -1090,6 +1212,15 @@ def _fields_from_amqp10(
         dp.resume_ttl = _uint64(value, A_RESUME_TTL)
     if (value := ours.get(A_CONTENT_LENGTH, _MISSING)) is not _MISSING:
         mp.content_length = _uint64(value, A_CONTENT_LENGTH)
+
+
+def _carried_user_id(value: Any) -> bytes:
+    if type(value) is not bytes:
+        raise MappingError(
+            f"expected a binary user-id, got {type(value).__name__}",
+            field=f"message_annotations[{str(A_USER_ID)!r}]",
+        )
+    return value
 
 
 def _uint64(value: Any, key: symbol) -> int:

@@ -10,6 +10,10 @@ caller records the type beside it:
   type name to record when the default mapping would not restore the value's
   type (``"str8"``, ``"symbol"`` ...); the field layer keeps those names in
   ``x-amqp-0-10.header-types`` / ``x-amqp-1.0.property-types``.
+  A 1.0 ``char`` property becomes a one-character 0-10 string (what 0-10
+  clients decode; qpid-python cannot read ``char-utf32``), recorded as
+  ``char``; a top-level 0-10 ``char-utf32`` header is recorded as
+  ``char-utf32`` so it comes back as one.
 - :func:`nested_to_amqp10` / :func:`nested_from_amqp10` convert values inside
   maps, lists and arrays, where a type name cannot be recorded beside the value:
   a 0-10 value with no distinct 1.0 type becomes the described value
@@ -130,7 +134,7 @@ _DEFAULT: dict[type, Callable[[Any], Any]] = {
     t.Double: float,
     t.Str16: str,
     t.VBin16: bytes,
-    t.CharUTF32: char,
+    t.CharUTF32: char,  # nested; a top-level header records "char-utf32" (header_to_amqp10)
     t.Datetime: _timestamp_of_seconds,
     _dt.datetime: _datetime_object,
 }
@@ -186,6 +190,8 @@ def header_to_amqp10(value: Any) -> tuple[Any, str | None]:
     kind = type(value)
     convert = _DEFAULT.get(kind)
     if convert is not None:
+        if kind is t.CharUTF32:
+            return char(value), "char-utf32"  # a 1.0 char property goes back as a string
         return convert(value), None
     recorded = _RECORDED.get(kind)
     if recorded is not None:
@@ -258,6 +264,8 @@ def nested_to_amqp10(value: Any) -> Any:
         return [nested_to_amqp10(item) for item in value]
     if kind is t.Array:
         return _array_to_amqp10(value)
+    if kind is t.CharUTF32:
+        return char(value)  # inside maps and lists a char stays a char-utf32 (no tag)
     converted, name = header_to_amqp10(value)
     return converted if name is None else Described(_TAGS.get(name) or _tag(name), converted)
 
@@ -359,7 +367,7 @@ _TYPED: dict[type, tuple[str, Callable[[Any], Any]]] = {
 }
 
 PROPERTY_TYPE_NAMES = frozenset(
-    {"symbol", "timestamp", "decimal32", "decimal64", "decimal128", "binary"}
+    {"symbol", "timestamp", "decimal32", "decimal64", "decimal128", "char", "binary"}
 )
 """Names :func:`property_from_amqp10` records (``binary``: the app-id, see the field rules)."""
 
@@ -372,6 +380,10 @@ def property_from_amqp10(value: Any) -> tuple[Any, str | None]:
     or do not fit 0-10 (strings over 65535 UTF-8 octets).
     """
     kind = type(value)
+    if kind is char:
+        # a one-character string: 0-10 clients cannot decode char-utf32 (qpid-python's
+        # session stalls on it, qpidd closes the connection)
+        return str(value), "char"
     try:
         convert = _EXACT.get(kind)
         if convert is not None:
@@ -452,7 +464,7 @@ def _described_from_amqp10(value: Described) -> Any:
     name = descriptor[len(TAG_PREFIX) :]
     if name.startswith("array:"):
         return _tagged_array(name[6:], value.value)
-    if name not in HEADER_TYPE_NAMES:
+    if name not in HEADER_TYPE_NAMES or name == "char-utf32":  # never a tag: see nested_to_amqp10
         raise Unrepresentable(f"unknown tag {descriptor}")
     return apply_header_type(name, value.value)
 
@@ -527,6 +539,12 @@ def _latin_char(value: Any) -> t.Char:
     return t.Char(value)
 
 
+def _utf32_char(value: Any) -> t.CharUTF32:
+    if type(value) is not char:
+        raise Unrepresentable("not a char")
+    return t.CharUTF32(value)
+
+
 def _decimal(kind: type[Decimal], mantissa_bits: int) -> Callable[[Any], Any]:
     limit = 2 ** (mantissa_bits - 1)
 
@@ -565,6 +583,7 @@ def _struct32(value: Any) -> Any:
 
 _APPLY_HEADER_TYPE: dict[str, Callable[[Any], Any]] = {
     "char": _latin_char,
+    "char-utf32": _utf32_char,
     "str8": _text(t.Str8, "utf-8", _STR8_MAX),
     "str8-latin": _text(t.Str8Latin, "iso-8859-15", _STR8_MAX),
     "str8-utf16": _text(t.Str8UTF16, "utf-16-be", _STR8_MAX),
@@ -618,6 +637,12 @@ def _timestamp_of(value: Any) -> timestamp:
     return timestamp(value)
 
 
+def _char_of(value: Any) -> char:
+    if type(value) is not str or len(value) != 1:
+        raise Unrepresentable("not a one-character string")
+    return char(value)
+
+
 def _decimal_of(kind: Callable[[int], Any], bin_type: type[bytes]) -> Callable[[Any], Any]:
     def apply(value: Any) -> Any:
         if type(value) is not bin_type:
@@ -639,6 +664,7 @@ _APPLY_PROPERTY_TYPE: dict[str, Callable[[Any], Any]] = {
     "decimal32": _decimal_of(decimal32, t.Bin32),
     "decimal64": _decimal_of(decimal64, t.Bin64),
     "decimal128": _decimal128_of,
+    "char": _char_of,
 }
 
 

@@ -253,3 +253,60 @@ def test_a_users_file_without_users_leaves_nobody_to_log_in(tmp_path: Path) -> N
     result = CliRunner().invoke(main, ["check", "-c", str(config)], env={"LEGACY_PASSWORD": "pw"})
     assert result.exit_code == 2, result.output
     assert f"listeners.facade.users_file: '{empty}' has no users" in result.output
+
+
+# --- the route option user_id -------------------------------------------------------------------
+
+
+def test_user_id_defaults_to_authenticated_with_the_target_login_user() -> None:
+    cfg = parse_config(GOOD.replace('url: "amqp://127.0.0.1:5672"',
+                                    'url: "amqp://bridge%40corp:pw@127.0.0.1:5672"'),
+                       env={"LEGACY_PASSWORD": "x"})
+    orders, replies, publish, consume = cfg.routes
+    assert [r.user_id for r in cfg.routes] == ["authenticated"] * 4
+    assert orders.target_login_user == publish.target_login_user == "bridge@corp"
+    assert orders.dead_letter_login_user == "bridge@corp"  # cloud too
+    assert replies.dead_letter_login_user is None  # none
+    # legacy's failover URL has no user: which user the bridge is is not known
+    assert replies.target_login_user is None
+    # a listener target checks no user-id: authenticated is keep there
+    assert consume.target_login_user is None
+    assert [r.effective_user_id for r in cfg.routes] == ["authenticated"] * 3 + ["keep"]
+    lines = describe(cfg)
+    assert lines[3].endswith("; user-id authenticated (only 'bridge@corp', others carried)")
+    assert lines[4].endswith("; user-id authenticated (login user not known: carried)")
+    assert lines[6].endswith("; user-id keep (listener target: authenticated is keep)")
+
+
+@pytest.mark.parametrize(("url", "extra", "login"), [
+    ("amqp://alice:pw@h", "", "alice"),
+    ("amqp://h", "", None),  # ANONYMOUS
+    ("amqp://alice:pw@h", ", sasl_mechanisms: [PLAIN, ANONYMOUS]", None),  # either may be used
+    ("amqp://alice:pw@h", ", failover: ['amqp://alice:other@h2']", "alice"),
+    ("amqp://alice:pw@h", ", failover: ['amqp://bob:pw@h2']", None),
+])
+def test_the_login_user_of_a_connection(url: str, extra: str, login: str | None) -> None:
+    cfg = parse_config(GOOD.replace('{protocol: amqp1.0,  url: "amqp://127.0.0.1:5672"}',
+                                    f'{{protocol: amqp1.0, url: "{url}"{extra}}}'),
+                       env={"LEGACY_PASSWORD": "x"})
+    assert cfg.connections["cloud"].login_user == login
+    assert cfg.routes[0].target_login_user == login
+
+
+@pytest.mark.parametrize("rule", ["keep", "carry", "drop"])
+def test_user_id_rules(rule: str) -> None:
+    cfg = parse_config(GOOD.replace("    to:   {listener: facade, queue: jobs}\n",
+                                    f"    to:   {{listener: facade, queue: jobs}}\n"
+                                    f"    user_id: {rule}\n"),
+                       env={"LEGACY_PASSWORD": "x"})
+    assert (cfg.routes[3].user_id, cfg.routes[3].effective_user_id) == (rule, rule)
+    expected = "drop (user-ids are lost)" if rule == "drop" else rule
+    assert describe(cfg)[6].endswith(f"; user-id {expected}")
+
+
+def test_an_unknown_user_id_rule_names_the_key() -> None:
+    text = GOOD.replace("    to:   {connection: cloud, address: /queue/orders}\n",
+                        "    to:   {connection: cloud, address: /queue/orders}\n"
+                        "    user_id: trust\n")
+    assert problems(text, {"LEGACY_PASSWORD": "x"}) == [
+        "routes[0].user_id: Input should be 'authenticated', 'keep', 'carry' or 'drop'"]

@@ -111,7 +111,7 @@ headers = st.builds(
 properties = st.builds(
     Properties,
     message_id=_optional(message_ids),
-    user_id=_optional(st.binary(max_size=8)),
+    user_id=_optional(st.binary(min_size=1, max_size=8)),  # empty: no user-id (not kept)
     to=_optional(strings),
     subject=_optional(strings),
     reply_to=_optional(strings),

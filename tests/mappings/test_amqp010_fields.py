@@ -13,6 +13,7 @@ from proton import (
     Data,
     Described,
     byte,
+    char,
     decimal32,
     float32,
     int32,
@@ -33,6 +34,7 @@ from mappings.amqp010 import (
 )
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage, BodyKind, Header, Properties
+from tests.codec.captures import scan_entries
 from tests.mappings.test_amqp010_values import typed1, typed10, typed_message
 
 ROUTING_KEY = symbol("x-amqp-0-10.routing-key")
@@ -106,9 +108,49 @@ def test_stale_delivery_count_yields_to_the_redelivered_flag() -> None:
 
 
 def test_first_acquirer_rides_in_a_header() -> None:
-    assert headers_of(AmqpMessage(header=Header(first_acquirer=False))) == {
-        "x-amqp-1.0.first-acquirer": False
+    assert headers_of(AmqpMessage(header=Header(first_acquirer=True))) == {
+        "x-amqp-1.0.first-acquirer": True
     }
+
+
+@pytest.mark.parametrize(
+    ("count", "side"),
+    [
+        (None, None),  # void: no delivery-count (the flag alone would read back as 1)
+        (0, 0),  # what RabbitMQ 3.10 sends for a requeued message
+        (1, "absent"),
+        (3, 3),
+    ],
+)
+def test_first_acquirer_false_is_redelivered(count: int | None, side: Any) -> None:
+    """0-10's redelivered means "may have been delivered before": first-acquirer false says so."""
+    header = Header(first_acquirer=False, delivery_count=None if count is None else uint(count))
+    dp, mp, body = amqp010(AmqpMessage(header=header))  # and back: the same count, first-acquirer
+    assert dp.redelivered is True
+    headers = mp.application_headers or {}
+    assert headers["x-amqp-1.0.first-acquirer"] is False
+    assert headers.get("x-amqp-1.0.delivery-count", "absent") == side
+    wire = (t.decode_struct_body(dp.encode()[4:], 0), t.decode_struct_body(mp.encode()[4:], 0))
+    restored = to_amqp10(*wire, body).header
+    assert (restored.first_acquirer, typed1(restored.delivery_count)) == (
+        False,
+        typed1(header.delivery_count),
+    )
+
+
+def test_first_acquirer_true_with_count_0_is_not_redelivered() -> None:
+    dp, _, _ = amqp010(AmqpMessage(header=Header(first_acquirer=True, delivery_count=uint(0))))
+    assert not dp.redelivered
+
+
+@pytest.mark.parametrize("count", [None, 0])
+def test_a_count_0_or_void_without_first_acquirer_false_is_stale(count: int | None) -> None:
+    """Written only beside first-acquirer false: without it the redelivered flag wins."""
+    dp = DeliveryProperties(redelivered=True)
+    mp = MessageProperties(
+        application_headers={"x-amqp-1.0.delivery-count": None if count is None else t.UInt32(0)}
+    )
+    assert to_amqp10(dp, mp, b"").header.delivery_count == 1
 
 
 @pytest.mark.parametrize(("seconds", "ms"), [(0, 0), (1795302455, 1795302455000), (-1, -1000)])
@@ -534,6 +576,46 @@ def test_1_0_types_0_10_lacks_are_recorded() -> None:
     )
 
 
+STRING_CODES = {0x85, 0x95}  # str8, str16 (UTF-8): what 0-10 clients decode as a string
+
+
+@pytest.mark.parametrize("character", ["x", "é", "☃", "😀"])
+def test_a_char_property_is_a_one_character_string_in_0_10(character: str) -> None:
+    """qpid-python cannot decode char-utf32 (its session stalls; qpidd closes the connection)."""
+    message = AmqpMessage(application_properties={"c": char(character), "s": "text"})
+    _, mp, body = from_amqp10(message)
+    encoded = mp.encode()
+    decoded = t.decode_struct_body(encoded[4:], 0)  # what a 0-10 peer reads
+    headers = decoded.application_headers
+    assert headers["c"] == character
+    # the wire type code our codec wrote, read by the independent scanner of the capture tests
+    out = bytearray()
+    t.encode_map(out, headers)
+    assert out in encoded
+    codes = {entry.key: entry.code for entry in scan_entries(bytes(out), 0, is_map=True)}
+    assert codes["c"] in STRING_CODES
+    assert headers["x-amqp-1.0.property-types"] == {"c": "char"}
+    # and back: a proton char
+    back = to_amqp10(None, decoded, body).application_properties
+    assert type(back["c"]) is char and back["c"] == character
+    assert typed1(back) == typed1(message.application_properties)
+
+
+def test_a_char_utf32_header_from_0_10_comes_back_as_one() -> None:
+    message = amqp10(mp=MessageProperties(application_headers={"c": t.CharUTF32("☃")}))
+    assert typed1(message.application_properties) == typed1({"c": char("☃")})
+    assert message.message_annotations[symbol("x-amqp-0-10.header-types")] == {"c": "char-utf32"}
+    assert typed10(from_amqp10(message)[1].application_headers) == typed10({"c": t.CharUTF32("☃")})
+
+
+def test_a_string_in_place_of_a_recorded_char_is_a_string() -> None:
+    """A 0-10 application changed the value: the recorded type no longer applies."""
+    mp = MessageProperties(
+        application_headers={"c": "ab", "x-amqp-1.0.property-types": {"c": "char"}}
+    )
+    assert typed1(to_amqp10(None, mp, b"").application_properties) == typed1({"c": "ab"})
+
+
 def test_stale_header_types_travel_as_they_are() -> None:
     """A 1.0 application changed a property the 0-10 side typed: the type no longer applies."""
     message = AmqpMessage(
@@ -581,6 +663,44 @@ def test_bodies_from_1_0(
     if wire is not None:
         assert data == wire
     assert (mp.application_headers or {}).get("x-amqp-1.0.body") == marker
+
+
+@pytest.mark.parametrize(
+    "content_type", [None, "application/octet-stream", "text/plain", "amqp/map", BODY_CONTENT_TYPE]
+)
+def test_amqp_value_binary_is_the_bytes_themselves(content_type: str | None) -> None:
+    """proton's Message(body=b"job 0"): the 0-10 body is b"job 0", with the 1.0 content-type
+    (as qpidd delivers it), and the marker brings the amqp-value back (amqp010 checks)."""
+    message = AmqpMessage(body=b"job 0", properties=Properties(content_type=content_type))
+    _, mp, data = amqp010(message)
+    assert data == b"job 0"
+    assert mp.content_type == content_type
+    assert mp.application_headers == {"x-amqp-1.0.body": "amqp-value-binary"}
+
+
+def test_a_large_amqp_value_binary_does_not_grow() -> None:
+    body = bytes(range(256)) * 4096  # 1 MiB
+    _, mp, data = amqp010(AmqpMessage(body=body))
+    assert data == body  # not 1 MiB plus a 1.0 encoding
+    assert len(mp.encode()) < 64
+
+
+def test_amqp_value_binary_with_a_content_type_0_10_cannot_hold() -> None:
+    """Over 255 octets: the 1.0 encoding of the body, the content-type in a header."""
+    content_type = "application/x-" + "a" * 250
+    message = AmqpMessage(body=b"job", properties=Properties(content_type=content_type))
+    _, mp, data = amqp010(message)
+    assert mp.content_type == BODY_CONTENT_TYPE
+    assert mp.application_headers == {"x-amqp-1.0.content-type": content_type}
+    assert data == bytes.fromhex("005377a0036a6f62")
+
+
+def test_an_encoded_amqp_value_binary_is_data_without_a_long_content_type() -> None:
+    """The 1.0 encoding of an amqp-value binary is only what from_amqp10 writes for a long
+    content-type: from a 0-10 peer it is data."""
+    body = bytes.fromhex("005377a0036a6f62")
+    message = amqp10(mp=MessageProperties(content_type=BODY_CONTENT_TYPE), body=body)
+    assert (message.body_kind, message.body) == (BodyKind.DATA, [body])
 
 
 def test_body_encoding_is_the_1_0_encoding_of_the_sections() -> None:

@@ -137,7 +137,7 @@ def messages010(
         ),
         content_type=content_type,
         content_encoding=draw(_optional(ascii_text)),
-        user_id=draw(_optional(st.binary(max_size=8))),
+        user_id=draw(_optional(st.binary(min_size=1, max_size=8))),  # empty: no user-id
         app_id=draw(_optional(st.binary(max_size=8) | text.map(str.encode))),
         application_headers=headers,
     )

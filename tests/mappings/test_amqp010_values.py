@@ -274,7 +274,7 @@ HEADER_CASES = [
     ("snow ☃", "snow ☃", None),
     (b"\x00\xff", b"\x00\xff", None),
     (t.VBin32(b"x" * 70000), b"x" * 70000, None),
-    (t.CharUTF32("☃"), char("☃"), None),
+    (t.CharUTF32("☃"), char("☃"), "char-utf32"),  # a 1.0 char goes to 0-10 as a string
     (t.Char("é"), char("é"), "char"),
     (t.Str8("s"), "s", "str8"),
     (t.Str8Latin("é"), "é", "str8-latin"),
@@ -306,6 +306,21 @@ def test_header_values_without_amqp10_form() -> None:
         header_to_amqp10(object())
 
 
+def test_nested_char_utf32_is_an_untagged_char() -> None:
+    """Only a top-level header records char-utf32; inside maps a 1.0 char is char-utf32."""
+    value = {"c": t.CharUTF32("☃"), "l": [t.CharUTF32("x")]}
+    assert typed1(nested_to_amqp10(value)) == typed1({"c": char("☃"), "l": [char("x")]})
+    assert typed10(nested_from_amqp10(nested_to_amqp10(value))) == typed10(value)
+    with pytest.raises(Unrepresentable):
+        nested_from_amqp10(Described(symbol("x-amqp-0-10:char-utf32"), char("☃")))
+
+
+@pytest.mark.parametrize("value", ["", "ab", t.Str8("a"), char("a")])
+def test_recorded_char_needs_a_one_character_string(value: Any) -> None:
+    with pytest.raises(Unrepresentable):
+        apply_property_type("char", value)
+
+
 def test_nested_tags_name_the_0_10_type() -> None:
     value = {"s": t.Str8("x"), "a": t.Array(0x85, [t.Str8("y")]), "n": t.Array(0x21, [t.Int32(1)])}
     assert typed1(nested_to_amqp10(value)) == typed1(
@@ -328,7 +343,7 @@ PROPERTY_CASES = [
     (decimal32(0x3050_0001), t.Bin32(bytes.fromhex("30500001")), "decimal32"),
     (decimal64(1), t.Bin64(bytes.fromhex("0000000000000001")), "decimal64"),
     (decimal128(bytes(range(16))), t.Bin128(bytes(range(16))), "decimal128"),
-    (char("☃"), t.CharUTF32("☃"), None),
+    (char("☃"), "☃", "char"),  # a str16: 0-10 clients cannot decode char-utf32
     (b"x" * 70000, t.VBin32(b"x" * 70000), None),
     (ulong(3), t.UInt64(3), None),
     (byte(-1), t.Int8(-1), None),
