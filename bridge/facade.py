@@ -865,7 +865,7 @@ class FacadePublish:
         except MappingError as exc:
             self.stats.mapping_errors += 1
             reason = f"cannot translate: {exc}"
-            plain = plain_copy(ev) if self.dlq is not None or tap is not None else None
+            plain = plain_copy(ev, self.route) if self.dlq is not None or tap is not None else None
             if tap is not None and plain is not None:
                 tap.received_message(plain)
             if self.dlq is None or plain is None:

@@ -548,7 +548,7 @@ class LegacyToAmqp10:
                                                           event.body))
         except MappingError as exc:
             stats.mapping_errors += 1
-            plain = plain_copy(event)
+            plain = plain_copy(event, self.route)
             if tap is not None:
                 tap.received_message(plain)
             self._dead_letter(taken, plain, f"cannot translate: {exc}")
@@ -808,14 +808,16 @@ def _runs(items: list[tuple[Session, str, int]]) -> Iterable[tuple[Session, str,
         yield key[0], key[1], run
 
 
-def plain_copy(event: MessageReceived) -> AmqpMessage:
-    """The message as plain 1.0 (no CloudEvents) for dead-lettering.
+def plain_copy(event: MessageReceived, route: Route) -> AmqpMessage:
+    """The message as plain 1.0 (no CloudEvents) for dead-lettering, its user-id placed
+    by ``route``'s rule for the dead-letter connection's login.
 
     A message the mapping refuses keeps its body as data, its UUID message-id, and
     its whole 0-10 header segment (binary, annotation ``x-amqp-bridge-0-10-header``).
     """
     try:
-        return to_amqp10(event.delivery_properties, event.message_properties, event.body)
+        return to_amqp10(event.delivery_properties, event.message_properties, event.body,
+                         user_id=route.user_id, login_user=route.dead_letter_login_user)
     except MappingError:
         plain = AmqpMessage(body=[event.body])
         plain.body_kind = BodyKind.DATA

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from proton import Condition
+from proton import Condition, symbol
 
 from bridge.amqp010.broker import Broker
 from bridge.amqp010.spec import DeliveryProperties, MessageProperties
@@ -48,6 +48,7 @@ def test_a_message_that_ends_the_session_is_rejected_and_the_route_goes_on(
     to:   {{connection: cloud, address: {queue_address(target)}}}
     max_in_flight: {{messages: 8}}
     poison_attempts: 3
+    user_id: keep   # pass user-ids as they are: RabbitMQ refuses alice's
 """
     with BridgeRun(bridge_config(server.url, rabbitmq_url, route), tmp_path) as bridge:
         wanted = {f"m{i}".encode() for i in range(COUNT) if i != POISON}
@@ -67,6 +68,38 @@ def test_a_message_that_ends_the_session_is_rejected_and_the_route_goes_on(
     assert "precondition-failed" in log.split("event=poison_message")[0].rsplit("\n", 1)[-1]
     stats = [line for line in log.splitlines() if "event=stats" in line][-1]
     assert "poison_messages=1" in stats and "rejected=1" in stats, stats
+
+
+def test_by_default_user_ids_the_target_would_refuse_are_carried_not_refused(
+        legacy: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
+    """qpidd stamps user-id '' on messages that came in over 1.0; a 0-10 application
+    publishes as alice while the bridge logs into RabbitMQ as guest. With the default
+    rule (``user_id: authenticated``) neither ends the session: an empty user-id is
+    none, and alice's travels in the annotation x-amqp-0-10.user-id."""
+    broker, server = legacy
+    target = unique_queue("user-ids")
+    users = [b"", b"alice", b"guest", None]
+    publish_legacy(server, "user-ids", [
+        (DeliveryProperties(), MessageProperties(message_id=uuid.UUID(int=i + 1), user_id=u),
+         f"u{i}".encode()) for i, u in enumerate(users)])
+    route = f"""
+  - name: user-ids-out
+    from: {{connection: legacy, queue: user-ids}}
+    to:   {{connection: cloud, address: {queue_address(target)}}}
+"""
+    with BridgeRun(bridge_config(server.url, rabbitmq_url, route), tmp_path) as bridge:
+        got = collect(rabbitmq_url, queue_address(target), lambda got: len(got) >= 4,
+                      timeout=30, linger=0.5)
+        assert bridge.stop() == 0, bridge.log()
+    assert "event=poison_message" not in bridge.log() and "precondition-failed" not in bridge.log()
+    by_body = {bytes(m.body): m for m in got}
+    assert sorted(by_body) == [b"u0", b"u1", b"u2", b"u3"]
+    carried = symbol("x-amqp-0-10.user-id")
+    assert by_body[b"u0"].user_id in (None, b"") and carried not in (by_body[b"u0"].annotations or {})
+    assert by_body[b"u1"].user_id in (None, b"")
+    assert bytes(by_body[b"u1"].annotations[carried]) == b"alice"
+    assert bytes(by_body[b"u2"].user_id) == b"guest"  # the bridge's own login: kept
+    assert by_body[b"u3"].user_id in (None, b"")
 
 
 def test_the_guard_probes_after_an_ambiguous_refusal_and_convicts_a_lone_suspect() -> None:
