@@ -33,6 +33,7 @@ from .config import (
     Route,
     config_secrets,
 )
+from .containment import faults_of
 from .legacy import LegacyConnection, _Timer, backoff
 from .logs import add_secrets
 from .metrics import MetricsServer
@@ -304,6 +305,11 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                for name, h in list(self.amqp10_handlers.items())]
         out += [(name, "amqp0-10", c.open, c.reconnects) for name, c in list(self.legacy.items())]
         return out
+
+    def observed_faults(self) -> tuple[dict[str, int], dict[str, str]]:
+        """Contained faults by kind, and the parts still down because of one
+        (:mod:`bridge.containment`)."""
+        return faults_of(self.container).snapshot()
 
     def observed_listeners(self) -> list[tuple[str, int]]:
         """``(name, connected clients)`` per façade listener."""

@@ -308,6 +308,13 @@ class Connection:
         self._send_control(0, ConnectionClose(reply_code=code, reply_text=text[:255]))
         self.state = ConnectionState.CLOSING
 
+    def abort(self, code: int = CloseCode.CONNECTION_FORCED, text: str = "") -> None:
+        """Close at once: connection.close is sent but its close-ok not awaited; every
+        session ends as on a transport loss and ConnectionClosed follows (then close the
+        transport after sending what :meth:`data_to_send` returns)."""
+        if self.state is not ConnectionState.CLOSED:
+            self._fatal(code, text)
+
     def finish_authentication(self, identity: str | None, refusal: str = "") -> None:
         """Answer :class:`~bridge.amqp010.events.CredentialsReceived` (server role):
         ``identity`` logged in, or (None) the login is refused for ``refusal``.
