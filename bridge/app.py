@@ -23,7 +23,7 @@ from proton import Endpoint, Handler, Url
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from . import reactor
+from . import faultinject, reactor
 from .config import (
     BridgeConfig,
     ConfigError,
@@ -422,6 +422,7 @@ def run(config: BridgeConfig) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    faultinject.install_from_environment()  # tests only: nothing unless its variable is set
     server = start_metrics(config, bridge)
     reactor.tune_gc()
     try:

@@ -32,7 +32,8 @@ pays nothing: no wrapper call per event).  When a handler raises:
 
    * legacy connection: connection.close (connection-forced), transport dropped,
      reconnect with backoff (:meth:`bridge.legacy.LegacyConnection.reset`); its
-     sessions are resumed or replaced as after a loss;
+     sessions are discarded, not resumed (the broker requeues what they held
+     unsettled: the routes' state may be what failed) and fresh ones attached;
    * façade client: connection.close (connection-forced) and transport dropped; the
      façade's SessionDetached/ConnectionClosed cleanup runs, so what the client left
      unsettled goes back to the AMQP 1.0 broker;

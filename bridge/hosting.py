@@ -168,8 +168,9 @@ class Amqp010Socket:
 
     def abort(self, text: str) -> None:
         """Close the connection at once (connection.close with connection-forced, its
-        close-ok not awaited) and drop the transport; ``on_event`` still gets the engine's
-        SessionDetached and ConnectionClosed events, so the owner cleans up as usual."""
+        close-ok not awaited, sessions discarded: :meth:`Connection.abort`) and drop the
+        transport; ``on_event`` still gets the engine's SessionDetached and ConnectionClosed
+        events, so the owner cleans up as usual."""
         if not self.closed:
             self._run(lambda engine: engine.abort(CloseCode.CONNECTION_FORCED, text), self.engine)
 

@@ -266,7 +266,9 @@ class LegacyConnection:
 
     def reset(self, reason: str) -> None:
         """Recover from an internal fault (:mod:`bridge.containment`): close the connection
-        (connection.close with connection-forced) and reconnect as after a loss."""
+        (connection.close with connection-forced; its sessions are discarded, so the broker
+        requeues what they held unsettled) and reconnect as after a loss, with fresh
+        sessions."""
         now = time.monotonic()
         self.fault_streak = self.fault_streak + 1 if now - self._last_fault < FAULT_STABLE else 1
         self._last_fault = now
