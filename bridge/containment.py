@@ -66,6 +66,7 @@ from types import TracebackType
 from typing import Any
 
 from proton import Event, Handler
+from proton import _events as proton_events
 from proton._events import EventBase
 from proton.reactor import Container
 
@@ -79,6 +80,7 @@ CHECK_INTERVAL = 0.25
 """Seconds between checks whether impaired parts are back."""
 
 _DISPATCH = EventBase.dispatch.__code__
+_DISPATCH_ONE = proton_events._dispatch.__code__
 
 
 class Faults:
@@ -212,7 +214,7 @@ def _contain(container: Any, exc: BaseException, entry: str, domain: Any, event:
     frame_name = ""
     if domain is None:
         domain, frame_name = _find_domain(exc.__traceback__)
-    part = _describe(domain, frame_name, event)
+    part = _describe(domain, frame_name, event, entry)
     kind = "timer" if entry == "timer" else part.kind
     faults = faults_of(container)
     faults.counts[kind] = faults.counts.get(kind, 0) + 1
@@ -233,14 +235,27 @@ def _contain(container: Any, exc: BaseException, entry: str, domain: Any, event:
 
 
 def _find_domain(tb: TracebackType | None) -> tuple[Any, str]:
-    """The outermost object of the traceback that is a part of the bridge, and the name of
-    its function there."""
+    """The outermost part of the bridge in the traceback, and the name of its function
+    there: a handler proton dispatched to (for a timer task, the owner of the timer's
+    function), else a method's ``self``. The bridge object itself counts only as a
+    timer's owner (its own events, such as the end of a burst, are other parts' work)."""
+    from .app import Bridge
+
     kinds = _domain_types()
     while tb is not None:
         frame = tb.tb_frame
-        obj = frame.f_locals.get("self")
-        if obj is not None and isinstance(obj, kinds):
-            return obj, frame.f_code.co_name
+        code = frame.f_code
+        if code is _DISPATCH or code is _DISPATCH_ONE:
+            handler = frame.f_locals.get("handler")
+            fn = getattr(handler, "fn", None)  # a timer task's handler
+            for obj, name in ((handler, ""), (getattr(fn, "__self__", None),
+                                              getattr(fn, "__name__", ""))):
+                if isinstance(obj, kinds) and (name or not isinstance(obj, Bridge)):
+                    return obj, name
+        else:
+            obj = frame.f_locals.get("self")
+            if isinstance(obj, kinds) and not isinstance(obj, Bridge):
+                return obj, code.co_name
         tb = tb.tb_next
     return None, ""
 
@@ -276,7 +291,7 @@ class _Part:
         self.back = back
 
 
-def _describe(obj: Any, frame_name: str, event: Any) -> _Part:
+def _describe(obj: Any, frame_name: str, event: Any, entry: str) -> _Part:
     from .app import Bridge, _Amqp10ConnectionHandler
     from .facade import Facade, FacadeConsume, FacadePublish, _Subscription
     from .hosting import Amqp010Listener, Amqp010Socket
@@ -328,8 +343,9 @@ def _describe(obj: Any, frame_name: str, event: Any) -> _Part:
         handler = getattr(event.connection, "handler", None)
         if isinstance(handler, _Amqp10ConnectionHandler):
             return _amqp10_connection(handler, event)
-    return _Part("io" if obj is None and event is not None else "handler",
-                 type(obj).__name__ if obj is not None else "the event loop", {}, "logged")
+    if obj is None:
+        return _Part("io" if entry == "io" else "bridge", "the event loop", {}, "logged")
+    return _Part("handler", type(obj).__name__, {}, "logged")
 
 
 def _reschedule(container: Any, delay: float, fn: Callable[[], None]) -> None:
