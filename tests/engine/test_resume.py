@@ -199,7 +199,9 @@ def test_abort_discards_resumable_sessions_at_both_ends() -> None:
     pair.client.abort(CloseCode.CONNECTION_FORCED, "internal error")
     events = list(pair.client.events())
     assert [type(e) for e in events] == [SessionDetached, ConnectionClosed]
-    assert (events[1].code, events[1].text) == (CloseCode.CONNECTION_FORCED, "internal error")
+    closed = events[1]
+    assert isinstance(closed, ConnectionClosed)
+    assert (closed.code, closed.text) == (CloseCode.CONNECTION_FORCED, "internal error")
     assert s.state is SessionState.CLOSED and pair.client.closed
     sent = pair.client.data_to_send()
     controls = decode_all(sent, header=False)
