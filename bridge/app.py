@@ -23,7 +23,7 @@ from proton import Endpoint, Handler, Url
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from . import reactor
+from . import faultinject, reactor
 from .config import (
     BridgeConfig,
     ConfigError,
@@ -33,6 +33,7 @@ from .config import (
     Route,
     config_secrets,
 )
+from .containment import faults_of
 from .legacy import LegacyConnection, _Timer, backoff
 from .logs import add_secrets
 from .metrics import MetricsServer
@@ -311,6 +312,11 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         out += [(name, "amqp0-10", c.open, c.reconnects) for name, c in list(self.legacy.items())]
         return out
 
+    def observed_faults(self) -> tuple[dict[str, int], dict[str, str]]:
+        """Contained faults by kind, and the parts still down because of one
+        (:mod:`bridge.containment`)."""
+        return faults_of(self.container).snapshot()
+
     def observed_listeners(self) -> list[tuple[str, int]]:
         """``(name, connected clients)`` per façade listener."""
         return [(name, len(f.clients)) for name, f in list(self.facades.items())]
@@ -422,6 +428,7 @@ def run(config: BridgeConfig) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    faultinject.install_from_environment()  # tests only: nothing unless its variable is set
     server = start_metrics(config, bridge)
     reactor.tune_gc()
     try:

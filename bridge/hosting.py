@@ -36,6 +36,7 @@ from proton.reactor import Container
 
 from .amqp010.connection import Connection, ConnectionConfig, Role
 from .amqp010.events import Event
+from .amqp010.spec import CloseCode
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,14 @@ class Amqp010Socket:
         if not self._in_callback:
             self._drain_engine()
             self._update()
+
+    def abort(self, text: str) -> None:
+        """Close the connection at once (connection.close with connection-forced, its
+        close-ok not awaited, sessions discarded: :meth:`Connection.abort`) and drop the
+        transport; ``on_event`` still gets the engine's SessionDetached and ConnectionClosed
+        events, so the owner cleans up as usual."""
+        if not self.closed:
+            self._run(lambda engine: engine.abort(CloseCode.CONNECTION_FORCED, text), self.engine)
 
     def close_transport(self) -> None:
         """Drop the transport now (after writing what can be written without blocking)."""
@@ -317,6 +326,7 @@ class LoopCalls:
     """
 
     def __init__(self, container: Container) -> None:
+        self.container = container
         self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._wake, self._waker = socket.socketpair()
         self._wake.setblocking(False)
@@ -349,7 +359,11 @@ class LoopCalls:
                 fn = self._calls.get_nowait()
             except queue.Empty:
                 return
-            fn()
+            try:
+                fn()
+            except Exception as exc:  # one caller's fault: the calls queued after it still run
+                from .containment import contain
+                contain(self.container, exc, entry="loop_call")
 
     def on_selectable_final(self, event: Any) -> None:
         self.selectable.release()

@@ -56,6 +56,7 @@ from .amqp010.session import Session, SessionState
 from .amqp010.transport import client_config, parse_url
 from .config import ConfigError, Reconnect, redact_url
 from .config import Connection as ConnectionSettings
+from .containment import contain
 from .hosting import Amqp010Socket, connect
 from .tls import PermanentFault, TlsFileError, auth_failure, classify_ssl_error, client_context
 
@@ -63,6 +64,8 @@ log = logging.getLogger(__name__)
 
 STABLE_SESSION = 10.0
 """Seconds a session must have lived for its end not to count as a repeated failure."""
+FAULT_STABLE = 60.0
+"""Seconds after an internal fault within which another one counts as a repeat."""
 REATTACH_PAUSE = 0.5
 """Seconds between a session the broker ended and its successor on the same channel.
 
@@ -145,6 +148,10 @@ class LegacyConnection:
         self._deferred: dict[Callable[[], None], None] = {}
         self._batch_pending = False
         self.quiesce_driven = False
+        self.fault_streak = 0
+        """Internal faults in a row (each within FAULT_STABLE of the last): stretch the
+        reconnect backoff, so that a fault that comes back at once cannot spin."""
+        self._last_fault = 0.0
 
     def log_fields(self, event: str, **more: Any) -> dict[str, Any]:
         """``extra`` fields of a log line about this connection (``route=...`` etc. in more)."""
@@ -214,8 +221,15 @@ class LegacyConnection:
         while self._deferred:
             batch, self._deferred = self._deferred, {}
             for fn in batch:
-                fn()
-        self.flush()
+                try:
+                    fn()
+                except Exception as exc:  # one route's fault: the other routes' work still runs
+                    contain(self.container, exc, entry="end_of_burst",
+                            domain=getattr(fn, "__self__", self))
+        try:
+            self.flush()
+        except Exception as exc:
+            contain(self.container, exc, entry="end_of_burst", domain=self)
 
     def _connect(self) -> None:
         url = self.urls[self.url_index % len(self.urls)]
@@ -242,13 +256,44 @@ class LegacyConnection:
     def _retry(self) -> None:
         if self.stopping:
             return
-        delay = backoff(self.settings.reconnect, self.failures)
+        delay = backoff(self.settings.reconnect, max(self.failures, self.fault_streak - 1))
         self.failures += 1
         self.reconnects += 1
         log.info("amqp0-10 %s: reconnecting in %.2fs (%s)", self.name, delay, self.last_error,
                  extra=self.log_fields("reconnect_scheduled", delay=round(delay, 3),
                                        error=self.last_error))
         self.container.schedule(delay, _Timer(self._connect))
+
+    def reset(self, reason: str) -> None:
+        """Recover from an internal fault (:mod:`bridge.containment`): close the connection
+        (connection.close with connection-forced; its sessions are discarded, so the broker
+        requeues what they held unsettled) and reconnect as after a loss, with fresh
+        sessions."""
+        now = time.monotonic()
+        self.fault_streak = self.fault_streak + 1 if now - self._last_fault < FAULT_STABLE else 1
+        self._last_fault = now
+        sock = self.socket
+        if self.stopping:
+            if sock is not None:
+                sock.close_transport()
+            return
+        if sock is None or sock.closed:
+            self.socket = None
+            self.open = False
+            self.last_error = reason
+            self._retry()  # between connections (a reconnect that failed): try again
+            return
+        try:
+            sock.abort(reason)  # ConnectionClosed -> _closed -> reconnect
+        finally:
+            if self.socket is sock:  # the close did not reach _closed: finish it here
+                sock.close_transport()
+                self.socket = None
+                self.open = False
+                self.last_error = reason
+                for slot in self.slots:
+                    self._forget(slot)
+                self._retry()
 
     def _on_event(self, sock: Amqp010Socket, event: Event) -> None:
         if sock is not self.socket:

@@ -98,6 +98,11 @@ class ObservedBridge(Protocol):
         """``(name, connected clients)`` per façade listener."""
         ...
 
+    def observed_faults(self) -> tuple[dict[str, int], dict[str, str]]:
+        """Contained faults by kind, and ``part -> reason`` of the parts still down
+        because of one (:mod:`bridge.containment`)."""
+        ...
+
 
 class BridgeCollector(Collector):
     """Exports the bridge's live counters at scrape time."""
@@ -151,16 +156,26 @@ class BridgeCollector(Collector):
         for name, count in self.bridge.observed_listeners():
             clients.add_metric([name], count)
         yield clients
+        faults = CounterMetricFamily(
+            "amqp_bridge_faults", "Unexpected exceptions contained (the part was recovered "
+            "or closed, the process went on).", labels=["kind"])
+        for kind, count in self.bridge.observed_faults()[0].items():
+            faults.add_metric([kind], count)
+        yield faults
 
 
 def readiness(bridge: ObservedBridge) -> tuple[bool, dict[str, Any]]:
-    """Whether every route is attached on both sides, with the routes that are not.
+    """Whether every route is attached on both sides and no part is recovering from an
+    internal fault, with the routes that are not ready and the parts that are recovering.
 
     A bridge without routes yet (still starting) is not ready."""
     routes = list(bridge.observed_routes())
     waiting = [route.name for route in routes if not route.ready]
-    ok = bool(routes) and not waiting
+    impaired = bridge.observed_faults()[1]
+    ok = bool(routes) and not waiting and not impaired
     detail: dict[str, Any] = {"ready": ok, "routes_not_ready": waiting}
+    if impaired:
+        detail["recovering_from_fault"] = impaired
     if not routes:
         detail["starting"] = True
     return ok, detail

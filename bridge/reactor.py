@@ -31,6 +31,8 @@ from proton import Handler
 from proton.handlers import IOHandler
 from proton.reactor import Container
 
+from .containment import ContainedContainer
+
 log = logging.getLogger(__name__)
 
 READ_SIZE = 256 * 1024
@@ -110,9 +112,10 @@ class SkipDeliveries(Handler):  # type: ignore[misc]
 
 
 def container(handler: Any) -> Container:
-    """A proton container running ``handler``, reading with :class:`ReadAheadIO` and
-    sparing deliveries the global handler (:class:`SkipDeliveries`)."""
-    reactor = Container(handler, global_handler=ReadAheadIO())
+    """A proton container running ``handler``, reading with :class:`ReadAheadIO`, sparing
+    deliveries the global handler (:class:`SkipDeliveries`) and containing the handlers'
+    faults (:class:`~bridge.containment.ContainedContainer`)."""
+    reactor = ContainedContainer(handler, global_handler=ReadAheadIO())
     reactor.global_handler = SkipDeliveries(reactor.global_handler)
     return reactor
 

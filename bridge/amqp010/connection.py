@@ -349,6 +349,20 @@ class Connection:
         self._send_control(0, ConnectionClose(reply_code=code, reply_text=text[:255]))
         self.state = ConnectionState.CLOSING
 
+    def abort(self, code: int = CloseCode.CONNECTION_FORCED, text: str = "") -> None:
+        """Close at once and discard the sessions: each attached session asks the peer to
+        drop its state (session.request-timeout 0, so what it holds unsettled is requeued),
+        connection.close is sent but its close-ok not awaited, every session ends (a
+        SessionDetached each, none kept for a resume) and ConnectionClosed follows. Then
+        close the transport after sending what :meth:`data_to_send` returns."""
+        if self.state is ConnectionState.CLOSED:
+            return
+        for session in list(self.sessions.values()):
+            if session.timeout or session.requested_timeout:
+                session.request_timeout(0)
+                session.timeout = 0
+        self._fatal(code, text)
+
     def finish_authentication(self, identity: str | None, refusal: str = "") -> None:
         """Answer :class:`~bridge.amqp010.events.CredentialsReceived` (server role):
         ``identity`` logged in, or (None) the login is refused for ``refusal``.

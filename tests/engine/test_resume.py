@@ -183,3 +183,32 @@ def test_resume_requires_a_detached_session() -> None:
 
     with pytest.raises(ProtocolError):
         pair.client.resume(s)
+
+
+def test_abort_discards_resumable_sessions_at_both_ends() -> None:
+    """Connection.abort (the bridge's recovery from an internal fault): the sessions are
+    not kept for a resume, here or at the broker, so what they held is requeued."""
+    from bridge.amqp010.events import ConnectionClosed
+    from bridge.amqp010.spec import CloseCode, ConnectionClose, SessionRequestTimeout
+
+    broker = Broker()
+    pair = connect(broker)
+    s = pair.client.attach("kept", timeout=60)
+    pair.pump()
+    assert s.timeout == 60
+    pair.client.abort(CloseCode.CONNECTION_FORCED, "internal error")
+    events = list(pair.client.events())
+    assert [type(e) for e in events] == [SessionDetached, ConnectionClosed]
+    closed = events[1]
+    assert isinstance(closed, ConnectionClosed)
+    assert (closed.code, closed.text) == (CloseCode.CONNECTION_FORCED, "internal error")
+    assert s.state is SessionState.CLOSED and pair.client.closed
+    sent = pair.client.data_to_send()
+    controls = decode_all(sent, header=False)
+    assert SessionRequestTimeout(timeout=0) in controls
+    assert any(isinstance(c, ConnectionClose) and c.reply_code == CloseCode.CONNECTION_FORCED
+               for c in controls)
+    pair.server.receive_data(sent)
+    pair.server.receive_data(b"")  # then the transport is dropped
+    list(pair.server.events())
+    assert broker.registry.get(b"kept") is None
