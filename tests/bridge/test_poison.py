@@ -76,7 +76,7 @@ def test_by_default_user_ids_the_target_would_refuse_are_carried_not_refused(
     publishes as alice while the bridge logs into RabbitMQ as guest. With the default
     rule (``user_id: authenticated``) neither ends the session: an empty user-id is
     none, and alice's travels in the annotation x-amqp-0-10.user-id."""
-    broker, server = legacy
+    _, server = legacy
     target = unique_queue("user-ids")
     users = [b"", b"alice", b"guest", None]
     publish_legacy(server, "user-ids", [
