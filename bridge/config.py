@@ -253,7 +253,11 @@ class Endpoint(_Model):
     address: str | None = Field(None, description="AMQP 1.0 node address (RabbitMQ: "
                                 "/queue/NAME, /exchange/NAME/KEY, /amq/queue/NAME).")
     exchange: str | None = Field(None, description="0-10 exchange published to (as a "
-                                 "target), or the exchange façade clients publish to.")
+                                 "target), or the exchange façade clients publish to; as "
+                                 "the target on a listener (without queue): the exchange "
+                                 "façade clients bind their own temporary queues to, each "
+                                 "subscription consuming from the route's address with "
+                                 "{binding_key} filled in.")
     routing_key: str | None = Field(None, description="Routing key for messages published "
                                     "to a 0-10 exchange (default: the target queue, else "
                                     "the message's subject).")
@@ -482,6 +486,12 @@ def _check_references(cfg: BridgeConfig) -> list[str]:
             out += _check_endpoint(cfg, f"{where}.{side}", side, ep)
         if route.dead_letter is not None:
             out += _check_endpoint(cfg, f"{where}.dead_letter", "to", route.dead_letter)
+        target = route.target
+        if target.listener is not None and target.exchange and not target.queue \
+                and "{binding_key}" not in (route.source.address or ""):
+            out.append(f"{where}.from.address: a route to the exchange of a listener serves "
+                       f"the temporary queues clients bind to it; its address needs "
+                       f"{{binding_key}} (e.g. /exchange/amq.topic/{{binding_key}})")
     return out
 
 
@@ -511,7 +521,10 @@ def _check_endpoint(cfg: BridgeConfig, where: str, side: str, ep: Endpoint | Dea
         if listener not in cfg.listeners:
             return [f"{where}.listener: no listener named {listener!r} "
                     f"(defined: {', '.join(sorted(cfg.listeners)) or 'none'})"]
-        # legacy apps publish to an exchange on the façade, and consume from a queue
+        # legacy apps publish to an exchange on the façade, and consume from a queue (or
+        # from temporary queues they bind to an exchange)
+        if side == "to" and getattr(ep, "exchange", None) and not getattr(ep, "queue", None):
+            return []
         key = "exchange" if side == "from" else "queue"
         return [] if getattr(ep, key) else [f"{where}.{key}: required for a listener endpoint"]
     if ep.connection not in cfg.connections:

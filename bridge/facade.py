@@ -77,6 +77,7 @@ from .amqp010.spec import (
     ExchangeDeclare,
     ExchangeQuery,
     ExchangeQueryResult,
+    ExchangeUnbind,
     MessageAccept,
     MessageCancel,
     MessageFlush,
@@ -84,6 +85,7 @@ from .amqp010.spec import (
     MessageRelease,
     MessageSubscribe,
     QueueDeclare,
+    QueueDelete,
     QueueQuery,
     QueueQueryResult,
 )
@@ -221,12 +223,33 @@ class _Client:
 
 
 @dataclass(eq=False)
+class _TemporaryQueue:
+    """A queue a client declared for itself (exclusive or auto-delete) to bind to one of
+    the façade's subscription exchanges: its subscriptions consume from that route's
+    address with the binding key filled in."""
+
+    name: str
+    binding: tuple[str, str] | None = None
+    """(exchange, binding key)."""
+    sub: _Subscription | None = None
+    """Its subscription, made (and its 1.0 link attached) when it was bound: from then
+    on the 1.0 broker keeps what is published for it, as a bound queue does."""
+
+
+@dataclass(eq=False)
 class _SessionState:
     """What the façade keeps for one attached 0-10 session."""
 
     session: Session
     client: _Client
     subscriptions: dict[str, _Subscription] = field(default_factory=dict)
+    temporary_queues: dict[str, _TemporaryQueue] = field(default_factory=dict)
+    """Queues this session declared to bind to an exchange (they end with it)."""
+    binds_pending: int = 0
+    """exchange.binds of temporary queues whose 1.0 link is not attached yet."""
+    held_publishes: deque[MessageReceived] = field(default_factory=deque)
+    """Publishes that came after a pending bind: a broker executes a session's commands
+    in order, so they wait until the binding exists (else it would miss them)."""
     cancelled: set[_Subscription] = field(default_factory=set)
     """Cancelled subscriptions whose transfers are not all settled yet: they still end
     (and give their messages back) with the session."""
@@ -266,6 +289,8 @@ class Facade:
         self._loop_calls: LoopCalls | None = None
         self.publish_routes: dict[str, FacadePublish] = {}
         self.consume_routes: dict[str, FacadeConsume] = {}
+        self.exchange_subscriptions: dict[str, FacadeConsume] = {}
+        """Routes to an exchange of this listener: what temporary queues bound to it get."""
         self.queue_publishers: dict[str, FacadePublish] = {}
         """Publishes to the default exchange naming a façade queue, by queue (made on
         first use): they go to the address the queue's subscribers consume from."""
@@ -292,6 +317,13 @@ class Facade:
             raise ConfigError([f"route {route.name}: queue {queue!r} of listener "
                                f"{self.name!r} is already the target of route {other.name}"])
         self.consume_routes[queue] = route
+
+    def add_exchange_subscription(self, route: FacadeConsume, exchange: str) -> None:
+        other = self.exchange_subscriptions.get(exchange)
+        if other is not None:
+            raise ConfigError([f"route {route.name}: exchange {exchange!r} of listener "
+                               f"{self.name!r} is already the target of route {other.name}"])
+        self.exchange_subscriptions[exchange] = route
 
     def start(self) -> None:
         """Start listening (after the routes were added)."""
@@ -488,8 +520,11 @@ class Facade:
 
     def _end_session(self, st: _SessionState) -> None:
         st.ended = True
-        for sub in [*st.subscriptions.values(), *st.cancelled]:
+        unsubscribed = [t.sub for t in st.temporary_queues.values()
+                        if t.sub is not None and t.sub.destination is None]
+        for sub in [*st.subscriptions.values(), *st.cancelled, *unsubscribed]:
             sub.end()
+        st.temporary_queues.clear()
         st.subscriptions.clear()
         st.cancelled.clear()
         for route in st.client.publishes_to:
@@ -498,6 +533,9 @@ class Facade:
     # -- publishing -----------------------------------------------------------------------
 
     def _on_publish(self, st: _SessionState, ev: MessageReceived) -> None:
+        if st.binds_pending:
+            st.held_publishes.append(ev)
+            return
         session = st.session
         route = self.publish_routes.get(ev.destination)
         if route is None and ev.destination == "":
@@ -562,6 +600,12 @@ class Facade:
         if result is not LATER and st.session.attached:
             st.session.complete(ev.command_id, result)  # type: ignore[arg-type]
 
+    def bound(self, st: _SessionState) -> None:
+        """A temporary queue's binding exists now: publishes held for it go on."""
+        st.binds_pending -= 1
+        while not st.binds_pending and st.held_publishes and st.live:
+            self._on_publish(st, st.held_publishes.popleft())
+
     def _queue(self, name: str, field_index: int) -> FacadeConsume:
         route = self.consume_routes.get(name)
         if route is None:
@@ -572,14 +616,24 @@ class Facade:
 
     def _queue_declare(self, st: _SessionState, cid: int, c: QueueDeclare) -> None:
         name = c.queue or ""
-        if name in self.consume_routes:
+        if name in self.consume_routes or name in st.temporary_queues:
             return
         if c.passive:
             self._queue(name, 0)
+        if self.exchange_subscriptions and name and (c.exclusive or c.auto_delete):
+            st.temporary_queues[name] = _TemporaryQueue(name)  # to bind to an exchange
+            return
         raise Refused(ErrorCode.NOT_ALLOWED, f"the amqp-bridge façade does not create queues "
                                              f"({name!r} is not configured)", 0)
 
     def _queue_query(self, st: _SessionState, cid: int, c: QueueQuery) -> QueueQueryResult:
+        temporary = st.temporary_queues.get(c.queue or "")
+        if temporary is not None:
+            subscribers = sum(1 for sub in st.subscriptions.values()
+                              if sub.queue == temporary.name)
+            return QueueQueryResult(queue=temporary.name, durable=False, exclusive=True,
+                                    auto_delete=True, arguments={}, message_count=0,
+                                    subscriber_count=subscribers)
         route = self.consume_routes.get(c.queue or "")
         if route is None:
             return QueueQueryResult(queue="")  # as qpidd answers for an unknown queue
@@ -590,7 +644,7 @@ class Facade:
 
     def _exchange_declare(self, st: _SessionState, cid: int, c: ExchangeDeclare) -> None:
         name = c.exchange or ""
-        if name in self.publish_routes:
+        if name in self.publish_routes or name in self.exchange_subscriptions:
             if c.type and c.type not in EXCHANGE_TYPES:
                 raise Refused(ErrorCode.NOT_FOUND, f"exchange type {c.type!r} not found", 1)
             return
@@ -603,14 +657,40 @@ class Facade:
 
     def _exchange_query(self, st: _SessionState, cid: int, c: ExchangeQuery
                         ) -> ExchangeQueryResult:
+        if (c.name or "") in self.exchange_subscriptions and (c.name or "") not in \
+                self.publish_routes:
+            return ExchangeQueryResult(type="topic", durable=True, not_found=False,
+                                       arguments={})
         if (c.name or "") not in self.publish_routes:
             return ExchangeQueryResult(type="", durable=False, not_found=True, arguments={})
         # every message goes to the route's address whatever its key: fanout to one target
         return ExchangeQueryResult(type="fanout", durable=True, not_found=False, arguments={})
 
-    def _exchange_bind(self, st: _SessionState, cid: int, c: ExchangeBind) -> None:
-        self._queue(c.queue or "", 0)
+    def _exchange_bind(self, st: _SessionState, cid: int, c: ExchangeBind) -> _Later | None:
         exchange = c.exchange or ""
+        temporary = st.temporary_queues.get(c.queue or "")
+        if temporary is not None:
+            route = self.exchange_subscriptions.get(exchange)
+            if route is None:
+                known = ", ".join(repr(x) for x in sorted(self.exchange_subscriptions))
+                raise Refused(ErrorCode.NOT_FOUND, f"bind failed: no route serves bindings "
+                              f"to exchange {exchange!r} (this façade's: {known})", 1)
+            key = c.binding_key or ""
+            if temporary.binding == (exchange, key):
+                return None
+            if temporary.binding is not None:
+                raise Refused(ErrorCode.NOT_IMPLEMENTED, f"queue {temporary.name!r} is bound "
+                              f"already; the façade serves one binding per temporary queue", 2)
+            temporary.binding = (exchange, key)
+            # bound means the 1.0 broker keeps what is published from now on: attach first
+            temporary.sub = route.subscribe(st, None, AcceptMode.EXPLICIT, False,
+                                            queue=temporary.name,
+                                            address=route.address.replace("{binding_key}", key))
+            later = temporary.sub.complete_when_attached(cid, c)
+            if later is not None:
+                st.binds_pending += 1
+            return later
+        self._queue(c.queue or "", 0)
         if exchange == "":
             raise Refused(ErrorCode.NOT_ALLOWED, "the default exchange takes no bindings", 1)
         if exchange not in self.publish_routes:
@@ -618,8 +698,30 @@ class Facade:
         # both ends exist; what reaches the queue is decided by its route's 1.0 source
         log.debug("façade %s: binding %r -> %r accepted (routing is the 1.0 broker's)",
                   self.name, exchange, c.queue)
+        return None
 
-    def _subscribe(self, st: _SessionState, cid: int, c: MessageSubscribe) -> _Later:
+    def _queue_delete(self, st: _SessionState, cid: int, c: QueueDelete) -> None:
+        temporary = st.temporary_queues.pop(c.queue or "", None)
+        if temporary is None:
+            raise Refused(ErrorCode.NOT_IMPLEMENTED,
+                          f"{c.NAME} is not implemented by the amqp-bridge façade")
+        if temporary.sub is not None and temporary.sub.destination is None:
+            temporary.sub.end()  # bound, never subscribed: its link goes
+
+    def _exchange_unbind(self, st: _SessionState, cid: int, c: ExchangeUnbind) -> None:
+        temporary = st.temporary_queues.get(c.queue or "")
+        if temporary is None:
+            raise Refused(ErrorCode.NOT_IMPLEMENTED,
+                          f"{c.NAME} is not implemented by the amqp-bridge façade")
+        if temporary.binding == (c.exchange or "", c.binding_key or "") \
+                and temporary.sub is not None and temporary.sub.destination is None:
+            temporary.sub.end()
+            temporary.binding = temporary.sub = None
+
+    def _subscribe(self, st: _SessionState, cid: int, c: MessageSubscribe) -> _Later | None:
+        temporary = st.temporary_queues.get(c.queue or "")
+        if temporary is not None:
+            return self._subscribe_temporary(st, cid, c, temporary)
         route = self._queue(c.queue or "", 0)
         if c.acquire_mode == AcquireMode.NOT_ACQUIRED:
             raise Refused(ErrorCode.NOT_IMPLEMENTED, "browsing (acquire-mode not-acquired) is "
@@ -632,10 +734,28 @@ class Facade:
             raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED, "amqp-bridge is shutting down")
         dest = c.destination or ""
         accept = AcceptMode.EXPLICIT if c.accept_mode is None else AcceptMode(c.accept_mode)
-        sub = route.subscribe(st, dest, accept, bool(c.exclusive))
+        sub = route.subscribe(st, dest, accept, bool(c.exclusive), queue=c.queue or "")
         st.subscriptions[dest] = sub
-        sub.complete_when_attached(cid, c)  # like qpidd: complete once the subscription is live
-        return LATER
+        # like qpidd: complete once the subscription is live
+        return sub.complete_when_attached(cid, c)
+
+    def _subscribe_temporary(self, st: _SessionState, cid: int, c: MessageSubscribe,
+                             temporary: _TemporaryQueue) -> _Later | None:
+        sub = temporary.sub
+        if sub is None:
+            raise Refused(ErrorCode.NOT_FOUND, f"queue {c.queue!r} is bound to no exchange "
+                                               f"the façade serves", 0)
+        if sub.destination is not None or sub.closed:
+            raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {c.queue!r} has a subscriber "
+                          f"already (the façade serves one per temporary queue)", 0)
+        if c.acquire_mode == AcquireMode.NOT_ACQUIRED:
+            raise Refused(ErrorCode.NOT_IMPLEMENTED, "browsing (acquire-mode not-acquired) is "
+                                                     "not available through the façade", 3)
+        dest = c.destination or ""
+        sub.adopt(dest, AcceptMode.EXPLICIT if c.accept_mode is None
+                  else AcceptMode(c.accept_mode), bool(c.exclusive))
+        st.subscriptions[dest] = sub
+        return sub.complete_when_attached(cid, c)
 
     def _cancel(self, st: _SessionState, cid: int, c: MessageCancel) -> None:
         sub = st.subscriptions.pop(c.destination or "", None)
@@ -693,6 +813,8 @@ _COMMANDS: dict[type[Command], Callable[..., Struct | _Later | None]] = {
     ExchangeDeclare: Facade._exchange_declare,
     ExchangeQuery: Facade._exchange_query,
     ExchangeBind: Facade._exchange_bind,
+    ExchangeUnbind: Facade._exchange_unbind,
+    QueueDelete: Facade._queue_delete,
     MessageSubscribe: Facade._subscribe,
     MessageCancel: Facade._cancel,
     MessageFlush: Facade._flush_command,
@@ -1086,8 +1208,9 @@ class _Held:
 class _Subscription:
     """One 0-10 subscription to a façade queue and its own 1.0 receiver link."""
 
-    def __init__(self, route: FacadeConsume, st: _SessionState, destination: str,
-                 accept_mode: AcceptMode, exclusive: bool) -> None:
+    def __init__(self, route: FacadeConsume, st: _SessionState, destination: str | None,
+                 accept_mode: AcceptMode, exclusive: bool, *, queue: str, address: str
+                 ) -> None:
         self.route = route
         self.st = st
         self.destination = destination
@@ -1098,14 +1221,15 @@ class _Subscription:
         self.unsettled: dict[int, _Held] = {}
         """Transferred to the subscriber, not yet accepted/rejected/released."""
         self.flushes: list[int] = []
-        self.subscribe_cid: int | None = None
-        """The message.subscribe to complete once the link is attached."""
-        self.subscribe_command: MessageSubscribe | None = None
+        self.waiting_for_link: list[tuple[int, Command]] = []
+        """Commands to complete once the link is attached (message.subscribe, or the
+        exchange.bind that opened a temporary queue's link)."""
         self.typical_cost = 1024
         """Running estimate of a transfer's byte-credit cost (sizes 1.0 link credit)."""
         self.cancelled = False
         self.closed = False
-        self.link = Amqp10Link(route.container, route.amqp10, route.address, sender=False,
+        self.queue = queue
+        self.link = Amqp10Link(route.container, route.amqp10, address, sender=False,
                                owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
                                route=route.name)
 
@@ -1125,7 +1249,7 @@ class _Subscription:
 
     def _credit(self) -> Any:
         """The 0-10 credit the subscriber granted (None once cancelled or gone)."""
-        if self.cancelled or not self.st.live:
+        if self.cancelled or not self.st.live or self.destination is None:
             return None
         return self.st.session.outgoing_credit.get(self.destination)
 
@@ -1180,7 +1304,7 @@ class _Subscription:
         link = self.link
         if credit is None or credit.messages == 0 or credit.bytes == 0 or self.closed:
             return True
-        attaching = not link.up and self.subscribe_cid is not None
+        attaching = not link.up and bool(self.waiting_for_link)
         if not attaching and (not link.up or link.credit == 0):
             return True  # nothing is on its way
         self.flushes.append(cid)
@@ -1202,31 +1326,44 @@ class _Subscription:
     # -- Amqp10Link owner -------------------------------------------------------------------
 
     def on_link_up(self, link: Amqp10Link) -> None:
-        if self.subscribe_cid is not None:
-            cid, self.subscribe_cid = self.subscribe_cid, None
+        if self.waiting_for_link:
+            waiting, self.waiting_for_link = self.waiting_for_link, []
             if self.st.live:
-                self.st.session.complete(cid)
+                for cid, command in waiting:
+                    self.st.session.complete(cid)
+                    if isinstance(command, ExchangeBind):
+                        self.route.facade.bound(self.st)
                 self.route.facade.flush_later(self.st.client.sock)
         self.grant()
         if self.flushes:
             self.route.container.schedule(FLUSH_GRACE, _Timer(self._finish_flushes))
 
-    def complete_when_attached(self, cid: int, command: MessageSubscribe) -> None:
-        """Complete message.subscribe ``cid`` once the 1.0 link is attached; raise an
-        exception if it is not within ``SUBSCRIBE_TIMEOUT``."""
-        self.subscribe_cid = cid
-        self.subscribe_command = command
+    def complete_when_attached(self, cid: int, command: Command) -> _Later | None:
+        """Complete ``cid`` (message.subscribe, exchange.bind) once the 1.0 link is
+        attached — now if it is; raise an exception if it is not within
+        ``SUBSCRIBE_TIMEOUT``."""
+        if self.link.up:
+            return None
+        self.waiting_for_link.append((cid, command))
         self.route.container.schedule(SUBSCRIBE_TIMEOUT, _Timer(self._subscribe_timeout))
+        return LATER
 
     def _subscribe_timeout(self) -> None:
-        cid = self.subscribe_cid
-        if cid is None or not self.st.live:
+        if not self.waiting_for_link or not self.st.live:
             return
-        self.subscribe_cid = None
+        (cid, command), *_ = self.waiting_for_link
+        self.waiting_for_link = []
         self.st.session.exception(
-            ErrorCode.NOT_FOUND, cid, f"the AMQP 1.0 source {self.route.address} did not "
-            f"attach within {SUBSCRIBE_TIMEOUT:.0f}s", command=self.subscribe_command)
+            ErrorCode.NOT_FOUND, cid, f"the AMQP 1.0 source {self.link.address} did not "
+            f"attach within {SUBSCRIBE_TIMEOUT:.0f}s", command=command)
         self.route.facade.flush_later(self.st.client.sock)
+
+    def adopt(self, destination: str, accept_mode: AcceptMode, exclusive: bool) -> None:
+        """message.subscribe to the temporary queue whose link this is (made at bind)."""
+        self.destination = destination
+        self.accept_mode = accept_mode
+        self.exclusive = exclusive
+        self.grant()
 
     def on_link_down(self, link: Amqp10Link) -> None:
         # what came on the lost link is void: the source redelivers it
@@ -1280,15 +1417,16 @@ class _Subscription:
         if not self.held:
             return
         session = self.st.session
+        destination = self.destination
         sent = False
-        while self.held:
+        while self.held and destination is not None:
             credit = self._credit()
             msg = self.held[0]
             if credit is None or self.route.paused or not session.can_send \
                     or not credit.allows(msg.cost):
                 break
             self.held.popleft()
-            tid = session.message_transfer(self.destination, msg.header, msg.body,
+            tid = session.message_transfer(destination, msg.header, msg.body,
                                            accept_mode=self.accept_mode,
                                            acquire_mode=AcquireMode.PRE_ACQUIRED)
             self.unsettled[tid] = msg
@@ -1350,9 +1488,10 @@ class _Subscription:
         brings meanwhile is held and released when it detaches (released at once,
         it would come straight back to the same link)."""
         self.cancelled = True
-        if self.subscribe_cid is not None and self.st.live:
-            self.st.session.complete(self.subscribe_cid)
-        self.subscribe_cid = None
+        if self.st.live:
+            for cid, _ in self.waiting_for_link:
+                self.st.session.complete(cid)
+        self.waiting_for_link = []
         self._complete_flushes()
         self._close_when_idle()
         self.route.grant()
@@ -1396,8 +1535,12 @@ class FacadeConsume:
 
     def __init__(self, container: Container, route: Route, facade: Facade, amqp10: Any,
                  dead_letter: tuple[Any, str] | None) -> None:
-        assert route.target.queue is not None and route.source.address is not None
-        facade.add_consume(self, route.target.queue)
+        assert route.source.address is not None
+        if route.target.queue is not None:
+            facade.add_consume(self, route.target.queue)
+        else:  # the exchange temporary queues bind to (docs/semantics.md)
+            assert route.target.exchange is not None
+            facade.add_exchange_subscription(self, route.target.exchange)
         self.name = route.name
         self.route = route
         self.facade = facade
@@ -1458,9 +1601,13 @@ class FacadeConsume:
             out.append(f"1.0 connection {self.connection.name}")
         return out
 
-    def subscribe(self, st: _SessionState, destination: str, accept_mode: AcceptMode,
-                  exclusive: bool) -> _Subscription:
-        sub = _Subscription(self, st, destination, accept_mode, exclusive)
+    def subscribe(self, st: _SessionState, destination: str | None, accept_mode: AcceptMode,
+                  exclusive: bool, *, queue: str = "", address: str | None = None
+                  ) -> _Subscription:
+        """A new subscription of ``st`` to ``queue``, consuming from the route's address
+        (or ``address``: a temporary queue's, its binding key filled in)."""
+        sub = _Subscription(self, st, destination, accept_mode, exclusive, queue=queue,
+                            address=address or self.address)
         self.subscriptions.add(sub)
         return sub
 

@@ -205,7 +205,12 @@ class Amqp010Socket:
             self._update()
 
     def _drain_engine(self) -> None:
-        data = self.engine.data_to_send()
+        engine = self.engine
+        if engine.heartbeat:
+            # stamp what was received and is about to be sent now, so that the next
+            # heartbeat is due one interval after it (not after the previous deadline)
+            engine.tick(time.time())
+        data = engine.data_to_send()
         if data:
             if self.trace is not None:
                 self.trace.sent(data)

@@ -178,6 +178,9 @@ class _Planned:
     """Names of the client's assemblies that end in this chunk."""
     pieces: list[bytes | Assembly] = field(default_factory=list)
     awaits: list[Seen] = field(default_factory=list)
+    syncs: list[tuple[int, int]] = field(default_factory=list)
+    """(channel, command id) of the client's execution.sync commands the recorded server
+    had completed before this chunk: the client waited for that (it is what sync is for)."""
 
 
 _REWRITE = (ConnectionTuneOk, SessionCompleted, SessionConfirmed, MessageAccept, MessageRelease,
@@ -264,6 +267,17 @@ class Replay:
                         and seen.key not in awaited):
                     awaited.add(seen.key)
                     planned.awaits.append(seen)
+        syncs = {(ch, cid) for ch, cid, op in self.client_commands
+                 if op.NAME == "execution.sync"}
+        for planned in self._plan:
+            for seen in self.recorded.items:
+                if seen.chunk >= planned.chunk.index or seen.name != "session.completed":
+                    continue
+                ch = seen.assembly.channel
+                for cid in sorted(c for c_ch, c in syncs if c_ch == ch
+                                  and c in (seen.op.commands or SequenceSet())):
+                    syncs.discard((ch, cid))
+                    planned.syncs.append((ch, cid))
         self.live = ServerStream()
         self._live_by_key: dict[tuple[Any, ...], Seen] = {}
         self._cond = threading.Condition()
@@ -338,6 +352,9 @@ class Replay:
             for seen in planned.awaits:
                 if not self._await(seen, chunk):
                     break  # the rest of this chunk's waits would fail alike
+            for channel, command_id in planned.syncs:
+                if not self._await_completed(channel, command_id, chunk):
+                    break
             if self.closed:
                 return
             late = time.monotonic() - target
@@ -368,6 +385,24 @@ class Replay:
                         f"{self.name}: before chunk {chunk.index} (t={chunk.t:.3f}s) the "
                         f"recorded client had received {describe(seen.key)} (recorded chunk "
                         f"{seen.chunk}); its live counterpart never came ({why}); "
+                        f"{self._summary()}")
+                    return False
+                self._keep_alive()
+                self._cond.wait(min(left, 0.1))
+        return True
+
+    def _await_completed(self, channel: int, command_id: int, chunk: Chunk) -> bool:
+        """Wait until the live server completed the client's command ``command_id``."""
+        deadline = time.monotonic() + self.wait
+        with self._cond:
+            while command_id not in self.completed(channel):
+                left = deadline - time.monotonic()
+                ended = self._session_ended(channel)
+                if left <= 0 or self.closed or ended:
+                    self.errors.append(
+                        f"{self.name}: before chunk {chunk.index} (t={chunk.t:.3f}s) the "
+                        f"recorded client had its execution.sync {command_id} on channel "
+                        f"{channel} completed; the live server never completed it; "
                         f"{self._summary()}")
                     return False
                 self._keep_alive()
