@@ -362,7 +362,7 @@ class Amqp10Link:
         if session.state & Endpoint.REMOTE_CLOSED:
             session.free()
 
-    def _lost(self, what: str, condition: Condition | None) -> None:
+    def _lost(self, what: str, condition: Condition | None = None) -> None:
         if self.closing or self.link is None:
             return
         reason = f"{what}: {condition_text(condition)}"
