@@ -146,6 +146,7 @@ class Amqp010Socket:
         self.selectable.release()
         with contextlib.suppress(OSError):
             self.sock.close()
+        self._out = bytearray()  # unsent output of a closed connection goes now
 
     # -- application side ----------------------------------------------------------------
 

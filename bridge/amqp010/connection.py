@@ -445,6 +445,12 @@ class Connection:
         if self.state is ConnectionState.CLOSED:
             return
         self.state = ConnectionState.CLOSED
+        # nothing more is decoded: free the input now, not when a garbage collection
+        # breaks the cycles that may keep this connection around (a peer that made us
+        # buffer much and went away must not keep it)
+        self._decoder.discard()
+        self._assembler.discard()
+        self._held = None
         for s in list(self.sessions.values()):
             self._release(s)
             if s.state is SessionState.ATTACHING and not s._ever_attached:

@@ -189,6 +189,11 @@ class FrameDecoder:
         """Octets received but not yet returned as frames."""
         return len(self._buf) - self._pos + self._pending_len
 
+    def discard(self) -> None:
+        """Drop what is buffered (the stream is over: nothing more will be decoded)."""
+        self._offset += len(self._buf)
+        self._buf, self._pos, self._pending, self._pending_len = b"", 0, [], 0
+
     @property
     def stream_offset(self) -> int:
         """Stream offset of the next octet to decode."""
@@ -503,6 +508,11 @@ class Assembler:
         body = p.body
         return Assembly(channel, p.op, p.header, body[0] if len(body) == 1 else b"".join(body),
                         p.offset, p.segments, p.has_header)
+
+    def discard(self) -> None:
+        """Drop every unfinished assembly (the stream is over)."""
+        self._partial.clear()
+        self.buffered = 0
 
     def _drop(self, key: int) -> None:
         self.buffered -= self._partial.pop(key).size

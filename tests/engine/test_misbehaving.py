@@ -364,3 +364,16 @@ def test_a_detach_arriving_with_commands_waits_until_the_application_took_them()
     assert [type(o).__name__ for o in out] == ["SessionCompleted", "SessionDetached"]
     assert out[0].commands.ranges == [(0, 0)]
     assert list(server.events()) == []
+
+
+def test_a_closed_connection_lets_go_of_what_it_buffered() -> None:
+    """Memory a peer made the engine hold is freed when the connection ends, not when a
+    garbage collection gets round to the connection object."""
+    server = raw_server(max_message_size=1 << 20, max_buffered=1 << 20)
+    server.receive_data(_unfinished_command(1, 500_000) + _unfinished_command(2, 400_000)[:-7])
+    assert not server.closed
+    assert server._assembler.buffered > 800_000 and server._decoder.buffered > 0
+    server.receive_data(b"")  # the peer goes away
+    assert server.closed
+    assert server._assembler.buffered == 0 and server._assembler.pending == 0
+    assert server._decoder.buffered == 0
