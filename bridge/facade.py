@@ -1289,6 +1289,7 @@ class _Subscription:
         """The subscriber changed its credit (flow, stop, flow mode, window re-grant)."""
         self.pump()
         self.grant()
+        self.route.recount()
 
     def flush(self, cid: int) -> bool:
         """message.flush: True if completed now, False if it completes shortly.
@@ -1435,6 +1436,7 @@ class _Subscription:
             sent = True
         if sent:
             self.route.facade.flush_later(self.st.client.sock)
+            self.route.recount()
 
     def on_completed(self, tid: int) -> None:
         """The subscriber completed our transfer: with accept-mode none that settles it."""
@@ -1618,12 +1620,14 @@ class FacadeConsume:
     def grant(self) -> None:
         """Room in the route's bound: let every subscription top its link credit up."""
         busy = self.busy
-        credit = 0
         for sub in list(self.subscriptions):
             busy += sub.grant(busy)
-            credit += sub.subscriber_credit()
+        self.recount()
+
+    def recount(self) -> None:
+        """Bring the route's gauges up to date (after transfers, outcomes, credit)."""
         stats = self.stats
-        stats.credit = credit
+        stats.credit = sum(sub.subscriber_credit() for sub in self.subscriptions)
         stats.in_flight = self.pending
         stats.in_flight_bytes = self.bytes_in_flight
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
