@@ -351,6 +351,14 @@ class Route(_Model):
                                        "unsettled messages.")
     dedupe: Dedupe | None = Field(None, description="Duplicate suppression by message-id "
                                   "(optional).")
+    max_message_size: int | None = Field(
+        None, ge=1,
+        description="Largest message (its encoded AMQP 1.0 octets) the route forwards to an "
+                    "AMQP 1.0 target; a larger one is refused at once — to a façade "
+                    "publisher as execution.exception resource-limit-exceeded, else "
+                    "rejected at the source with the reason — never retried. Default: the "
+                    "max-message-size the 1.0 target announces when the link attaches (none: "
+                    "no limit beyond the 0-10 engine's 256 MiB per message).")
     poison_attempts: int = Field(
         3, ge=1, le=100,
         description="Times a message may make the AMQP 1.0 target end the link or session "

@@ -101,6 +101,7 @@ from .routes import (
     dead_letter_copy,
     plain_copy,
     redelivered_1_0,
+    too_large,
 )
 from .tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
 from .translate import Translator
@@ -998,8 +999,15 @@ class FacadePublish:
         else:
             if tap is not None:
                 tap.received(entry.data)
-            self.waiting.append(entry)
-            self._send()
+            limit = self.sender.message_size_limit(self.route.max_message_size)
+            if limit is not None and len(entry.data) > limit:
+                self.stats.oversized += 1
+                self.stats.rejected += 1
+                self._fail(entry, ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+                           too_large(len(entry.data), limit, self.route))
+            else:
+                self.waiting.append(entry)
+                self._send()
         self._recount()
 
     def forget(self, st: _SessionState) -> None:

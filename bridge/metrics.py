@@ -34,6 +34,7 @@ COUNTERS = {
     "redelivered": "Messages that arrived flagged as redelivered (0-10 redelivered; 1.0 delivery-count > 0 or first-acquirer false).",
     "duplicates_suppressed": "Messages dropped because their message-id was seen recently.",
     "mapping_errors": "Messages that could not be translated (0-10 <-> 1.0 or CloudEvents).",
+    "oversized": "Messages refused because they exceed the route's max_message_size (or the max-message-size the AMQP 1.0 target announced).",
     "poison_messages": "Messages settled as rejected (or dead-lettered) because sending them made the target end the link or session poison_attempts times.",
 }
 

@@ -116,6 +116,8 @@ class RouteStats:
     mapping_errors: int = 0
     poison_messages: int = 0
     """Messages settled as rejected because sending them made the target end the link."""
+    oversized: int = 0
+    """Messages refused because they exceed the route's (or the target's) size limit."""
     in_flight: int = 0
     in_flight_bytes: int = 0
     credit: int = 0
@@ -243,6 +245,16 @@ class Amqp10Link:
     @property
     def credit(self) -> int:
         return self.link.credit if self.up else 0
+
+    def message_size_limit(self, configured: int | None) -> int | None:
+        """The largest message to send on this link: ``configured`` (a route's
+        ``max_message_size``), else the max-message-size the peer announced when it
+        attached the link (None: no limit)."""
+        if configured is not None:
+            return configured
+        if self.up:
+            return self.link.remote_max_message_size or None
+        return None
 
     @property
     def connection_name(self) -> str:
@@ -393,6 +405,13 @@ class Amqp10Link:
         if not self.closing and self.link is None \
                 and self.connection.state & Endpoint.LOCAL_ACTIVE:
             self._open()
+
+
+def too_large(size: int, limit: int, route: Route) -> str:
+    """Why a message of ``size`` octets is refused on ``route``."""
+    whose = "the route's max_message_size" if route.max_message_size is not None else \
+        "the max-message-size the AMQP 1.0 target announced"
+    return f"message of {size} octets exceeds {whose} ({limit} octets)"
 
 
 def condition_text(condition: Condition | None) -> str:
@@ -552,6 +571,13 @@ class LegacyToAmqp10:
             if tap is not None:
                 tap.received_message(plain)
             self._dead_letter(taken, plain, f"cannot translate: {exc}")
+            return
+        limit = self.sender.message_size_limit(self.route.max_message_size)
+        if limit is not None and len(data) > limit:
+            self.stats.oversized += 1
+            if tap is not None:
+                tap.received(data)
+            self._dead_letter(taken, None, too_large(len(data), limit, self.route))
             return
         if tap is not None:
             tap.received(data)
