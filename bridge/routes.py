@@ -234,6 +234,11 @@ class Amqp10Link:
         return self.link.credit if self.up else 0
 
     @property
+    def open(self) -> bool:
+        """Attached or attaching, and not closed for good (the links gauge)."""
+        return not self.closing and self.link is not None
+
+    @property
     def connection_name(self) -> str:
         """The configured name of the link's connection."""
         return str(getattr(self.handler, "name", "?"))
