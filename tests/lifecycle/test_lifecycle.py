@@ -154,9 +154,13 @@ class Life:
         rss = self.bridge.status("VmRSS")
         self.rss_kib.append(rss)
         assert rss < RSS_BOUND_KIB, f"{what}: RSS {rss} KiB (bound {RSS_BOUND_KIB})"
+        self.wait_resting(what)
+        self.alive()
+
+    def wait_resting(self, what: str) -> None:
+        """Until the resource gauges are back to their resting values (bounded wait)."""
         poll(self.gauges, lambda g: g == self.resting, 15,
              f"{what}: the resource gauges back to {self.resting}")
-        self.alive()
 
     def log_events(self, event: str, **fields: Any) -> list[dict[str, Any]]:
         return [r for r in records(self.bridge.log()) if r.get("event") == event
@@ -361,23 +365,30 @@ def test_subscribers_that_vanish_leave_nothing_stuck_and_nothing_held(life: Life
     taken["cancel-close"] = take_unsettled(client, "jobs", TAKEN)
     client.cancel("jobs")
     client.close()
+    life.wait_resting("after a subscriber that cancelled and closed")
     # close without accepting (session detach, connection close)
     client = facade_client(life.facade_port)
     taken["close"] = take_unsettled(client, "jobs", TAKEN)
     client.close()
+    life.wait_resting("after a subscriber that closed")
     # TCP reset
     client = facade_client(life.facade_port)
     taken["reset"] = take_unsettled(client, "jobs", TAKEN)
     abort(client.transport.sock)
+    life.wait_resting("after a subscriber that reset its connection")
     # a client process killed with SIGKILL
     assert killed_subscriber(life.facade_port, "jobs", TAKEN) == -9
+    life.wait_resting("after a subscriber process that was killed")
     for kind in kinds[:-1]:
         assert len(set(taken[kind])) == TAKEN, (kind, taken[kind])
     # a subscriber that comes back gets every message, those the others took included
     consumer = FacadeConsumer(life.facade_port, "jobs")
     consumer.start()
-    consumer.wait_for(sent, BACK_WITHIN, "messages the vanished subscribers held")
-    check_arrived(consumer.finish(), sent, MAX_IN_FLIGHT, "sub after vanished subscribers")
+    try:
+        consumer.wait_for(sent, BACK_WITHIN, "messages the vanished subscribers held")
+        check_arrived(consumer.finish(), sent, MAX_IN_FLIGHT, "sub after vanished subscribers")
+    finally:
+        consumer.stop()
     life.checkpoint("after the vanished subscribers")
     # RabbitMQ agrees: no consumer left on the route's queue
     poll(lambda: rabbitmqctl(life.url, "list_queues", "name", "consumers"),
