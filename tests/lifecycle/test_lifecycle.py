@@ -93,6 +93,14 @@ RSS_BOUND_KIB = 128 * 1024
 message or reconnect would show as growth across the phases."""
 
 
+RESTING = {"links{cloud}": 5, "legacy_sessions{legacy}": 2,
+           "legacy_sessions{stamp-empty}": 1, "legacy_sessions{stamp-alice}": 1,
+           "facade_sessions{app}": 0, "facade_subscriptions{app}": 0}
+"""The resource gauges at rest: a 1.0 link per route side on RabbitMQ (out's target, in's
+source, pub's target, the two stamped routes' targets), a 0-10 session per route on its
+connection, no façade client."""
+
+
 def rabbit_queue(prefix: str) -> str:
     return f"test.life-{prefix}.{uuid.uuid4().hex[:10]}"
 
@@ -111,7 +119,7 @@ class Life:
     facade_port: int
     bridge: BridgeRun
     metrics: int = 0
-    resting: dict[str, float] = field(default_factory=dict)
+    resting: dict[str, float] = field(default_factory=lambda: dict(RESTING))
     rss_kib: list[int] = field(default_factory=list)
 
     def address(self, route: str) -> str:
@@ -269,11 +277,6 @@ def life(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 def test_starts_with_the_resting_resources(life: Life) -> None:
     poll(lambda: http_get(life.metrics, "/readyz"), lambda r: r[0] == 200, 30, "/readyz 200")
-    # a 1.0 link per route side on RabbitMQ (out, in, pub and the two stamped routes'), a
-    # 0-10 session per route on its connection, no façade client yet
-    life.resting = {"links{cloud}": 5, "legacy_sessions{legacy}": 2,
-                    "legacy_sessions{stamp-empty}": 1, "legacy_sessions{stamp-alice}": 1,
-                    "facade_sessions{app}": 0, "facade_subscriptions{app}": 0}
     life.checkpoint("at start")
 
 
