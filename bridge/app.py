@@ -321,6 +321,25 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         """``(name, connected clients)`` per façade listener."""
         return [(name, len(f.clients)) for name, f in list(self.facades.items())]
 
+    def observed_links(self) -> list[tuple[str, int]]:
+        """``(name, links attached or attaching)`` per AMQP 1.0 connection."""
+        return [(name, sum(1 for link in list(h.watchers) if link.open))
+                for name, h in list(self.amqp10_handlers.items())]
+
+    def observed_legacy_sessions(self) -> list[tuple[str, int]]:
+        """``(name, sessions on the current connection's channels)`` per 0-10 connection."""
+        out = []
+        for name, conn in list(self.legacy.items()):
+            sock = conn.socket
+            out.append((name, len(sock.engine.sessions) if sock is not None else 0))
+        return out
+
+    def observed_facades(self) -> list[tuple[str, int, int]]:
+        """``(name, client sessions, subscriptions)`` per façade listener."""
+        return [(name, len(f.sessions),
+                 sum(len(route.subscriptions) for route in list(f.consume_routes.values())))
+                for name, f in list(self.facades.items())]
+
     # -- archive taps ----------------------------------------------------------------------
 
     def _open_taps(self, container: Container) -> None:

@@ -104,6 +104,18 @@ class ObservedBridge(Protocol):
         because of one (:mod:`bridge.containment`)."""
         ...
 
+    def observed_links(self) -> Iterable[tuple[str, int]]:
+        """``(name, open links)`` per AMQP 1.0 connection (attached or attaching)."""
+        ...
+
+    def observed_legacy_sessions(self) -> Iterable[tuple[str, int]]:
+        """``(name, open sessions)`` per AMQP 0-10 connection."""
+        ...
+
+    def observed_facades(self) -> Iterable[tuple[str, int, int]]:
+        """``(name, sessions, subscriptions)`` per façade listener."""
+        ...
+
 
 class BridgeCollector(Collector):
     """Exports the bridge's live counters at scrape time."""
@@ -163,6 +175,34 @@ class BridgeCollector(Collector):
         for kind, count in self.bridge.observed_faults()[0].items():
             faults.add_metric([kind], count)
         yield faults
+        yield from self._resources()
+
+    def _resources(self) -> Iterator[Any]:
+        """Gauges of what the bridge holds open: a leak shows as a gauge that only grows."""
+        links = GaugeMetricFamily("amqp_bridge_amqp10_links",
+                                  "AMQP 1.0 links attached or attaching on the connection.",
+                                  labels=["connection"])
+        for name, count in self.bridge.observed_links():
+            links.add_metric([name], count)
+        yield links
+        sessions = GaugeMetricFamily("amqp_bridge_legacy_sessions",
+                                     "0-10 sessions open on the legacy connection.",
+                                     labels=["connection"])
+        for name, count in self.bridge.observed_legacy_sessions():
+            sessions.add_metric([name], count)
+        yield sessions
+        facade_sessions = GaugeMetricFamily("amqp_bridge_facade_sessions",
+                                            "0-10 sessions of the façade listener's clients.",
+                                            labels=["listener"])
+        subscriptions = GaugeMetricFamily(
+            "amqp_bridge_facade_subscriptions",
+            "Subscriptions (each with its own 1.0 link) of the façade listener's clients.",
+            labels=["listener"])
+        for name, session_count, subscription_count in self.bridge.observed_facades():
+            facade_sessions.add_metric([name], session_count)
+            subscriptions.add_metric([name], subscription_count)
+        yield facade_sessions
+        yield subscriptions
 
 
 def readiness(bridge: ObservedBridge) -> tuple[bool, dict[str, Any]]:

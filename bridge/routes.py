@@ -257,6 +257,11 @@ class Amqp10Link:
         return None
 
     @property
+    def open(self) -> bool:
+        """Attached or attaching, and not closed for good (the links gauge)."""
+        return not self.closing and self.link is not None
+
+    @property
     def connection_name(self) -> str:
         """The configured name of the link's connection."""
         return str(getattr(self.handler, "name", "?"))

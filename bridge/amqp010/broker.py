@@ -22,6 +22,7 @@ the events so tests can look at them.  Time only enters through ``tick``.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections import deque
 from collections.abc import Iterator
@@ -193,7 +194,8 @@ class Broker:
     """The broker model shared by all its connections."""
 
     def __init__(self, users: dict[str, str] | None = None, *, anonymous: bool = True,
-                 max_session_timeout: int = 3600, **config: Any) -> None:
+                 max_session_timeout: int = 3600, stamp_user_id: bytes | None = None,
+                 **config: Any) -> None:
         self.authenticator = SimpleAuthenticator(users if users is not None else {"guest": "guest"},
                                                  anonymous=anonymous)
         self.registry = SessionRegistry()
@@ -208,6 +210,9 @@ class Broker:
         self.connections: list[BrokerConnection] = []
         self.dead_letters: list[Message] = []
         """Rejected messages without an alternate exchange (kept for tests)."""
+        self.stamp_user_id = stamp_user_id
+        """If set, every delivered message carries this message-properties user-id, as
+        qpidd stamps messages that came in over AMQP 1.0 (b'', or the sender's login)."""
 
     # ------------------------------------------------------------ plumbing
 
@@ -607,8 +612,11 @@ class Broker:
             redelivered=msg.redelivered, priority=src.priority,
             delivery_mode=src.delivery_mode, ttl=src.ttl, timestamp=src.timestamp,
             expiration=src.expiration, exchange=msg.exchange, routing_key=src.routing_key)
-        header: tuple[Struct, ...] = (dp,) if msg.message_properties is None else (
-            msg.message_properties, dp)
+        mp = msg.message_properties
+        if self.stamp_user_id is not None:
+            mp = copy.copy(mp) if mp is not None else MessageProperties()
+            mp.user_id = self.stamp_user_id
+        header: tuple[Struct, ...] = (dp,) if mp is None else (mp, dp)
         header += msg.other_headers
         if not flow.allows(len(encode_header(header)) + len(msg.body)):
             return False

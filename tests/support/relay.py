@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import threading
 import time
 
@@ -13,8 +14,11 @@ class Relay:
 
     ``rate`` (octets/s, None: unlimited) throttles the client-to-target direction.
     :meth:`cut` makes the broker "go away": every relayed connection is dropped and
-    new ones are closed as soon as they are accepted, until :meth:`restore`. One
-    thread per direction and connection.
+    new ones are closed as soon as they are accepted, until :meth:`restore`.
+    :meth:`reset` aborts every relayed connection with a TCP reset (the peer sees
+    ``ECONNRESET`` mid-stream) and keeps relaying new ones. :meth:`pause` makes the
+    network go silent (nothing is forwarded, connections stay open, heartbeats stop
+    arriving) until :meth:`resume`. One thread per direction and connection.
     """
 
     def __init__(self, target: tuple[str, int], rate: int | None = None) -> None:
@@ -26,6 +30,11 @@ class Relay:
         self.refused = 0
         """Connections closed at once because the relay was cut."""
         self._cut = False
+        self._flowing = threading.Event()
+        self._flowing.set()
+        self.resets = 0
+        """Sockets aborted by :meth:`reset`."""
+        self._aborted: set[socket.socket] = set()
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -42,6 +51,30 @@ class Relay:
             sockets, self.sockets = self.sockets, []
         for s in sockets:
             _drop(s)
+
+    def reset(self) -> int:
+        """Abort every relayed connection now with a TCP reset (RST, no FIN); new
+        connections are relayed as before. Returns how many sockets were reset."""
+        with self._lock:
+            sockets, self.sockets = self.sockets, []
+        for s in sockets:
+            # linger 0: closing sends a reset; shutting the read side down wakes the pump
+            # thread blocked on it, which then closes the pair (_pump)
+            with contextlib.suppress(OSError):
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self._aborted.add(s)
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RD)
+        self.resets += len(sockets)
+        return len(sockets)
+
+    def pause(self) -> None:
+        """Stop forwarding in both directions (bytes wait in the relay) until :meth:`resume`."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        """Forward again, starting with what waited."""
+        self._flowing.set()
 
     def restore(self) -> None:
         """Relay new connections again."""
@@ -78,6 +111,7 @@ class Relay:
     def _pump(self, src: socket.socket, dst: socket.socket, throttled: bool) -> None:
         try:
             while data := src.recv(16384):
+                self._flowing.wait()
                 dst.sendall(data)
                 rate = self.rate if throttled else None
                 if rate:
@@ -87,7 +121,10 @@ class Relay:
         finally:
             for s in (src, dst):
                 with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
+                    if s in self._aborted:
+                        s.close()  # a reset
+                    else:
+                        s.shutdown(socket.SHUT_RDWR)
 
 
 def _drop(sock: socket.socket) -> None:

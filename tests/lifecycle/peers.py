@@ -1,0 +1,313 @@
+"""The peers of the lifecycle suite: feeders, consumers, and clients that vanish.
+
+Every message is known by its body (``b"<phase>-<n>"``): bodies cross every mapping
+unchanged (0-10 body ⇄ 1.0 data section), so arrival and duplicates are counted by
+body on whatever side a message ends. Façade clients ask for a short heartbeat and
+answer it: the threads here pump their connection all the time (a blocking client
+that stops reading for two intervals would be, rightly, dropped by the façade).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+
+from proton import Message
+
+from bridge.amqp010.spec import DeliveryProperties, MessageProperties
+from bridge.amqp010.transport import BlockingClient, EngineServer
+from tests.support.bridge import ROOT, collect, legacy_client
+from tests.support.rabbitmq import send_messages
+
+HEARTBEAT = 1
+"""Seconds: the heartbeat of every 0-10 connection and façade client."""
+AMQP10_HEARTBEAT = 2
+"""Seconds: the 1.0 connection's heartbeat. Not 1: proton advertises half its idle
+timeout, RabbitMQ 3.10 takes the advertised 500 ms as 0 s (no heartbeats at all), and an
+idle connection then expires after a second, every second."""
+
+
+def bodies(prefix: str, count: int) -> list[bytes]:
+    """``count`` distinct message bodies of one phase."""
+    return [f"{prefix}-{i}".encode() for i in range(count)]
+
+
+def check_arrived(got: Iterable[bytes], sent: Iterable[bytes], max_duplicates: int,
+                  what: str) -> int:
+    """Every body sent arrived at least once; duplicates (of those) stay within the bound.
+    Returns the number of duplicates."""
+    sent = set(sent)
+    counts = Counter(b for b in got if b in sent)
+    missing = sent - set(counts)
+    assert not missing, f"{what}: {len(missing)} of {len(sent)} never arrived, " \
+                        f"e.g. {sorted(missing)[:5]}"
+    duplicates = sum(counts.values()) - len(counts)
+    assert duplicates <= max_duplicates, f"{what}: {duplicates} duplicates " \
+                                         f"(bound {max_duplicates})"
+    return duplicates
+
+
+def abort(sock: socket.socket) -> None:
+    """Close with SO_LINGER 0: the peer gets a TCP reset, not a goodbye."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+# --- the 0-10 side -------------------------------------------------------------------------
+
+
+def legacy_publish(server: EngineServer, queue: str, items: list[bytes]) -> None:
+    """Publish persistent messages (one per body) to ``queue`` and wait for completion."""
+    with legacy_client(server) as client:
+        client.declare_queue(queue)
+        for body in items:
+            client.publish(body, routing_key=queue, wait=False,
+                           delivery=DeliveryProperties(routing_key=queue, delivery_mode=2),
+                           properties=MessageProperties(content_type="text/plain"))
+        client.sync()
+
+
+class LegacyFeeder(threading.Thread):
+    """Publishes ``items`` to a 0-10 queue evenly over ``seconds``, in a thread."""
+
+    def __init__(self, server: EngineServer, queue: str, items: list[bytes],
+                 seconds: float) -> None:
+        super().__init__(daemon=True)
+        self.server, self.queue, self.items, self.seconds = server, queue, items, seconds
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            step = self.seconds / max(1, len(self.items) // 10)
+            for i in range(0, len(self.items), 10):
+                legacy_publish(self.server, self.queue, self.items[i:i + 10])
+                time.sleep(step)
+        except BaseException as exc:  # reported by finish()
+            self.error = exc
+
+    def finish(self, timeout: float = 60) -> None:
+        self.join(timeout)
+        assert not self.is_alive(), "the 0-10 feeder did not finish"
+        assert self.error is None, f"the 0-10 feeder failed: {self.error!r}"
+
+
+def legacy_drain(server: EngineServer, queue: str, expected: Iterable[bytes], *,
+                 timeout: float, linger: float = 1.0) -> list[bytes]:
+    """Bodies from a 0-10 queue (accepting each) until every expected one came, plus what
+    comes within ``linger`` seconds of quiet after that; gives up after ``timeout``."""
+    want = set(expected)
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    with legacy_client(server) as client:
+        client.subscribe(queue, messages=None)
+        quiet_since: float | None = None
+        while True:
+            now = time.monotonic()
+            if want <= set(got):
+                quiet_since = quiet_since or now
+                if now - quiet_since >= linger:
+                    break
+            if now > deadline:
+                break
+            try:
+                message = client.receive(queue, timeout=0.2)
+            except TimeoutError:
+                continue
+            quiet_since = None
+            got.append(bytes(message.body))
+            client.accept(message, wait=False)
+        client.sync()
+    return got
+
+
+# --- the AMQP 1.0 side ---------------------------------------------------------------------
+
+
+def amqp10_messages(items: list[bytes]) -> list[Message]:
+    """Durable 1.0 messages (they survive a broker restart) with these bodies as data."""
+    return [Message(body=body, durable=True, inferred=True) for body in items]
+
+
+def amqp10_send(url: str, address: str, items: list[bytes]) -> None:
+    """Send durable messages with these bodies; each must be accepted."""
+    outcomes = send_messages(url, address, amqp10_messages(items), timeout=30)
+    assert all(o.state == "accepted" for o in outcomes), outcomes
+
+
+class Amqp10Feeder(threading.Thread):
+    """Sends ``items`` to a 1.0 address in batches of 10 evenly over ``seconds``."""
+
+    def __init__(self, url: str, address: str, items: list[bytes], seconds: float) -> None:
+        super().__init__(daemon=True)
+        self.url, self.address, self.items, self.seconds = url, address, items, seconds
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            step = self.seconds / max(1, len(self.items) // 10)
+            for i in range(0, len(self.items), 10):
+                amqp10_send(self.url, self.address, self.items[i:i + 10])
+                time.sleep(step)
+        except BaseException as exc:  # reported by finish()
+            self.error = exc
+
+    def finish(self, timeout: float = 60) -> None:
+        self.join(timeout)
+        assert not self.is_alive(), "the 1.0 feeder did not finish"
+        assert self.error is None, f"the 1.0 feeder failed: {self.error!r}"
+
+
+def amqp10_take(url: str, address: str, expected: Iterable[bytes], *, timeout: float,
+                linger: float = 1.0) -> list[bytes]:
+    """Bodies from a 1.0 address (accepting each) until every expected one came, plus
+    duplicates within ``linger`` seconds of quiet."""
+    want = set(expected)
+    messages = collect(url, address, lambda ms: want <= {bytes(m.body) for m in ms},
+                       linger=linger, timeout=timeout)
+    return [bytes(m.body) for m in messages]
+
+
+# --- façade clients ------------------------------------------------------------------------
+
+
+def facade_client(port: int, *, timeout: float = 30) -> BlockingClient:
+    """A 0-10 application connected to the façade, with a short heartbeat."""
+    return BlockingClient.connect(f"amqp://127.0.0.1:{port}", heartbeat=HEARTBEAT,
+                                  timeout=timeout)
+
+
+class FacadeConsumer(threading.Thread):
+    """A well-behaved subscriber of a façade queue: takes and accepts everything (in
+    small batches) until :meth:`finish`; ``bodies`` in arrival order."""
+
+    def __init__(self, port: int, queue: str) -> None:
+        super().__init__(daemon=True)
+        self.port, self.queue = port, queue
+        self.bodies: list[bytes] = []
+        self.error: BaseException | None = None
+        self.subscribed = threading.Event()
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            with facade_client(self.port, timeout=60) as client:
+                client.subscribe(self.queue, messages=None)
+                self.subscribed.set()
+                batch = []
+                while not self._done.is_set():
+                    try:
+                        message = client.receive(self.queue, timeout=0.2)
+                    except TimeoutError:
+                        if batch:
+                            client.accept(*batch)
+                            batch = []
+                        continue
+                    self.bodies.append(bytes(message.body))
+                    batch.append(message)
+                    if len(batch) >= 10:
+                        client.accept(*batch)
+                        batch = []
+                if batch:
+                    client.accept(*batch)
+        except BaseException as exc:  # reported by finish()
+            self.error = exc
+            self.subscribed.set()
+
+    def wait_for(self, expected: Iterable[bytes], timeout: float, what: str) -> None:
+        """Until every expected body came (AssertionError naming what is missing)."""
+        want = set(expected)
+        deadline = time.monotonic() + timeout
+        while not want <= set(self.bodies):
+            assert self.error is None, f"{what}: the subscriber failed: {self.error!r}"
+            if time.monotonic() > deadline:
+                missing = want - set(self.bodies)
+                raise AssertionError(f"{what}: {len(missing)} of {len(want)} still missing "
+                                     f"after {timeout}s, e.g. {sorted(missing)[:5]}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Disconnect (cleanup after a failure: no checks)."""
+        self._done.set()
+        self.join(30)
+
+    def finish(self, linger: float = 1.0) -> list[bytes]:
+        """Wait ``linger`` seconds more (duplicates), disconnect; the bodies received."""
+        time.sleep(linger)
+        self._done.set()
+        self.join(30)
+        assert not self.is_alive(), "the façade subscriber did not stop"
+        assert self.error is None, f"the façade subscriber failed: {self.error!r}"
+        return list(self.bodies)
+
+
+class FacadePublisher(threading.Thread):
+    """Publishes ``items`` through a façade exchange evenly over ``seconds``, then waits
+    until the bridge confirmed every one (execution.sync)."""
+
+    def __init__(self, port: int, exchange: str, items: list[bytes], seconds: float) -> None:
+        super().__init__(daemon=True)
+        self.port, self.exchange, self.items, self.seconds = port, exchange, items, seconds
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            with facade_client(self.port, timeout=90) as client:
+                step = self.seconds / max(1, len(self.items) // 10)
+                for i, body in enumerate(self.items):
+                    client.publish(body, exchange=self.exchange, routing_key="e", wait=False,
+                                   delivery=DeliveryProperties(delivery_mode=2))
+                    if i % 10 == 9:
+                        client.idle(step)  # answers heartbeats meanwhile
+                client.sync()
+        except BaseException as exc:  # reported by finish()
+            self.error = exc
+
+    def finish(self, timeout: float = 90) -> None:
+        self.join(timeout)
+        assert not self.is_alive(), "the façade publisher did not finish"
+        assert self.error is None, f"the façade publisher failed: {self.error!r}"
+
+
+def take_unsettled(client: BlockingClient, queue: str, count: int) -> list[bytes]:
+    """Subscribe with credit for ``count`` messages and receive them without accepting."""
+    client.subscribe(queue, messages=count)
+    return [bytes(client.receive(queue, timeout=20).body) for _ in range(count)]
+
+
+KILLED_SUBSCRIBER = """
+import sys
+from bridge.amqp010.transport import BlockingClient
+url, queue, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+client = BlockingClient.connect(url, heartbeat=1, timeout=30)
+client.subscribe(queue, messages=count)
+for _ in range(count):
+    client.receive(queue, timeout=30)
+print("took", count, flush=True)
+client.idle(300)
+"""
+"""A subscriber process that takes ``count`` messages, says so, and waits to be killed."""
+
+
+def killed_subscriber(port: int, queue: str, count: int) -> int:
+    """Run :data:`KILLED_SUBSCRIBER`, SIGKILL it once it holds its messages; returns its
+    exit status (-9)."""
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_SUBSCRIBER,
+                             f"amqp://127.0.0.1:{port}", queue, str(count)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip() == f"took {count}".encode(), \
+            f"the subscriber process said {line!r}: {proc.stdout.read()!r}"[:3000]
+    finally:
+        proc.kill()
+        proc.wait(10)
+    return proc.returncode

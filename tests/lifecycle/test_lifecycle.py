@@ -1,0 +1,568 @@
+"""The bridge's life over minutes: one real ``amqp-bridge run`` process through timers
+and peers that vanish.
+
+One bridge process for the whole module (the ``life`` fixture): three 0-10
+connections (the main in-memory broker behind a cuttable relay, and two brokers that
+stamp a user-id on every delivery as qpidd does), one RabbitMQ connection, one façade
+listener; every connection and façade client heartbeats every second; metrics on.
+Routes of every kind with a small ``max_in_flight``: 0-10 queue → 1.0 (``out``), 1.0 →
+0-10 exchange (``in``), façade publish (``pub``), façade consume (``sub``), and the two
+stamped queues → 1.0.
+
+The tests below are the phases, in file order, on that one process:
+
+1. everything idle for more than three heartbeat intervals;
+2. bursts in every direction;
+3. façade subscribers that take messages and vanish (cancel then close, close
+   without accepting, TCP reset, SIGKILLed process);
+4. façade publishers that vanish mid-transfer;
+5. the 0-10 broker's TCP connection reset mid-stream, then gone silent;
+6. RabbitMQ restarted (``rabbitmqctl stop_app`` / ``start_app``) mid-stream;
+7. the end state;
+8. the user-id stamping brokers.
+
+Each phase asserts its behaviour first (every message sent arrives at least once,
+duplicates within ``max_in_flight``, nothing waits more than a few seconds once a
+consumer is back: bounded waits, never timed assertions), then the checkpoint that
+holds between all phases: the process is alive, ``/healthz`` answers, RSS is under
+:data:`RSS_BOUND_KIB`, and the resource gauges (``amqp_bridge_amqp10_links``,
+``_legacy_sessions``, ``_facade_sessions``, ``_facade_subscriptions``) are back to
+their resting values. A phase that fails leaves the process to the next ones, so one
+run shows every phase's fate.
+
+Phase 6 restarts the RabbitMQ node the ``rabbitmq_url`` fixture gives (its app only:
+the OS process stays). Run this module alone against a node of your own
+(``AMQP_BRIDGE_RABBITMQ_PORT=5772``) when other test runs share the default node.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from bridge.amqp010.broker import Broker
+from bridge.amqp010.spec import DeliveryProperties
+from bridge.amqp010.transport import EngineServer
+from tests.support.bridge import (
+    BridgeRun,
+    collect,
+    free_port,
+    legacy_backlog,
+    legacy_client,
+    wait_for,
+)
+from tests.support.logs import records
+from tests.support.metrics import Scrape, http_get, metrics_port, poll, scrape
+from tests.support.rabbitmq import rabbitmqctl
+from tests.support.relay import Relay
+
+from .peers import (
+    AMQP10_HEARTBEAT,
+    HEARTBEAT,
+    Amqp10Feeder,
+    FacadeConsumer,
+    FacadePublisher,
+    LegacyFeeder,
+    abort,
+    amqp10_send,
+    amqp10_take,
+    bodies,
+    check_arrived,
+    facade_client,
+    killed_subscriber,
+    legacy_drain,
+    legacy_publish,
+    take_unsettled,
+)
+
+MAX_IN_FLIGHT = 20
+"""Every route's ``max_in_flight.messages``: the bound on duplicates after a fault."""
+IDLE = 3.5 * max(HEARTBEAT, AMQP10_HEARTBEAT)
+"""More than three heartbeat intervals of every connection."""
+BACK_WITHIN = 20.0
+"""Seconds a consumer that is back may wait for messages given back (generous: a loaded
+two-core machine; a message stuck for good never comes)."""
+RSS_BOUND_KIB = 128 * 1024
+"""The bridge's resident memory must stay under 128 MiB all along. It runs at about
+57 MiB here (Python, proton, six routes) from start to end; a leak per vanished client,
+message or reconnect would show as growth across the phases."""
+
+
+RESTING = {"links{cloud}": 5, "legacy_sessions{legacy}": 2,
+           "legacy_sessions{stamp-empty}": 1, "legacy_sessions{stamp-alice}": 1,
+           "facade_sessions{app}": 0, "facade_subscriptions{app}": 0}
+"""The resource gauges at rest: a 1.0 link per route side on RabbitMQ (out's target, in's
+source, pub's target, the two stamped routes' targets), a 0-10 session per route on its
+connection, no façade client."""
+
+
+def rabbit_queue(prefix: str) -> str:
+    return f"test.life-{prefix}.{uuid.uuid4().hex[:10]}"
+
+
+@dataclass
+class Life:
+    """The running bridge and the peers around it, shared by the phases."""
+
+    url: str
+    broker: Broker
+    server: EngineServer
+    relay: Relay
+    stampers: dict[str, tuple[Broker, EngineServer]]
+    queues: dict[str, str]
+    """Route name → RabbitMQ queue name (durable, declared up front)."""
+    facade_port: int
+    bridge: BridgeRun
+    metrics: int = 0
+    resting: dict[str, float] = field(default_factory=lambda: dict(RESTING))
+    rss_kib: list[int] = field(default_factory=list)
+
+    def address(self, route: str) -> str:
+        return f"/amq/queue/{self.queues[route]}"
+
+    def scrape(self) -> Scrape:
+        return scrape(self.metrics)
+
+    def gauges(self) -> dict[str, float]:
+        """The resource gauges, by ``metric{label}``."""
+        s = self.scrape()
+        out = {"links{cloud}": s.value("amqp_bridge_amqp10_links", connection="cloud")}
+        for conn in ("legacy", "stamp-empty", "stamp-alice"):
+            out[f"legacy_sessions{{{conn}}}"] = s.value("amqp_bridge_legacy_sessions",
+                                                        connection=conn)
+        out["facade_sessions{app}"] = s.value("amqp_bridge_facade_sessions", listener="app")
+        out["facade_subscriptions{app}"] = s.value("amqp_bridge_facade_subscriptions",
+                                                   listener="app")
+        return out
+
+    def reconnects(self) -> dict[str, float]:
+        """``amqp_bridge_reconnects_total`` by connection."""
+        s = self.scrape()
+        return {key[1][0][1]: value for key, value in s.samples.items()
+                if key[0] == "amqp_bridge_reconnects_total"}
+
+    def counter(self, name: str, route: str) -> float:
+        return self.scrape().route(f"amqp_bridge_{name}_total", route)
+
+    def alive(self) -> None:
+        proc = self.bridge.proc
+        assert proc is not None and proc.poll() is None, \
+            f"the bridge exited ({proc and proc.returncode}):\n{self.bridge.log()[-6000:]}"
+
+    def checkpoint(self, what: str) -> None:
+        """What holds between all phases: alive, healthy, bounded memory, nothing held
+        for clients that are gone."""
+        self.alive()
+        assert http_get(self.metrics, "/healthz") == (200, {"alive": True})
+        rss = self.bridge.status("VmRSS")
+        self.rss_kib.append(rss)
+        assert rss < RSS_BOUND_KIB, f"{what}: RSS {rss} KiB (bound {RSS_BOUND_KIB})"
+        self.wait_resting(what)
+        self.alive()
+
+    def wait_resting(self, what: str) -> None:
+        """Until the resource gauges are back to their resting values (bounded wait)."""
+        poll(self.gauges, lambda g: g == self.resting, 15,
+             f"{what}: the resource gauges back to {self.resting}")
+
+    def log_events(self, event: str, **fields: Any) -> list[dict[str, Any]]:
+        return [r for r in records(self.bridge.log()) if r.get("event") == event
+                and all(r.get(k) == v for k, v in fields.items())]
+
+
+def config(life_queues: dict[str, str], legacy_url: str, stamp_urls: dict[str, str],
+           rabbitmq_url: str, facade_port: int) -> str:
+    def legacy(name: str, url: str) -> str:
+        return f"""
+  {name}:
+    protocol: amqp0-10
+    url: "{url}"
+    heartbeat: {HEARTBEAT}
+    session_timeout: 30
+    reconnect: {{initial_delay: 0.2, max_delay: 1.0}}"""
+
+    def to_rabbit(route: str) -> str:
+        return f"{{connection: cloud, address: /amq/queue/{life_queues[route]}}}"
+
+    return f"""
+connections:{legacy("legacy", legacy_url)}{legacy("stamp-empty", stamp_urls["stamp-empty"])}\
+{legacy("stamp-alice", stamp_urls["stamp-alice"])}
+  cloud:
+    protocol: amqp1.0
+    url: "{rabbitmq_url}"
+    heartbeat: {AMQP10_HEARTBEAT}
+    reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
+listeners:
+  app: {{protocol: amqp0-10, bind: "127.0.0.1:{facade_port}", allow_anonymous: true}}
+metrics: {{bind: "127.0.0.1:0"}}
+logging: {{format: json}}
+routes:
+  - name: out
+    from: {{connection: legacy, queue: out}}
+    to:   {to_rabbit("out")}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: in
+    from: {to_rabbit("in")}
+    to:   {{connection: legacy, exchange: amq.direct, routing_key: in}}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: pub
+    from: {{listener: app, exchange: events}}
+    to:   {to_rabbit("pub")}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: sub
+    from: {to_rabbit("sub")}
+    to:   {{listener: app, queue: jobs}}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: stamp-empty
+    from: {{connection: stamp-empty, queue: stamped}}
+    to:   {to_rabbit("stamp-empty")}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: stamp-alice
+    from: {{connection: stamp-alice, queue: stamped}}
+    to:   {to_rabbit("stamp-alice")}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+"""
+
+
+def declare_durable(url: str, names: list[str]) -> None:
+    """Durable RabbitMQ queues (they and their persistent messages outlive a restart), in
+    one ``rabbitmqctl eval``."""
+    binaries = ", ".join(f'<<"{n}">>' for n in names)
+    rabbitmqctl(url, "eval", f'[rabbit_amqqueue:declare(rabbit_misc:r(<<"/">>, queue, Q), '
+                             f'true, false, [], none, <<"guest">>) || Q <- [{binaries}]].')
+
+
+@pytest.fixture(scope="module")
+def life(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Life]:
+    broker = Broker(users={"guest": "guest"})
+    server = broker.serve()
+    relay = Relay(server.address)
+    stampers = {name: (b, b.serve()) for name, b in (
+        ("stamp-empty", Broker(users={"guest": "guest"}, stamp_user_id=b"")),
+        ("stamp-alice", Broker(users={"guest": "guest"}, stamp_user_id=b"alice")))}
+    queues = {route: rabbit_queue(route)
+              for route in ("out", "in", "pub", "sub", "stamp-empty", "stamp-alice")}
+    declare_durable(rabbitmq_url, list(queues.values()))
+    with legacy_client(server) as admin:
+        admin.declare_queue("out")
+        admin.declare_queue("in-q")
+        admin.bind("in-q", "amq.direct", "in")
+    for _, stamp_server in stampers.values():
+        with legacy_client(stamp_server) as admin:
+            admin.declare_queue("stamped")
+    port = free_port()
+    text = config(queues, relay.url(server.url),
+                  {name: s.url for name, (_, s) in stampers.items()}, rabbitmq_url, port)
+    bridge = BridgeRun(text, tmp_path_factory.mktemp("life"))
+    life = Life(rabbitmq_url, broker, server, relay, stampers, queues, port, bridge)
+    try:
+        bridge.start()
+        life.metrics = metrics_port(bridge.log)
+        yield life
+    finally:
+        bridge.stop()
+        relay.close()
+        server.stop()
+        for _, stamp_server in stampers.values():
+            stamp_server.stop()
+
+
+# --- 0. start --------------------------------------------------------------------------------
+
+
+def test_starts_with_the_resting_resources(life: Life) -> None:
+    poll(lambda: http_get(life.metrics, "/readyz"), lambda r: r[0] == 200, 30, "/readyz 200")
+    life.checkpoint("at start")
+
+
+# --- 1. idle past three heartbeat intervals ---------------------------------------------------
+
+
+def test_idle_past_three_heartbeats_on_every_connection(life: Life) -> None:
+    publisher = facade_client(life.facade_port)
+    subscriber = facade_client(life.facade_port)
+    try:
+        subscriber.subscribe("jobs", messages=10)
+        reconnects = life.reconnects()
+        deadline = time.monotonic() + IDLE
+        while time.monotonic() < deadline:  # both clients silent, answering heartbeats
+            publisher.idle(0.2)
+            subscriber.idle(0.2)
+        life.alive()
+        # heartbeats kept every connection up: none was taken for dead and re-opened
+        assert life.reconnects() == reconnects, life.log_events("transport_error")[-3:]
+        # every connection is still up and every route still moves messages
+        publisher.publish(b"idle-pub", exchange="events", routing_key="e",
+                          delivery=DeliveryProperties(delivery_mode=2))
+        legacy_publish(life.server, "out", [b"idle-out"])
+        amqp10_send(life.url, life.address("in"), [b"idle-in"])
+        amqp10_send(life.url, life.address("sub"), [b"idle-sub"])
+        got = subscriber.receive("jobs", timeout=BACK_WITHIN)
+        assert bytes(got.body) == b"idle-sub"
+        subscriber.accept(got)
+    finally:
+        publisher.close()
+        subscriber.close()
+    assert amqp10_take(life.url, life.address("pub"), [b"idle-pub"], timeout=BACK_WITHIN,
+                       linger=0.2) == [b"idle-pub"]
+    assert amqp10_take(life.url, life.address("out"), [b"idle-out"], timeout=BACK_WITHIN,
+                       linger=0.2) == [b"idle-out"]
+    assert legacy_drain(life.server, "in-q", [b"idle-in"], timeout=BACK_WITHIN,
+                        linger=0.2) == [b"idle-in"]
+    assert not life.log_events("client_silent"), "a façade client was taken for dead"
+    life.checkpoint("after idling")
+
+
+# --- 2. bursts in every direction -------------------------------------------------------------
+
+BURST = 300
+
+
+def test_bursts_in_every_direction(life: Life) -> None:
+    out, into, pub, sub = (bodies(f"burst-{r}", BURST) for r in ("out", "in", "pub", "sub"))
+    consumer = FacadeConsumer(life.facade_port, "jobs")
+    consumer.start()
+    try:
+        consumer.subscribed.wait(30)
+        feeders = [LegacyFeeder(life.server, "out", out, 1.0),
+                   Amqp10Feeder(life.url, life.address("in"), into, 1.0),
+                   Amqp10Feeder(life.url, life.address("sub"), sub, 1.0)]
+        for feeder in feeders:
+            feeder.start()
+        publisher = FacadePublisher(life.facade_port, "events", pub, 1.0)
+        publisher.start()
+        for feeder in feeders:
+            feeder.finish()
+        check_arrived(amqp10_take(life.url, life.address("out"), out, timeout=60), out,
+                      MAX_IN_FLIGHT, "out")
+        check_arrived(legacy_drain(life.server, "in-q", into, timeout=60), into,
+                      MAX_IN_FLIGHT, "in")
+        consumer.wait_for(sub, 60, "sub")
+        check_arrived(consumer.finish(), sub, MAX_IN_FLIGHT, "sub")
+        publisher.finish()
+        check_arrived(amqp10_take(life.url, life.address("pub"), pub, timeout=60), pub,
+                      MAX_IN_FLIGHT, "pub")
+    finally:
+        consumer.stop()
+    life.checkpoint("after the bursts")
+
+
+# --- 3. façade subscribers that vanish --------------------------------------------------------
+
+TAKEN = 5
+"""Messages each vanishing subscriber takes and never settles."""
+
+
+def test_subscribers_that_vanish_leave_nothing_stuck_and_nothing_held(life: Life) -> None:
+    kinds = ("cancel-close", "close", "reset", "kill")
+    sent = bodies("vanish-sub", TAKEN * len(kinds))
+    amqp10_send(life.url, life.address("sub"), sent)
+    taken: dict[str, list[bytes]] = {}
+    # qpid.messaging's receiver close: cancel the subscription, then end the session
+    client = facade_client(life.facade_port)
+    taken["cancel-close"] = take_unsettled(client, "jobs", TAKEN)
+    client.cancel("jobs")
+    client.close()
+    life.wait_resting("after a subscriber that cancelled and closed")
+    # close without accepting (session detach, connection close)
+    client = facade_client(life.facade_port)
+    taken["close"] = take_unsettled(client, "jobs", TAKEN)
+    client.close()
+    life.wait_resting("after a subscriber that closed")
+    # TCP reset
+    client = facade_client(life.facade_port)
+    taken["reset"] = take_unsettled(client, "jobs", TAKEN)
+    abort(client.transport.sock)
+    life.wait_resting("after a subscriber that reset its connection")
+    # a client process killed with SIGKILL
+    assert killed_subscriber(life.facade_port, "jobs", TAKEN) == -9
+    life.wait_resting("after a subscriber process that was killed")
+    for kind in kinds[:-1]:
+        assert len(set(taken[kind])) == TAKEN, (kind, taken[kind])
+    # a subscriber that comes back gets every message, those the others took included
+    consumer = FacadeConsumer(life.facade_port, "jobs")
+    consumer.start()
+    try:
+        consumer.wait_for(sent, BACK_WITHIN, "messages the vanished subscribers held")
+        check_arrived(consumer.finish(), sent, MAX_IN_FLIGHT, "sub after vanished subscribers")
+    finally:
+        consumer.stop()
+    life.checkpoint("after the vanished subscribers")
+    # RabbitMQ agrees: no consumer left on the route's queue
+    poll(lambda: rabbitmqctl(life.url, "list_queues", "name", "consumers"),
+         lambda out: any(line.split() == [life.queues["sub"], "0"]
+                         for line in out.splitlines()),
+         15, "RabbitMQ to count no consumer on the façade route's queue")
+
+
+# --- 4. façade publishers that vanish mid-transfer --------------------------------------------
+
+
+def test_publishers_that_vanish_mid_transfer(life: Life) -> None:
+    # a transfer of several frames, cut in the middle: the connection closes (FIN) or is
+    # reset (RST) with the message incomplete
+    for ending, partial in (("close", b"P" * 200_000), ("reset", b"R" * 200_000)):
+        client = facade_client(life.facade_port)
+        assert client.session is not None
+        client.session.message_transfer(
+            "events", [DeliveryProperties(routing_key="e", delivery_mode=2)], partial)
+        wire = client.conn.data_to_send()
+        client.transport.sock.sendall(wire[:len(wire) // 2])
+        if ending == "close":
+            client.transport.sock.close()
+        else:
+            abort(client.transport.sock)
+    # a publisher that sends a burst without waiting and is reset right away: what the
+    # bridge took may arrive, and nothing of it may stay in flight
+    client = facade_client(life.facade_port)
+    gone = bodies("vanish-pub", 50)
+    for body in gone:
+        client.publish(body, exchange="events", routing_key="e", wait=False,
+                       delivery=DeliveryProperties(delivery_mode=2))
+    abort(client.transport.sock)
+    poll(lambda: life.scrape().route("amqp_bridge_in_flight", "pub"), lambda n: n == 0, 15,
+         "nothing in flight on the publish route")
+    # the route still works, and only whole messages went through
+    after = bodies("after-vanish-pub", 20)
+    publisher = FacadePublisher(life.facade_port, "events", after, 0)
+    publisher.run()
+    assert publisher.error is None, repr(publisher.error)
+    got = amqp10_take(life.url, life.address("pub"), after, timeout=BACK_WITHIN)
+    check_arrived(got, after, MAX_IN_FLIGHT, "pub after vanished publishers")
+    assert set(got) <= set(after) | set(gone), \
+        f"unexpected bodies: {sorted(set(got) - set(after) - set(gone))[:3]!r}"[:500]
+    life.checkpoint("after the vanished publishers")
+
+
+# --- 5. the 0-10 broker's connection reset, then silent ----------------------------------------
+
+
+def test_legacy_connection_reset_mid_stream_then_silent(life: Life) -> None:
+    out, into = bodies("reset-out", 400), bodies("reset-in", 400)
+    reconnects = life.scrape().value("amqp_bridge_reconnects_total", connection="legacy",
+                                     protocol="amqp0-10")
+    delivered = life.counter("delivered", "out"), life.counter("delivered", "in")
+    feeders = [LegacyFeeder(life.server, "out", out, 3.0),
+               Amqp10Feeder(life.url, life.address("in"), into, 3.0)]
+    for feeder in feeders:
+        feeder.start()
+    poll(lambda: (life.counter("delivered", "out") - delivered[0],
+                  life.counter("delivered", "in") - delivered[1]),
+         lambda d: min(d) >= 50, 30, "both routes mid-stream")
+    assert life.relay.reset() > 0  # the bridge's 0-10 connection, reset mid-stream
+    for feeder in feeders:
+        feeder.finish()
+    check_arrived(amqp10_take(life.url, life.address("out"), out, timeout=60), out,
+                  MAX_IN_FLIGHT, "out across a reset")
+    check_arrived(legacy_drain(life.server, "in-q", into, timeout=60), into, MAX_IN_FLIGHT,
+                  "in across a reset")
+    assert life.scrape().value("amqp_bridge_reconnects_total", connection="legacy",
+                               protocol="amqp0-10") > reconnects
+    life.checkpoint("after the 0-10 connection reset")
+
+    # the network goes silent: the heartbeat tells the bridge the broker is gone
+    lost = len(life.log_events("lost", connection="legacy"))
+    life.relay.pause()
+    try:
+        wait_for(lambda: len(life.log_events("lost", connection="legacy")) > lost,
+                 6 * HEARTBEAT + 10, "the bridge to give up the silent 0-10 connection",
+                 life.bridge)
+    finally:
+        life.relay.resume()
+    after = bodies("silent-out", 20)
+    legacy_publish(life.server, "out", after)
+    check_arrived(amqp10_take(life.url, life.address("out"), after, timeout=BACK_WITHIN),
+                  after, MAX_IN_FLIGHT, "out after the silence")
+    life.checkpoint("after the silent 0-10 connection")
+
+
+# --- 6. RabbitMQ restarted --------------------------------------------------------------------
+
+
+def test_rabbitmq_restart_mid_stream(life: Life) -> None:
+    out, into, pub, sub = (bodies(f"restart-{r}", 300) for r in ("out", "in", "pub", "sub"))
+    consumer = FacadeConsumer(life.facade_port, "jobs")
+    consumer.start()
+    try:
+        consumer.subscribed.wait(30)
+        amqp10_send(life.url, life.address("sub"), sub)
+        amqp10_send(life.url, life.address("in"), into)
+        feeder = LegacyFeeder(life.server, "out", out, 4.0)
+        feeder.start()
+        publisher = FacadePublisher(life.facade_port, "events", pub, 4.0)
+        publisher.start()
+        poll(lambda: life.counter("delivered", "out"), lambda n: n > 0, 30, "out moving")
+        opened = len(life.log_events("open", connection="cloud"))
+        rabbitmqctl(life.url, "stop_app")
+        try:
+            time.sleep(2 * AMQP10_HEARTBEAT)  # down for a while
+        finally:
+            rabbitmqctl(life.url, "start_app")
+        rabbitmqctl(life.url, "await_startup")
+        feeder.finish()
+        check_arrived(amqp10_take(life.url, life.address("out"), out, timeout=90), out,
+                      MAX_IN_FLIGHT, "out across the restart")
+        check_arrived(legacy_drain(life.server, "in-q", into, timeout=60), into,
+                      MAX_IN_FLIGHT, "in across the restart")
+        consumer.wait_for(sub, 60, "sub across the restart")
+        check_arrived(consumer.finish(), sub, MAX_IN_FLIGHT, "sub across the restart")
+        # a publisher the bridge throttles while RabbitMQ is away is still a live client
+        publisher.finish()
+        check_arrived(amqp10_take(life.url, life.address("pub"), pub, timeout=60), pub,
+                      MAX_IN_FLIGHT, "pub across the restart")
+    finally:
+        consumer.stop()
+    assert len(life.log_events("open", connection="cloud")) > opened
+    life.checkpoint("after the RabbitMQ restart")
+
+
+# --- 7. the end state -------------------------------------------------------------------------
+
+
+def test_end_state(life: Life) -> None:
+    life.checkpoint("at the end")
+    final = life.scrape()
+    for route in ("out", "in", "pub", "sub"):
+        assert final.route("amqp_bridge_in_flight", route) == 0, route
+        assert final.route("amqp_bridge_route_ready", route) == 1, route
+    assert legacy_backlog(life.broker, "out") == 0
+    assert max(life.rss_kib) < RSS_BOUND_KIB
+
+
+# --- 8. brokers that stamp a user-id ----------------------------------------------------------
+
+
+def test_user_ids_stamped_by_the_legacy_broker_reach_the_1_0_side(life: Life) -> None:
+    """qpidd stamps ``user-id`` on what came in over 1.0: empty, or the sender's login,
+    which RabbitMQ refuses from the bridge's login (it ends the session). Both kinds of
+    message must arrive, and nothing stays stuck at the 0-10 source."""
+    for route in ("stamp-empty", "stamp-alice"):
+        broker, server = life.stampers[route]
+        sent = bodies(route, 5)
+        legacy_publish(server, "stamped", sent)
+        got = amqp10_take(life.url, life.address(route), sent, timeout=BACK_WITHIN)
+        check_arrived(got, sent, MAX_IN_FLIGHT, route)
+        wait_for(lambda b=broker: legacy_backlog(b, "stamped") == 0, BACK_WITHIN,
+                 f"{route}: the 0-10 source settled", life.bridge)
+    life.alive()
+
+
+def test_a_stamped_user_id_refused_by_rabbitmq_is_kept_in_an_annotation(life: Life) -> None:
+    _, server = life.stampers["stamp-alice"]
+    legacy_publish(server, "stamped", [b"alice-annotated"])
+    [message] = [m for m in _collect_raw(life, "stamp-alice", b"alice-annotated")]
+    assert message.user_id in (None, b"", b"guest")
+    assert any(value in (b"alice", "alice") for value in (message.annotations or {}).values()), \
+        message.annotations
+
+
+def _collect_raw(life: Life, route: str, body: bytes) -> list[Any]:
+    return [m for m in collect(life.url, life.address(route),
+                               lambda ms: any(bytes(m.body) == body for m in ms),
+                               linger=0.2, timeout=BACK_WITHIN) if bytes(m.body) == body]
+

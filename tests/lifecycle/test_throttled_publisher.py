@@ -1,0 +1,62 @@
+"""A façade publisher that the bridge throttles is still a live client.
+
+Found by the lifecycle suite (RabbitMQ restart phase): while the 1.0 target settles
+nothing (RabbitMQ stopping, a network stall), the publish route fills its
+``max_in_flight`` and the façade stops reading the publisher's socket. The publisher
+keeps sending heartbeats, but the façade no longer reads them, takes the client for
+silent after two intervals and closes its connection ("no traffic from the peer for
+2.0s"). Here the stall is a paused relay in front of RabbitMQ.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.amqp010.spec import DeliveryProperties
+from tests.support.bridge import BridgeRun, free_port, wait_listening
+from tests.support.rabbitmq import queue_address, unique_queue
+from tests.support.relay import Relay
+
+from .peers import HEARTBEAT, amqp10_take, bodies, check_arrived, facade_client
+
+WINDOW = 5
+
+
+def test_a_throttled_publisher_answering_heartbeats_keeps_its_connection(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    cloud = Relay(("127.0.0.1", int(rabbitmq_url.rsplit(":", 1)[1])))
+    target = queue_address(unique_queue("throttled"))
+    port = free_port()
+    config = f"""
+connections:
+  cloud: {{protocol: amqp1.0, url: "{cloud.url(rabbitmq_url)}", heartbeat: 60}}
+listeners:
+  app: {{protocol: amqp0-10, bind: "127.0.0.1:{port}", allow_anonymous: true}}
+routes:
+  - name: pub
+    from: {{listener: app, exchange: events}}
+    to:   {{connection: cloud, address: {target}}}
+    max_in_flight: {{messages: {WINDOW}}}
+"""
+    sent = bodies("throttled", 4 * WINDOW)
+    try:
+        with BridgeRun(config, tmp_path) as bridge:
+            wait_listening(port, bridge)
+            client = facade_client(port)
+            try:
+                client.publish(b"warm-up", exchange="events", routing_key="e")  # link attached
+                cloud.pause()  # RabbitMQ settles nothing for a while
+                for body in sent:
+                    client.publish(body, exchange="events", routing_key="e", wait=False,
+                                   delivery=DeliveryProperties(delivery_mode=2))
+                client.idle(5 * HEARTBEAT)  # raises if the bridge drops the connection
+                cloud.resume()
+                client.sync()  # every publish confirmed
+            finally:
+                cloud.resume()
+                client.close()
+            assert "client_silent" not in bridge.log(), bridge.log()[-3000:]
+        check_arrived(amqp10_take(rabbitmq_url, target, sent, timeout=30), sent, WINDOW,
+                      "the throttled publisher's messages")
+    finally:
+        cloud.close()
