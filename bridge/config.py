@@ -98,7 +98,10 @@ class Connection(_Model):
     protocol: Protocol = Field(description="amqp0-10 (qpidd, Qpid Broker-J) or amqp1.0.")
     url: str = Field(description="amqp://[user:password@]host[:port][/vhost] or amqps://...")
     failover: list[str] = Field(default_factory=list, description="Further URLs tried in order.")
-    heartbeat: float = Field(30.0, ge=0, description="Heartbeat interval, seconds (0: off).")
+    heartbeat: float = Field(30.0, ge=0, description="Heartbeat interval, seconds (0: off). "
+                             "AMQP 1.0: the idle timeout, at least 2 (proton announces half "
+                             "of it, and brokers such as RabbitMQ send heartbeats only "
+                             "every second).")
     reconnect: Reconnect = Field(default_factory=Reconnect,
                                  description="Backoff between connection attempts.")
     session_timeout: int = Field(
@@ -114,6 +117,15 @@ class Connection(_Model):
         description="SASL mechanisms the bridge may use, in order of preference (default: "
                     "PLAIN if the URL has a user, else EXTERNAL if tls.cert_file is set, "
                     "else ANONYMOUS).")
+
+    @model_validator(mode="after")
+    def _idle_timeout(self) -> Connection:
+        if self.protocol == "amqp1.0" and 0 < self.heartbeat < 2:
+            raise ValueError(f"heartbeat: {self.heartbeat:g}s is too short for AMQP 1.0: proton "
+                             f"announces half of it as its idle timeout, and the broker's "
+                             f"heartbeats (RabbitMQ: about one a second) would not keep the "
+                             f"connection alive; use 2 or more (or 0: off)")
+        return self
 
     @model_validator(mode="after")
     def _tls_consistency(self) -> Connection:

@@ -187,6 +187,12 @@ class _GatedSocket(Amqp010Socket):
             self.selectable.reading = False
             self.selectable.update()
 
+    def on_selectable_expired(self, event: Any) -> None:
+        if self.reading_paused:
+            # we do not read, so we cannot hear its heartbeats: its silence is ours
+            self.engine.note_peer_alive()
+        super().on_selectable_expired(event)
+
 
 class _Acceptor(Amqp010Listener):
     """The listening socket; accepted connections become :class:`_GatedSocket`

@@ -306,6 +306,12 @@ class Connection:
                 return
             self._process_input()
 
+    def note_peer_alive(self) -> None:
+        """The host knows the peer is there though nothing was received — it stopped
+        reading on purpose (throttling): the silence until the next :meth:`tick` does not
+        count towards the heartbeat timeout."""
+        self._recv_flag = True
+
     def tick(self, now: float) -> None:
         """Advance time (seconds, any monotonic origin): sends heartbeats, detects a
         peer silent for more than twice the heartbeat."""

@@ -44,7 +44,7 @@ connections:
     url: "{server.url}"
     heartbeat: {HEARTBEAT}
     reconnect: {{initial_delay: 0.2, max_delay: 2.0}}
-  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}", heartbeat: {HEARTBEAT}}}
+  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}", heartbeat: 2}}
 listeners:
   app: {{protocol: amqp0-10, bind: "127.0.0.1:{port}", allow_anonymous: true}}
 routes:

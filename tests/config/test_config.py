@@ -310,3 +310,11 @@ def test_an_unknown_user_id_rule_names_the_key() -> None:
                         "    user_id: trust\n")
     assert problems(text, {"LEGACY_PASSWORD": "x"}) == [
         "routes[0].user_id: Input should be 'authenticated', 'keep', 'carry' or 'drop'"]
+
+
+def test_an_amqp10_heartbeat_under_two_seconds_is_refused() -> None:
+    text = GOOD.replace('cloud:  {protocol: amqp1.0,  url: "amqp://127.0.0.1:5672"}',
+                        'cloud:  {protocol: amqp1.0,  url: "amqp://127.0.0.1:5672", heartbeat: 1}')
+    [problem] = problems(text, {"LEGACY_PASSWORD": "pw"})
+    assert problem.startswith("connections.cloud: heartbeat: 1s is too short for AMQP 1.0")
+    assert parse_config(text.replace("heartbeat: 1}", "heartbeat: 2}"), env={"LEGACY_PASSWORD": "pw"})
