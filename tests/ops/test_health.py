@@ -89,7 +89,10 @@ logging: {{format: kv}}
             assert connection(scrape(port), "legacy") == (1, 0)
             for name, relay in (("cloud", cloud), ("legacy", legacy_relay)):
                 relay.cut()
-                status, body = poll(ready, lambda r: r[0] != 200, 10, f"{name} cut: not ready")
+                # /readyz reads the loop's state without locks: wait until the loss has
+                # reached every link of the connection, not just the first one
+                status, body = poll(ready, lambda r: r[0] != 200 and set(
+                    r[1]["routes_not_ready"]) == ROUTES, 10, f"{name} cut: not ready")
                 assert status == 503 and body["ready"] is False
                 assert set(body["routes_not_ready"]) == ROUTES  # both use each connection
                 assert http_get(port, "/healthz") == (200, {"alive": True})
