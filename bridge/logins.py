@@ -268,10 +268,10 @@ class LoginChecks:
                        f"login refused at once: {REFUSAL_TEXT[reason].partition(';')[0]}",
                        reason=reason)
             return login, REFUSAL_TEXT[reason]
-        log.debug("façade %s: %s: login check for %r queued (%d pending)", self.listener, peer,
-                  user, self.queue.pending, extra={"event": "login_queued",
-                                                   "listener": self.listener, "peer": peer,
-                                                   "user": user})
+        log.debug("façade %s: %s: login check for %r queued (%d pending)", self.listener,
+                  login.peer, user, self.queue.pending, extra={
+                      "event": "login_queued", "listener": self.listener, "peer": login.peer,
+                      "user": user})
         self._pump()
         return login, None
 
