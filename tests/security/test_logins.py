@@ -4,17 +4,15 @@ from one address cannot hold up another address's login (bridge/logins.py)."""
 
 from __future__ import annotations
 
-import socket
 import threading
-import time
 from pathlib import Path
 
-from bridge.amqp010.connection import Connection, ConnectionState, Role
-from bridge.amqp010.events import ConnectionClosed, ConnectionOpened
+from bridge.amqp010.events import ConnectionClosed
 from bridge.amqp010.spec import CloseCode
-from bridge.amqp010.transport import BlockingClient, ClientError, SocketTransport, client_config
+from bridge.amqp010.transport import BlockingClient, ClientError
 from bridge.passwords import hash_password
 from tests.support.bridge import BridgeRun, free_port, wait_listening
+from tests.support.logins import RawLogin
 from tests.support.logs import records
 from tests.support.metrics import metrics_port, poll, scrape
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
@@ -94,37 +92,6 @@ def test_quick_check_answers_only_what_costs_microseconds() -> None:
     assert table.quick_check(USER, "wrong") is None
     assert table.check("nobody", "x") is False
 
-
-
-class RawLogin:
-    """A 0-10 client from a chosen loopback address that sends its PLAIN credentials and
-    then either waits for the answer or goes away without it."""
-
-    def __init__(self, source: str, port: int, user: str) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind((source, 0))
-        sock.settimeout(30)
-        sock.connect(("127.0.0.1", port))
-        self.conn = Connection(Role.CLIENT, client_config(f"amqp://{user}:guess@127.0.0.1"))
-        self.transport = SocketTransport(sock, self.conn)
-        deadline = time.monotonic() + 30
-        while self.conn.state in (ConnectionState.AWAIT_HEADER, ConnectionState.AWAIT_START):
-            assert time.monotonic() < deadline, "no connection.start"
-            self.transport.read_once(0.5)
-        self.transport.flush()  # start-ok with the credentials
-
-    def answer(self) -> ConnectionClosed | ConnectionOpened:
-        """Wait for the bridge's answer to the login."""
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            for ev in self.conn.events():
-                if isinstance(ev, ConnectionClosed | ConnectionOpened):
-                    return ev
-            self.transport.read_once(0.5)
-        raise AssertionError("no answer to the login")
-
-    def close(self) -> None:
-        self.transport.sock.close()
 
 
 def test_a_login_flood_from_one_address_cannot_hold_up_another_clients_login(
