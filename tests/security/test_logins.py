@@ -155,3 +155,6 @@ routes:
     # rate-limited: one line per address and kind for the burst
     assert warnings.count(("login_refused_busy", "127.0.0.2")) == 1, warnings
     assert warnings.count(("login_abandoned", "127.0.0.3")) == 1, warnings
+    # a refusal for load is not logged once more per connection as a bad login
+    assert not any(r.get("event") == "login_refused" and "too many" in r.get("error", "")
+                   for r in lines), warnings
