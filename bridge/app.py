@@ -312,6 +312,11 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         out += [(name, "amqp0-10", c.open, c.reconnects) for name, c in list(self.legacy.items())]
         return out
 
+    def observed_logins(self) -> list[tuple[str, dict[str, int], int]]:
+        """``(name, refused logins by reason, abandoned logins)`` per façade listener."""
+        return [(name, dict(f.logins.refused), f.logins.abandoned)
+                for name, f in list(self.facades.items())]
+
     def observed_faults(self) -> tuple[dict[str, int], dict[str, str]]:
         """Contained faults by kind, and the parts still down because of one
         (:mod:`bridge.containment`)."""

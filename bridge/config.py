@@ -212,6 +212,16 @@ class Listener(_Model):
         None, description="File of NAME:pbkdf2-sha256$... lines (hashes only), read at start; "
                           "adds to users.")
     tls: ListenerTls | None = Field(None, description="Accept TLS connections only.")
+    max_pending_logins: int = Field(
+        64, ge=1, description="PLAIN logins that may wait for (or be in) a PBKDF2 password "
+                              "check on this listener; past it a login is refused at once "
+                              "(connection.close 320, 'too many logins waiting on this "
+                              "listener; try again later').")
+    max_pending_logins_per_peer: int = Field(
+        4, ge=1, description="The share of max_pending_logins one client address (an IPv6 "
+                             "/64) may use; past it its logins are refused at once ('too "
+                             "many logins waiting from this address; try again later'). "
+                             "Addresses take turns for the password checks.")
 
     @field_validator("bind")
     @classmethod

@@ -37,7 +37,6 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +90,7 @@ from .amqp010.spec import (
 )
 from .config import ConfigError, Listener, Route
 from .hosting import Amqp010Listener, Amqp010Socket, LoopCalls
+from .logins import REFUSAL_TEXT, LoginChecks, PendingLogin
 from .passwords import PasswordTable
 from .poison import PoisonGuard
 from .routes import (
@@ -292,8 +292,13 @@ class Facade:
         self.authenticator = SimpleAuthenticator(
             self.passwords.check if self.passwords else None,
             anonymous=settings.allow_anonymous, external=client_certs, defer=True)
-        self._login_checks: ThreadPoolExecutor | None = None
         self._loop_calls: LoopCalls | None = None
+        self.logins = LoginChecks(name, self.passwords.verify,
+                                  max_pending=settings.max_pending_logins,
+                                  max_per_peer=settings.max_pending_logins_per_peer,
+                                  workers=_LOGIN_WORKERS, make_call_soon=self._make_loop_calls)
+        """The PBKDF2 checks: a bounded queue, fair across client addresses (bridge.logins)."""
+        self._pending_logins: dict[_GatedSocket, PendingLogin] = {}
         self.publish_routes: dict[str, FacadePublish] = {}
         self.consume_routes: dict[str, FacadeConsume] = {}
         self.exchange_subscriptions: dict[str, FacadeConsume] = {}
@@ -408,40 +413,45 @@ class Facade:
         for sock in list(self.clients):
             sock.engine.close(CloseCode.CONNECTION_FORCED, "amqp-bridge is shutting down")
             sock.flush()
-        if self._login_checks is not None:
-            self._login_checks.shutdown(wait=False, cancel_futures=True)
+        self.logins.close()
+        self._pending_logins.clear()
         if self._loop_calls is not None:
             self._loop_calls.close()
 
     # -- logins ---------------------------------------------------------------------------
 
     def _check_login(self, sock: _GatedSocket, ev: CredentialsReceived) -> None:
-        """Answer a PLAIN login: at once when that is cheap (a plain password, a returning
-        client), else from a worker thread (PBKDF2 takes about 0.1 s)."""
+        """Answer a PLAIN login: at once when that is cheap and tells nothing (a listener of
+        plain passwords, a returning client), else after a PBKDF2 check on a worker thread
+        (about 0.1 s), queued fairly per client address — or refused at once when that
+        address (or the listener) has too many logins waiting (bridge/logins.py)."""
         quick = self.passwords.quick_check(ev.user, ev.password)
         if quick is not None:
             _answer_login(sock.engine, ev.user, quick)
             return
-        if self._login_checks is None:
-            self._login_checks = ThreadPoolExecutor(
-                max_workers=_LOGIN_WORKERS, thread_name_prefix=f"login-{self.name}")
-            self._loop_calls = LoopCalls(self.container)
-        calls = self._loop_calls
-        assert calls is not None
-        future = self._login_checks.submit(self.passwords.verify, ev.user, ev.password)
+        user = ev.user
 
-        def done(future: Future[bool]) -> None:  # on the worker thread
-            if future.cancelled():
-                return  # shutting down
-            error = future.exception()
-            if error is not None:  # refused: a check that cannot run lets nobody in
-                log.error("façade %s: %s: password check for %r failed: %r", self.name,
-                          sock.peer, ev.user, error,
-                          extra=self.log_fields("login_check_failed", peer=sock.peer))
-            ok = error is None and future.result()
-            calls.call_soon(lambda: sock.call(lambda engine: _answer_login(engine, ev.user, ok)))
+        def answer(ok: bool) -> None:  # on the loop, the client still there
+            self._pending_logins.pop(sock, None)
+            sock.call(lambda engine: _answer_login(engine, user, ok))
 
-        future.add_done_callback(done)
+        login, refusal = self.logins.submit(
+            sock.peer, user, ev.password, answer,
+            gone=lambda: sock.closed or sock.engine.closed)
+        if refusal is not None:
+            sock.engine.finish_authentication(None, refusal)
+        elif login.state in ("waiting", "running"):
+            self._pending_logins[sock] = login
+
+    def _make_loop_calls(self) -> Callable[[Callable[[], None]], None]:
+        self._loop_calls = LoopCalls(self.container)
+        return self._loop_calls.call_soon
+
+    def _login_closed(self, sock: _GatedSocket) -> None:
+        """The connection ended: a login of it still waiting for its check is dropped."""
+        login = self._pending_logins.pop(sock, None)
+        if login is not None:
+            self.logins.client_gone(login)
 
     # -- output ---------------------------------------------------------------------------
 
@@ -502,12 +512,13 @@ class Facade:
         elif isinstance(ev, ConnectionClosed):
             del self.clients[client.sock]
             self._dirty.discard(client.sock)
+            self._login_closed(client.sock)
             if sock.tls_error is not None:
                 error = describe_ssl_error(sock.tls_error)
                 log.warning("façade %s: %s: TLS handshake failed: %s", self.name, sock.peer,
                             error, extra=self.log_fields("tls_refused", peer=sock.peer,
                                                          error=error))
-            elif sock.engine.auth_error is not None:
+            elif sock.engine.auth_error is not None and not _busy_refusal(sock.engine.auth_error):
                 log.warning("façade %s: %s: login refused: %s", self.name, sock.peer,
                             sock.engine.auth_error, extra=self.log_fields(
                                 "login_refused", peer=sock.peer, error=str(sock.engine.auth_error)))
@@ -829,6 +840,14 @@ _COMMANDS: dict[type[Command], Callable[..., Struct | _Later | None]] = {
     MessageReject: Facade._reject,
     MessageRelease: Facade._release,
 }
+
+
+def _busy_refusal(error: object) -> bool:
+    """A login refused because too many were waiting (bridge.logins logs those, rate-limited)."""
+    return str(error) in _BUSY_REFUSALS
+
+
+_BUSY_REFUSALS = frozenset(REFUSAL_TEXT.values())
 
 
 def _answer_login(engine: Connection, user: str, ok: bool) -> None:

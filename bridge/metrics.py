@@ -99,6 +99,10 @@ class ObservedBridge(Protocol):
         """``(name, connected clients)`` per façade listener."""
         ...
 
+    def observed_logins(self) -> Iterable[tuple[str, dict[str, int], int]]:
+        """``(name, refused logins by reason, abandoned logins)`` per façade listener."""
+        ...
+
     def observed_faults(self) -> tuple[dict[str, int], dict[str, str]]:
         """Contained faults by kind, and ``part -> reason`` of the parts still down
         because of one (:mod:`bridge.containment`)."""
@@ -175,6 +179,20 @@ class BridgeCollector(Collector):
         for kind, count in self.bridge.observed_faults()[0].items():
             faults.add_metric([kind], count)
         yield faults
+        refused = CounterMetricFamily(
+            "amqp_bridge_logins_refused", "Façade logins refused at once because too many "
+            "waited for a password check (reason peer_full or listener_full).",
+            labels=["listener", "reason"])
+        abandoned = CounterMetricFamily(
+            "amqp_bridge_logins_abandoned", "Façade logins whose client went away before "
+            "the password check answered (dropped, or ignored when it finished).",
+            labels=["listener"])
+        for name, by_reason, count in self.bridge.observed_logins():
+            for reason, n in by_reason.items():
+                refused.add_metric([name, reason], n)
+            abandoned.add_metric([name], count)
+        yield refused
+        yield abandoned
         yield from self._resources()
 
     def _resources(self) -> Iterator[Any]:

@@ -2,9 +2,10 @@
 
 A hash reads ``pbkdf2-sha256$ITERATIONS$SALT$HASH`` (salt and hash in base64),
 the form ``amqp-bridge hash-password`` prints.  :class:`PasswordTable` checks a
-PLAIN login against plain or hashed entries; it remembers successful logins
-(as an HMAC under a per-process key, never the password) so that a client that
-reconnects does not cost the event loop another key derivation.
+PLAIN login against plain or hashed entries so that the answer time does not
+tell whether a user exists; it remembers successful logins (as an HMAC under a
+per-process key, never the password) so that a client that reconnects does not
+cost another key derivation.
 """
 
 from __future__ import annotations
@@ -67,16 +68,30 @@ def verify_password(password: str, stored: str) -> bool:
 
 
 class PasswordTable:
-    """User name -> plain password or hash; ``check(user, password)`` for SASL PLAIN."""
+    """User name -> plain password or hash; ``check(user, password)`` for SASL PLAIN.
+
+    The answer time never tells whether a user exists:
+
+    - a table of plain passwords only answers every login at once
+      (:meth:`quick_check`), known user or not;
+    - once any user has a hash, every login costs the same PBKDF2 work: that of the
+      most expensive configured hash (:attr:`cost`).  An unknown user's password is
+      checked against a dummy hash of that cost, a plain password or a cheaper hash is
+      padded up to it.  Only the repeat of a login that succeeded before is answered
+      at once (that needs the right password, so it tells nothing new).
+    """
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self._users = dict(users)
-        for stored in self._users.values():
-            if is_hash(stored):
-                parse_hash(stored)
+        costs = [parse_hash(stored)[0] for stored in self._users.values() if is_hash(stored)]
+        self.hashed = bool(costs)
+        """True if any user has a hash: then every login (bar a repeat) costs :attr:`cost`."""
+        self.cost = max(costs, default=ITERATIONS)
+        """PBKDF2 iterations every (non-repeated) login check costs when :attr:`hashed`."""
         self._key = os.urandom(32)
         self._verified: dict[str, bytes] = {}
-        self._dummy = hash_password("", iterations=ITERATIONS)
+        self._dummy_salt = os.urandom(_SALT_BYTES)
+        self._nobody = os.urandom(32).hex()  # what a plain-only table compares unknown users to
 
     def __bool__(self) -> bool:
         return bool(self._users)
@@ -91,30 +106,40 @@ class PasswordTable:
 
     def verify(self, user: str, password: str) -> bool:
         """The PBKDF2 part of :meth:`check`, for when :meth:`quick_check` had no answer
-        (remembers a success)."""
+        (remembers a success).  Always :attr:`cost` iterations, whoever ``user`` is."""
         stored = self._users.get(user)
-        if stored is None:
-            verify_password(password, self._dummy)  # same cost: no user enumeration by timing
-            return False
-        if not is_hash(stored):
-            return bool(self.quick_check(user, password))  # a plain password: no PBKDF2
-        if verify_password(password, stored):
+        if stored is not None and is_hash(stored):
+            iterations, salt, digest = parse_hash(stored)
+            candidate = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+            ok = hmac.compare_digest(candidate, digest)
+            self._pad(password, self.cost - iterations)
+        else:  # unknown, or a plain password among hashes: the same work as a hash
+            self._pad(password, self.cost)
+            ok = stored is not None and hmac.compare_digest(stored.encode(), password.encode())
+        if ok:
             self._verified[user] = self._tag(password)
-            return True
-        return False
+        return ok
 
     def quick_check(self, user: str, password: str) -> bool | None:
-        """:meth:`check`'s answer when it costs microseconds (a plain password, or the
-        password of a login verified before), else None (it needs PBKDF2)."""
-        stored = self._users.get(user)
-        if stored is None:
-            return None
-        if not is_hash(stored):
-            return hmac.compare_digest(stored.encode(), password.encode())
+        """:meth:`check`'s answer when it costs microseconds, else None (it needs PBKDF2).
+
+        Plain passwords only: every login, known user or not.  With hashes: only the
+        repeat of a login verified before (True); never a refusal, so an unknown user is
+        never answered faster than a known one."""
+        if not self.hashed:
+            stored = self._users.get(user)
+            ok = hmac.compare_digest((self._nobody if stored is None else stored).encode(),
+                                     password.encode())
+            return ok and stored is not None
         known = self._verified.get(user)
         if known is not None and hmac.compare_digest(known, self._tag(password)):
             return True
         return None
+
+    def _pad(self, password: str, iterations: int) -> None:
+        """PBKDF2 work that only makes a check cost what the others cost."""
+        if iterations > 0:
+            hashlib.pbkdf2_hmac("sha256", password.encode(), self._dummy_salt, iterations)
 
     def _tag(self, password: str) -> bytes:
         return hmac.new(self._key, password.encode(), hashlib.sha256).digest()
