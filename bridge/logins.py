@@ -47,6 +47,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from .logs import WarnLimiter
+
 log = logging.getLogger(__name__)
 
 PEER_FULL = "peer_full"
@@ -61,8 +63,6 @@ REFUSAL_TEXT = {
 """What a refused client reads in its connection.close (after "authentication failed: ")."""
 WARN_INTERVAL = 10.0
 """Seconds between two WARNING lines about the same peer address and kind."""
-_WARN_KEYS_MAX = 4096
-"""Addresses the limiter remembers before it forgets those it has not logged lately."""
 
 
 def peer_address(peer: str) -> str:
@@ -194,36 +194,6 @@ class LoginQueue:
             del self._per_peer[peer]
 
 
-class WarnLimiter:
-    """At most one line per key every ``interval`` seconds; counts what it held back."""
-
-    def __init__(self, interval: float = WARN_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.interval = interval
-        self.clock = clock
-        self._last: dict[Any, float] = {}
-        self._held: dict[Any, int] = {}
-
-    def allow(self, key: Any) -> int | None:
-        """None: stay quiet (counted); else log now, and the number held back since the
-        last line for ``key``."""
-        now = self.clock()
-        last = self._last.get(key)
-        if last is not None and now - last < self.interval:
-            self._held[key] = self._held.get(key, 0) + 1
-            return None
-        if len(self._last) >= _WARN_KEYS_MAX:
-            self._forget(now)
-        self._last[key] = now
-        return self._held.pop(key, 0)
-
-    def _forget(self, now: float) -> None:
-        for key, last in list(self._last.items()):
-            if now - last >= self.interval:
-                del self._last[key]
-                self._held.pop(key, None)
-
-
 class LoginChecks:
     """A listener's PBKDF2 login checks: :class:`LoginQueue` in front of ``workers``
     threads running ``verify(user, password)``; everything but the hash on the loop.
@@ -244,7 +214,7 @@ class LoginChecks:
         self._make_call_soon = make_call_soon
         self._call_soon: Callable[[Callable[[], None]], None] | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._warnings = WarnLimiter(clock=clock)
+        self._warnings = WarnLimiter(WARN_INTERVAL, clock=clock)
         self.closed = False
 
     @property

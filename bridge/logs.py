@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -95,3 +95,37 @@ def configure(level: str = "info", fmt: str = "kv") -> None:
     root.setLevel(level.upper())
     logging.captureWarnings(True)  # warnings become log lines too (one format per stream)
     logging.getLogger("proton").setLevel(max(root.level, logging.WARNING))
+
+
+_WARN_KEYS_MAX = 4096
+"""Keys a :class:`WarnLimiter` remembers at most (quiet ones are forgotten first)."""
+
+
+class WarnLimiter:
+    """At most one line per key every ``interval`` seconds; counts what it held back."""
+
+    def __init__(self, interval: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = interval
+        self.clock = clock
+        self._last: dict[Any, float] = {}
+        self._held: dict[Any, int] = {}
+
+    def allow(self, key: Any) -> int | None:
+        """None: stay quiet (counted); else log now, and the number held back since the
+        last line for ``key``."""
+        now = self.clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self.interval:
+            self._held[key] = self._held.get(key, 0) + 1
+            return None
+        if len(self._last) >= _WARN_KEYS_MAX:
+            self._forget(now)
+        self._last[key] = now
+        return self._held.pop(key, 0)
+
+    def _forget(self, now: float) -> None:
+        for key, last in list(self._last.items()):
+            if now - last >= self.interval:
+                del self._last[key]
+                self._held.pop(key, None)

@@ -19,9 +19,9 @@ from bridge.logins import (
     LoginChecks,
     LoginQueue,
     PendingLogin,
-    WarnLimiter,
     peer_address,
 )
+from bridge.logs import WarnLimiter
 from bridge.passwords import PasswordTable, hash_password
 
 
