@@ -322,9 +322,10 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         (:mod:`bridge.containment`)."""
         return faults_of(self.container).snapshot()
 
-    def observed_listeners(self) -> list[tuple[str, int]]:
-        """``(name, connected clients)`` per façade listener."""
-        return [(name, len(f.clients)) for name, f in list(self.facades.items())]
+    def observed_listeners(self) -> list[tuple[str, int, int]]:
+        """``(name, connected clients, publishes refused)`` per façade listener."""
+        return [(name, len(f.clients), f.refused_publishes)
+                for name, f in list(self.facades.items())]
 
     def observed_links(self) -> list[tuple[str, int]]:
         """``(name, links attached or attaching)`` per AMQP 1.0 connection."""

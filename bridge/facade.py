@@ -91,6 +91,7 @@ from .amqp010.spec import (
 from .config import ConfigError, Listener, Route
 from .hosting import Amqp010Listener, Amqp010Socket, LoopCalls
 from .logins import REFUSAL_TEXT, LoginChecks, PendingLogin
+from .logs import WarnLimiter
 from .passwords import PasswordTable
 from .poison import PoisonGuard
 from .routes import (
@@ -99,6 +100,7 @@ from .routes import (
     RouteStats,
     condition_text,
     dead_letter_copy,
+    log_refused,
     plain_copy,
     redelivered_1_0,
     too_large,
@@ -301,6 +303,10 @@ class Facade:
         self._pending_logins: dict[_GatedSocket, PendingLogin] = {}
         self.publish_routes: dict[str, FacadePublish] = {}
         self.consume_routes: dict[str, FacadeConsume] = {}
+        self.refused_publishes = 0
+        """Publishes refused with an execution.exception (unknown exchange or queue, a
+        route's refusal): ``amqp_bridge_publishes_refused_total``."""
+        self._refusal_warnings = WarnLimiter()
         self.exchange_subscriptions: dict[str, FacadeConsume] = {}
         """Routes to an exchange of this listener: what temporary queues bound to it get."""
         self.queue_publishers: dict[str, FacadePublish] = {}
@@ -562,9 +568,11 @@ class Facade:
                 return
         if route is None:
             known = ", ".join(repr(x) for x in sorted(self.publish_routes)) or "none"
-            session.exception(ErrorCode.NOT_FOUND, ev.command_id,
-                              f"exchange {ev.destination!r} not found (this façade's exchanges: "
-                              f"{known})", command=ev.transfer, field_index=0)
+            reason = (f"exchange {ev.destination!r} not found (this façade's exchanges: "
+                      f"{known})")
+            self.publish_refused(st.client.sock.peer, reason)
+            session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason, command=ev.transfer,
+                              field_index=0)
             return
         mp = ev.message_properties
         user = st.client.user
@@ -581,6 +589,19 @@ class Facade:
         st.client.publishes_to.add(route)
         route.publish(st, ev)
 
+    def publish_refused(self, peer: str, reason: str, route: str | None = None) -> None:
+        """A publish was refused with an execution.exception: count it, and log it (at
+        most one WARNING line per client address every 10 s)."""
+        self.refused_publishes += 1
+        held = self._refusal_warnings.allow(peer.rpartition(":")[0])
+        if held is not None:
+            fields = {"route": route} if route is not None else {}
+            log.warning("façade %s: %s: publish refused: %s%s", self.name, peer, reason,
+                        f" ({held} more from that address since the last such line)"
+                        if held else "",
+                        extra=self.log_fields("publish_refused", peer=peer, error=reason,
+                                              suppressed=held, **fields))
+
     def _queue_publisher(self, ev: MessageReceived) -> FacadePublish | None:
         """The route for a publish to the default exchange: the façade queue its routing
         key names (as a broker puts it in that queue), or an exception (None)."""
@@ -592,10 +613,12 @@ class Facade:
         consume = self.consume_routes.get(key)
         if consume is None:
             known = ", ".join(repr(q) for q in sorted(self.consume_routes)) or "none"
-            ev.session.exception(
-                ErrorCode.NOT_FOUND, ev.command_id,
-                f"no queue {key!r} for the default exchange to route to (this façade's "
-                f"queues: {known})", command=ev.transfer)
+            reason = (f"no queue {key!r} for the default exchange to route to (this "
+                      f"façade's queues: {known})")
+            st = self.sessions.get(ev.session)
+            self.publish_refused(st.client.sock.peer if st is not None else "?", reason)
+            ev.session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason,
+                                 command=ev.transfer)
             return None
         publisher = self.queue_publishers[key] = FacadePublish.into_queue(consume)
         return publisher
@@ -1155,8 +1178,7 @@ class FacadePublish:
         self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR), reason)
 
     def _dead_letter(self, entry: _Publish, message: AmqpMessage, reason: str) -> None:
-        log.debug("route %s: message dead-lettered: %s", self.name, reason,
-                  extra={"event": "message_refused", "route": self.name, "error": reason})
+        log_refused(self.name, reason, dead_lettered=True)
         entry.data = dead_letter_copy(message, self.name, reason)
         self.dlq_waiting.append(entry)
         self._send()
@@ -1190,9 +1212,7 @@ class FacadePublish:
         """The publish cannot be forwarded: the publisher's session ends with the reason."""
         self.bytes -= entry.size
         st = entry.st
-        log.warning("route %s: publish refused: %s", self.name, reason,
-                    extra=self.facade.log_fields("publish_refused", route=self.name,
-                                                 peer=st.client.sock.peer, error=reason))
+        self.facade.publish_refused(st.client.sock.peer, reason, route=self.name)
         if st.live:
             st.session.exception(code, entry.command_id, reason, command=entry.command)
             self.facade.flush_later(st.client.sock)
@@ -1669,9 +1689,7 @@ class FacadeConsume:
                    exc: MappingError) -> None:
         """A 1.0 message no 0-10 subscriber can get: dead-letter it, or reject it."""
         reason = f"cannot translate: {exc}"
-        log.debug("route %s: message %s: %s", self.name,
-                  "rejected" if self.dlq is None else "dead-lettered", reason,
-                  extra={"event": "message_refused", "route": self.name, "error": reason})
+        log_refused(self.name, reason, dead_lettered=self.dlq is not None)
         if self.dlq is None:
             _reject(delivery, str(MAPPING_ERROR), reason)
             self.stats.rejected += 1

@@ -95,8 +95,8 @@ class ObservedBridge(Protocol):
         """``(name, protocol, up, reconnects)`` per connection."""
         ...
 
-    def observed_listeners(self) -> Iterable[tuple[str, int]]:
-        """``(name, connected clients)`` per façade listener."""
+    def observed_listeners(self) -> Iterable[tuple[str, int, int]]:
+        """``(name, connected clients, publishes refused)`` per façade listener."""
         ...
 
     def observed_logins(self) -> Iterable[tuple[str, dict[str, int], int]]:
@@ -170,9 +170,15 @@ class BridgeCollector(Collector):
         clients = GaugeMetricFamily("amqp_bridge_facade_clients",
                                     "0-10 client connections to the façade listener.",
                                     labels=["listener"])
-        for name, count in self.bridge.observed_listeners():
+        refused = CounterMetricFamily(
+            "amqp_bridge_publishes_refused", "Façade publishes refused with an "
+            "execution.exception (unknown exchange or queue, or the route refused them).",
+            labels=["listener"])
+        for name, count, refusals in self.bridge.observed_listeners():
             clients.add_metric([name], count)
+            refused.add_metric([name], refusals)
         yield clients
+        yield refused
         faults = CounterMetricFamily(
             "amqp_bridge_faults", "Unexpected exceptions contained (the part was recovered "
             "or closed, the process went on).", labels=["kind"])

@@ -64,6 +64,7 @@ from .amqp010.session import Session, SessionState
 from .amqp010.spec import AcceptMode, AcquireMode, CreditUnit, ErrorCode, FlowMode
 from .config import Reconnect, Route
 from .legacy import LegacyConnection, _Timer, backoff
+from .logs import WarnLimiter
 from .metrics import LatencyHistogram
 from .poison import PoisonGuard, poison_suspected
 from .translate import Translator, decode, encode
@@ -412,6 +413,26 @@ class Amqp10Link:
             self._open()
 
 
+_REJECTIONS = WarnLimiter()
+"""One WARNING line per route every 10 s about messages rejected for good."""
+
+
+def log_refused(route: str, reason: str, *, dead_lettered: bool) -> None:
+    """A message leaves ``route`` refused: dead-lettered (debug: the copy carries the
+    reason), or rejected for good (WARNING, at most one line per route every 10 s, with
+    the number held back: a stream of bad messages must not flood the log)."""
+    if dead_lettered:
+        log.debug("route %s: message dead-lettered: %s", route, reason,
+                  extra={"event": "message_refused", "route": route, "error": reason})
+        return
+    held = _REJECTIONS.allow(route)
+    if held is not None:
+        log.warning("route %s: message rejected: %s%s", route, reason,
+                    f" ({held} more since the last such line)" if held else "",
+                    extra={"event": "message_rejected", "route": route, "error": reason,
+                           "suppressed": held})
+
+
 def too_large(size: int, limit: int, route: Route) -> str:
     """Why a message of ``size`` octets is refused on ``route``."""
     whose = "the route's max_message_size" if route.max_message_size is not None else \
@@ -677,9 +698,7 @@ class LegacyToAmqp10:
     # -- fates ---------------------------------------------------------------------------
 
     def _dead_letter(self, taken: _Taken, message: AmqpMessage | None, reason: str) -> None:
-        log.debug("route %s: message %s: %s", self.name,
-                  "rejected" if self.dlq is None or message is None else "dead-lettered", reason,
-                  extra={"event": "message_refused", "route": self.name, "error": reason})
+        log_refused(self.name, reason, dead_lettered=self.dlq is not None and message is not None)
         if self.dlq is None or message is None:
             self.stats.rejected += 1
             session = taken.session
@@ -1069,9 +1088,7 @@ class Amqp10ToLegacy:
                      condition: str) -> None:
         if received.delivery is None:
             return  # the source redelivers it anyway
-        log.debug("route %s: message %s: %s", self.name,
-                  "rejected" if self.dlq is None or data is None else "dead-lettered", reason,
-                  extra={"event": "message_refused", "route": self.name, "error": reason})
+        log_refused(self.name, reason, dead_lettered=self.dlq is not None and data is not None)
         if self.dlq is None or data is None:
             _reject(received.delivery, condition, reason)
             self.stats.rejected += 1
