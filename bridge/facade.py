@@ -1130,7 +1130,8 @@ class FacadePublish:
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
             self.stats.latency.observe(time.monotonic() - entry.t0)
-            self.poison.accepted(entry)
+            if self.poison.probe:
+                self.poison.accepted(entry)
             if self.tap is not None:
                 self.tap.delivered(entry.data)
             self._complete(entry)

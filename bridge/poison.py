@@ -57,23 +57,24 @@ def poison_suspected(condition: Any) -> bool:
 class PoisonGuard:
     """Bounded retries of a message whose send makes the 1.0 target end the link."""
 
-    __slots__ = ("max_attempts", "_probe", "_attempts")
+    __slots__ = ("max_attempts", "probe", "_attempts")
 
     def __init__(self, max_attempts: int) -> None:
         self.max_attempts = max_attempts
-        self._probe = 0
+        self.probe = 0
         """Outcomes still to see one at a time: the messages that were in flight when
-        the target last ended the link, each a suspect until it is settled."""
+        the target last ended the link, each a suspect until it is settled (0: not
+        probing; a plain attribute, so the hot path can test it without a call)."""
         self._attempts: dict[Hashable, int] = {}
 
     @property
     def probing(self) -> bool:
         """True while the route must keep at most one message in flight."""
-        return self._probe > 0
+        return self.probe > 0
 
     def window(self, limit: int) -> int:
         """The in-flight bound to apply now: 1 while probing, else ``limit``."""
-        return 1 if self._probe else limit
+        return 1 if self.probe else limit
 
     def attempts(self, key: Hashable) -> int:
         """How often the target ended the link while ``key`` was alone in flight."""
@@ -84,13 +85,13 @@ class PoisonGuard:
         unsettled on it. Returns the one to settle as poison now, else None (send the
         rest again, one at a time, until each of them is settled)."""
         keys = list(in_flight)
-        self._probe = max(self._probe, len(keys))
+        self.probe = max(self.probe, len(keys))
         if len(keys) != 1:
             return None
         key = keys[0]
         count = self._attempts.pop(key, 0) + 1
         if count >= self.max_attempts:
-            self._probe -= 1  # settled now
+            self.probe -= 1  # settled now
             return key
         self._attempts[key] = count  # re-inserted: now the newest
         if len(self._attempts) > SUSPECTS:
@@ -99,8 +100,8 @@ class PoisonGuard:
 
     def accepted(self, key: Hashable) -> None:
         """The target accepted ``key``: it was no poison (one suspect fewer to probe)."""
-        if self._probe:
-            self._probe -= 1
+        if self.probe:
+            self.probe -= 1
             self._attempts.pop(key, None)
 
 

@@ -230,6 +230,8 @@ class Amqp10Link:
         """While :meth:`on_link_down` runs: the error condition with which the peer ended
         the link or its session, when it may be about a message in flight (None for a
         connection loss, an end without error, or a condition about the node itself)."""
+        self.peer_max_message_size: int | None = None
+        """The max-message-size the peer announced when it attached the link (None: none)."""
         self.explained = False
         """Set by the owner's :meth:`on_link_down` when it blamed a message in flight for
         :attr:`refusal`: the link is then re-attached soon, with no growing backoff."""
@@ -251,11 +253,7 @@ class Amqp10Link:
         """The largest message to send on this link: ``configured`` (a route's
         ``max_message_size``), else the max-message-size the peer announced when it
         attached the link (None: no limit)."""
-        if configured is not None:
-            return configured
-        if self.up:
-            return self.link.remote_max_message_size or None
-        return None
+        return configured if configured is not None else self.peer_max_message_size
 
     @property
     def open(self) -> bool:
@@ -296,6 +294,7 @@ class Amqp10Link:
             if not self.up:
                 self.up = True
                 self.up_since = time.monotonic()
+                self.peer_max_message_size = link.remote_max_message_size or None
                 log.info("route %s: 1.0 link %s attached to %r", self.route, self.name,
                          self.address, extra=self.log_fields("link_attached"))
                 self.owner.on_link_up(self)
@@ -472,8 +471,11 @@ class _Taken:
 
 
 def poison_key(message_id: Any, body: bytes) -> Any:
-    """A key for a 0-10 message that stays the same across redeliveries."""
-    return message_id_key(message_id), len(body), zlib.crc32(body)
+    """A key for a 0-10 message that stays the same across redeliveries: its message-id
+    and length, or (without a message-id) its length and the CRC-32 of its body."""
+    if message_id is not None:
+        return message_id, len(body)
+    return None, len(body), zlib.crc32(body)
 
 
 class LegacyToAmqp10:
@@ -506,6 +508,7 @@ class LegacyToAmqp10:
         self._unconfirmed: dict[int, int] = {}  # message.accept command id -> messages
         self.poison = PoisonGuard(route.poison_attempts)
         self.dlq_poison = PoisonGuard(route.poison_attempts)
+        self.max_message_size = route.max_message_size
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
         assert route.target.address is not None
@@ -598,7 +601,8 @@ class LegacyToAmqp10:
                 tap.received_message(plain)
             self._dead_letter(taken, plain, f"cannot translate: {exc}")
             return
-        limit = self.sender.message_size_limit(self.route.max_message_size)
+        limit = self.sender.peer_max_message_size if self.max_message_size is None \
+            else self.max_message_size
         if limit is not None and len(data) > limit:
             self.stats.oversized += 1
             if tap is not None:
@@ -676,7 +680,8 @@ class LegacyToAmqp10:
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
             self.stats.latency.observe(time.monotonic() - taken.t0)
-            self.poison.accepted(taken.suspect)
+            if self.poison.probe:
+                self.poison.accepted(taken.suspect)
             if self.tap is not None:
                 self.tap.delivered(taken.data)
             if self.seen is not None and taken.key is not None:

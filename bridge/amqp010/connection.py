@@ -260,7 +260,7 @@ class Connection:
                     return
                 if type(item) is ProtocolHeader:
                     self._on_protocol_header(item)
-                elif self._must_hold(item):  # type: ignore[arg-type]
+                elif type(item.op) is SessionDetach and self._must_hold(item):  # type: ignore[union-attr,arg-type]
                     self._held = item  # type: ignore[assignment]
                     return
                 else:
@@ -273,7 +273,7 @@ class Connection:
             self._fatal(CloseCode.FRAMING_ERROR, f"malformed frame: {exc}")
 
     def _must_hold(self, asm: Assembly) -> bool:
-        if type(asm.op) is not SessionDetach or not self._events:
+        if not self._events:
             return False
         session = self.sessions.get(asm.channel)
         return session is not None and any(getattr(e, "session", None) is session
