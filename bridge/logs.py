@@ -95,3 +95,45 @@ def configure(level: str = "info", fmt: str = "kv") -> None:
     root.setLevel(level.upper())
     logging.captureWarnings(True)  # warnings become log lines too (one format per stream)
     logging.getLogger("proton").setLevel(max(root.level, logging.WARNING))
+
+
+class RateLimited:
+    """At most one log line per ``interval`` seconds for each kind of event.
+
+    For what hostile or broken peers can trigger at will (a refused connection, a
+    handshake that never completes, an ``accept()`` that fails): the first event logs
+    at once, the ones within the next ``interval`` seconds are only counted, and the
+    next line that gets through says how many were left out (``suppressed=N`` and in
+    the text), so a flood of bad clients costs one line per interval, not one per
+    client.  The events are still counted in full by the caller's metrics.  Used on
+    one thread (the event loop); ``clock`` is for tests.
+    """
+
+    def __init__(self, logger: logging.Logger, interval: float = 10.0,
+                 clock: Any = time.monotonic) -> None:
+        self.logger = logger
+        self.interval = interval
+        self.clock = clock
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+
+    def log(self, level: int, key: str, msg: str, *args: Any,
+            extra: dict[str, Any] | None = None) -> bool:
+        """Log ``msg % args`` unless a line of kind ``key`` went out less than
+        ``interval`` seconds ago (then only count it); True if it was logged."""
+        now = self.clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self.interval:
+            self._suppressed[key] = self._suppressed.get(key, 0) + 1
+            return False
+        self._last[key] = now
+        suppressed = self._suppressed.pop(key, 0)
+        if suppressed and last is not None:
+            msg += f" ({suppressed} more like it in the last {now - last:.0f}s not logged)"
+        self.logger.log(level, msg, *args, extra={**(extra or {}), "suppressed": suppressed})
+        return True
+
+    def warning(self, key: str, msg: str, *args: Any,
+                extra: dict[str, Any] | None = None) -> bool:
+        """:meth:`log` at WARNING."""
+        return self.log(logging.WARNING, key, msg, *args, extra=extra)
