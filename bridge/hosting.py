@@ -651,7 +651,8 @@ class Amqp010Listener:
 
     def _refused(self, reason: str, peer: str, text: str) -> None:
         self.stats.refused[reason] += 1
-        self._warn.warning(f"refused:{reason}", "listener %s: refused %s: %s", self.name,
+        verb = "closed" if reason == "max_buffered" else "refused"
+        self._warn.warning(f"refused:{reason}", "listener %s: %s %s: %s", self.name, verb,
                            peer, text, extra=self._fields("connection_refused", peer=peer,
                                                           reason=reason, error=text))
 
@@ -689,7 +690,7 @@ class Amqp010Listener:
                 held = largest.counted
                 self._refused("max_buffered", largest.peer,
                               f"{held} octets of unfinished messages while the listener "
-                              f"holds {self.buffered} (max_buffered {limit}): closed")
+                              f"holds {self.buffered} (max_buffered {limit})")
                 largest.abort(f"amqp-bridge: listener {self.name} is holding too much "
                               f"unfinished input (max_buffered {limit}); this connection "
                               f"held {held} octets")
