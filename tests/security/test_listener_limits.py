@@ -155,6 +155,7 @@ def test_connections_over_the_limits_are_refused_with_a_reason(rabbitmq_url: str
             _until_started(sock)
         _wait_clients(mport, 4)
         header, start, close = _until_closed(_connect(port, "127.0.0.3", header=True))
+        assert isinstance(header, ProtocolHeader) and isinstance(start, ConnectionStart)
         assert isinstance(close, ConnectionClose)
         assert close.reply_code == CloseCode.CONNECTION_FORCED
         assert close.reply_text == ("amqp-bridge: too many connections "
@@ -275,3 +276,51 @@ def test_out_of_descriptors_the_listener_waits_and_health_checks_answer(
     assert lines[0]["level"] == "warning" and "Too many open files" in lines[0]["error"]
     [received] = receive_messages(rabbitmq_url, queue_address(events), 1, timeout=20)
     assert bytes(received.message.body) == b"after the flood"
+
+
+# --- configuration and the log helper (no bridge needed) -----------------------------------
+
+
+def test_check_prints_each_listeners_limits_and_bad_bounds_name_the_listener() -> None:
+    from bridge.config import ConfigError, describe, parse_config
+
+    base = """
+connections:
+  cloud: {protocol: amqp1.0, url: "amqp://127.0.0.1:5672"}
+listeners:
+  facade:
+    protocol: amqp0-10
+    bind: "127.0.0.1:5682"
+    allow_anonymous: true%s
+routes:
+  - name: out
+    from: {listener: facade, exchange: events}
+    to:   {connection: cloud, address: /queue/x}
+"""
+    lines = describe(parse_config(base % ""))
+    [listener] = [line for line in lines if line.startswith("listener facade:")]
+    assert listener.endswith("; limits: handshake 10s, 500 connections (100 per peer address), "
+                             "messages up to 67108864 bytes, 134217728 bytes buffered per "
+                             "connection / 536870912 per listener")
+    with pytest.raises(ConfigError) as bad:
+        parse_config(base % "\n    max_buffered: 4096")
+    assert "listeners.facade" in str(bad.value)
+    assert "max_buffered must be at least max_buffered_per_connection" in str(bad.value)
+
+
+def test_rate_limited_lines_count_what_they_leave_out(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from bridge.logs import RateLimited
+
+    now = [100.0]
+    limited = RateLimited(logging.getLogger("test.limits"), interval=10.0, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="test.limits"):
+        logged = [limited.warning("a", "event %d", i) for i in range(5)]
+        assert limited.warning("b", "another kind")  # its own budget
+        now[0] += 10.0
+        assert limited.warning("a", "event %d", 5)
+    assert logged == [True, False, False, False, False]
+    assert [r.getMessage() for r in caplog.records] == [
+        "event 0", "another kind", "event 5 (4 more like it in the last 10s not logged)"]
+    assert [r.__dict__["suppressed"] for r in caplog.records] == [0, 0, 4]
