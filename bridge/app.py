@@ -346,6 +346,12 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                  sum(len(route.subscriptions) for route in list(f.consume_routes.values())))
                 for name, f in list(self.facades.items())]
 
+    def observed_listener_limits(self) -> list[tuple[str, Any]]:
+        """``(name, ListenerStats)`` per started façade listener (refusals, handshake
+        timeouts, failed accepts: :class:`~bridge.hosting.ListenerStats`)."""
+        return [(name, f.acceptor.stats) for name, f in list(self.facades.items())
+                if f.acceptor is not None]
+
     # -- archive taps ----------------------------------------------------------------------
 
     def _open_taps(self, container: Container) -> None:

@@ -222,6 +222,30 @@ class Listener(_Model):
                              "/64) may use; past it its logins are refused at once ('too "
                              "many logins waiting from this address; try again later'). "
                              "Addresses take turns for the password checks.")
+    handshake_timeout: float = Field(
+        10.0, gt=0, description="Seconds a client has from connecting to a completed login "
+                                "(connection.open-ok sent); then its connection is closed "
+                                "(docs/operations.md#limits).")
+    max_connections: int = Field(
+        500, ge=1, description="Client connections the listener holds at once; more are "
+                               "refused with connection.close (connection-forced). Keep the "
+                               "sum over all listeners well below the process's descriptor "
+                               "limit and below 1000 (descriptors past 1023 cannot be served).")
+    max_connections_per_peer: int = Field(
+        100, ge=1, description="Client connections from one IP address at once; more are "
+                               "refused like max_connections.")
+    max_message_size: int = Field(
+        64 << 20, ge=4096, description="Largest message (header and body octets) a client "
+                                       "may publish; a larger one closes its connection "
+                                       "(framing-error).")
+    max_buffered_per_connection: int = Field(
+        128 << 20, ge=4096, description="Octets of unfinished messages one connection may "
+                                        "make the bridge hold (at least max_message_size).")
+    max_buffered: int = Field(
+        512 << 20, ge=4096, description="Octets of unfinished messages all connections of the "
+                                        "listener may make the bridge hold together (at least "
+                                        "max_buffered_per_connection); past it the connection "
+                                        "holding the most is closed.")
 
     @field_validator("bind")
     @classmethod
@@ -253,6 +277,23 @@ class Listener(_Model):
             raise ValueError("nobody can log in: give users (or users_file), allow_anonymous: "
                              "true, or tls.client_certs for SASL EXTERNAL")
         return self
+
+    @model_validator(mode="after")
+    def _buffer_bounds_nest(self) -> Listener:
+        if self.max_buffered_per_connection < self.max_message_size:
+            raise ValueError("max_buffered_per_connection must be at least max_message_size")
+        if self.max_buffered < self.max_buffered_per_connection:
+            raise ValueError("max_buffered must be at least max_buffered_per_connection")
+        if self.max_connections_per_peer > self.max_connections:
+            raise ValueError("max_connections_per_peer cannot exceed max_connections")
+        return self
+
+    def limits_text(self) -> str:
+        """The listener's limits, as ``amqp-bridge check`` prints them."""
+        return (f"limits: handshake {self.handshake_timeout:g}s, {self.max_connections} "
+                f"connections ({self.max_connections_per_peer} per peer address), messages up "
+                f"to {self.max_message_size} bytes, {self.max_buffered_per_connection} bytes "
+                f"buffered per connection / {self.max_buffered} per listener")
 
     def user_table(self) -> dict[str, str]:
         """Every PLAIN login: ``users`` plus ``users_file`` (name -> password or hash)."""
@@ -760,7 +801,8 @@ def describe(cfg: BridgeConfig) -> list[str]:
         lines.append(f"connection {name}: {conn.protocol} {urls}{_client_security(conn)}")
     for name, lst in cfg.listeners.items():
         anon = ", anonymous allowed" if lst.allow_anonymous else ""
-        lines.append(f"listener {name}: {lst.protocol} on {lst.bind}{anon}{_listener_security(lst)}")
+        lines.append(f"listener {name}: {lst.protocol} on {lst.bind}{anon}{_listener_security(lst)}"
+                     f"; {lst.limits_text()}")
     for route in cfg.routes:
         text = f"route {route.name}: {_endpoint(cfg, route.source)} -> {_endpoint(cfg, route.target)}"
         if route.cloudevents is not None:

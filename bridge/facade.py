@@ -48,7 +48,7 @@ from mappings.message import AmqpMessage
 
 from .amqp010.base import Command, Struct
 from .amqp010.codec import encode_header
-from .amqp010.connection import Connection, ConnectionConfig, Role
+from .amqp010.connection import Connection, ConnectionConfig
 from .amqp010.events import (
     CommandReceived,
     CommandsCompleted,
@@ -89,7 +89,7 @@ from .amqp010.spec import (
     QueueQueryResult,
 )
 from .config import ConfigError, Listener, Route
-from .hosting import Amqp010Listener, Amqp010Socket, LoopCalls
+from .hosting import AcceptLimits, Amqp010Listener, Amqp010Socket, LoopCalls
 from .logins import REFUSAL_TEXT, LoginChecks, PendingLogin
 from .logs import WarnLimiter
 from .passwords import PasswordTable
@@ -197,26 +197,12 @@ class _GatedSocket(Amqp010Socket):
 
 
 class _Acceptor(Amqp010Listener):
-    """The listening socket; accepted connections become :class:`_GatedSocket`
-    (TLS first if the listener has a context)."""
+    """The listening socket (limits, backoff: :class:`~bridge.hosting.Amqp010Listener`);
+    accepted connections become :class:`_GatedSocket` (TLS first if the listener has a
+    context)."""
 
-    def on_selectable_readable(self, event: Any) -> None:
-        while True:
-            try:
-                sock, addr = self.sock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:  # e.g. out of file descriptors: try again on the next event
-                log.warning("façade: accept failed: %s", exc,
-                            extra={"event": "accept_failed", "error": str(exc)})
-                return
-            engine = Connection(Role.SERVER, self.make_config())
-            engine.tick(time.time())
-            hosted = _GatedSocket(self.container, sock, engine, self.on_event,
-                                  peer=f"{addr[0]}:{addr[1]}", tls=self.ssl_context,
-                                  server_side=True, on_handshake=self.on_handshake)
-            if self.on_accept is not None:
-                self.on_accept(hosted)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, socket_class=_GatedSocket, **kwargs)
 
 
 # --- per-connection and per-session state --------------------------------------------------
@@ -351,7 +337,8 @@ class Facade:
             self.acceptor = _Acceptor(self.container, host, int(port), self._engine_config,
                                       self._on_event, self._on_accept,
                                       ssl_context=self.ssl_context,
-                                      on_handshake=self._on_handshake)
+                                      on_handshake=self._on_handshake,
+                                      limits=_accept_limits(self.settings), name=self.name)
         except OSError as exc:
             raise ConfigError([f"listeners.{self.name}.bind: cannot listen on "
                                f"{self.settings.bind}: {exc.strerror or exc}"]) from None
@@ -377,6 +364,8 @@ class Facade:
         return ConnectionConfig(
             authenticator=self.authenticator,
             properties={"product": "amqp-bridge", "listener": self.name},
+            max_message_size=self.settings.max_message_size,
+            max_buffered=self.settings.max_buffered_per_connection,
             max_session_timeout=0)  # sessions are not resumable on the façade
 
     def _on_handshake(self, sock: Amqp010Socket) -> None:
@@ -871,6 +860,13 @@ def _busy_refusal(error: object) -> bool:
 
 
 _BUSY_REFUSALS = frozenset(REFUSAL_TEXT.values())
+
+
+def _accept_limits(settings: Listener) -> AcceptLimits:
+    return AcceptLimits(handshake_timeout=settings.handshake_timeout,
+                        max_connections=settings.max_connections,
+                        max_connections_per_peer=settings.max_connections_per_peer,
+                        max_buffered=settings.max_buffered)
 
 
 def _answer_login(engine: Connection, user: str, ok: bool) -> None:

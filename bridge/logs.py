@@ -129,3 +129,38 @@ class WarnLimiter:
             if now - last >= self.interval:
                 del self._last[key]
                 self._held.pop(key, None)
+
+
+class RateLimited:
+    """At most one log line per ``interval`` seconds for each kind of event.
+
+    For what hostile or broken peers can trigger at will (a refused connection, a
+    handshake that never completes, an ``accept()`` that fails): the first event logs
+    at once, the ones within the next ``interval`` seconds are only counted, and the
+    next line that gets through says how many were left out (``suppressed=N`` and in
+    the text), so a flood of bad clients costs one line per interval, not one per
+    client.  The events are still counted in full by the caller's metrics.  Used on
+    one thread (the event loop); ``clock`` is for tests.
+    """
+
+    def __init__(self, logger: logging.Logger, interval: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.logger = logger
+        self.limiter = WarnLimiter(interval, clock)
+
+    def log(self, level: int, key: str, msg: str, *args: Any,
+            extra: dict[str, Any] | None = None) -> bool:
+        """Log ``msg % args`` unless a line of kind ``key`` went out less than
+        ``interval`` seconds ago (then only count it); True if it was logged."""
+        suppressed = self.limiter.allow(key)
+        if suppressed is None:
+            return False
+        if suppressed:
+            msg += f" ({suppressed} more like it since the last such line not logged)"
+        self.logger.log(level, msg, *args, extra={**(extra or {}), "suppressed": suppressed})
+        return True
+
+    def warning(self, key: str, msg: str, *args: Any,
+                extra: dict[str, Any] | None = None) -> bool:
+        """:meth:`log` at WARNING."""
+        return self.log(logging.WARNING, key, msg, *args, extra=extra)

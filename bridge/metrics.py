@@ -11,7 +11,11 @@ snapshot.  The latency histogram is likewise a plain bucket array
 from __future__ import annotations
 
 import bisect
+import contextlib
+import errno
+import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -103,6 +107,11 @@ class ObservedBridge(Protocol):
         """``(name, refused logins by reason, abandoned logins)`` per façade listener."""
         ...
 
+    def observed_listener_limits(self) -> Iterable[tuple[str, Any]]:
+        """``(name, stats)`` per façade listener: ``stats.refused`` (reason -> count, fixed
+        keys), ``stats.handshake_timeouts``, ``stats.accept_failures``."""
+        ...
+
     def observed_faults(self) -> tuple[dict[str, int], dict[str, str]]:
         """Contained faults by kind, and ``part -> reason`` of the parts still down
         because of one (:mod:`bridge.containment`)."""
@@ -179,6 +188,7 @@ class BridgeCollector(Collector):
             refused.add_metric([name], refusals)
         yield clients
         yield refused
+        yield from _limit_families(list(self.bridge.observed_listener_limits()))
         faults = CounterMetricFamily(
             "amqp_bridge_faults", "Unexpected exceptions contained (the part was recovered "
             "or closed, the process went on).", labels=["kind"])
@@ -229,6 +239,28 @@ class BridgeCollector(Collector):
         yield subscriptions
 
 
+def _limit_families(listeners: list[tuple[str, Any]]) -> Iterator[Any]:
+    refused = CounterMetricFamily(
+        "amqp_bridge_connections_refused", "Façade connections refused for a limit "
+        "(max_connections, max_connections_per_peer, descriptors), or closed for one "
+        "(max_buffered).", labels=["listener", "reason"])
+        # (reason keys are fixed at start: iterating from this thread is safe)
+    timeouts = CounterMetricFamily(
+        "amqp_bridge_handshake_timeouts", "Façade connections closed for not logging in "
+        "within handshake_timeout.", labels=["listener"])
+    failures = CounterMetricFamily(
+        "amqp_bridge_accept_failures", "Failed accept() calls of a façade listener (out of "
+        "descriptors or memory: it pauses, 0.1 s doubling to 2 s).", labels=["listener"])
+    for name, stats in listeners:
+        for reason, count in stats.refused.items():
+            refused.add_metric([name, reason], count)
+        timeouts.add_metric([name], stats.handshake_timeouts)
+        failures.add_metric([name], stats.accept_failures)
+    yield refused
+    yield timeouts
+    yield failures
+
+
 def readiness(bridge: ObservedBridge) -> tuple[bool, dict[str, Any]]:
     """Whether every route is attached on both sides and no part is recovering from an
     internal fault, with the routes that are not ready and the parts that are recovering.
@@ -272,6 +304,53 @@ def wsgi_app(bridge: ObservedBridge) -> Callable[..., Iterable[bytes]]:
     return app
 
 
+class _Server(WSGIServer):
+    """The WSGI server, keeping one descriptor in reserve for when the process has none.
+
+    When the process is out of descriptors (a flood of connections to a façade listener
+    or anything else), ``accept()`` fails with EMFILE and the health checks would go
+    unanswered just when they matter. The server then gives up its reserve (a
+    descriptor on ``/dev/null``) for the accept, answers, and takes the reserve back
+    after closing the request. Serving a request needs no other descriptor. Without a
+    reserve (another thread took the freed descriptor first) it pauses 0.1 s instead
+    of retrying at once: the listening socket stays readable, and retrying would spin.
+    """
+
+    reserve: int | None = None
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self._take_reserve()
+
+    def _take_reserve(self) -> None:
+        if self.reserve is None:
+            with contextlib.suppress(OSError):
+                self.reserve = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+
+    def get_request(self) -> tuple[Any, Any]:
+        try:
+            return super().get_request()
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            if self.reserve is None:
+                time.sleep(0.1)
+                raise
+            os.close(self.reserve)
+            self.reserve = None
+            return super().get_request()
+
+    def close_request(self, request: Any) -> None:
+        super().close_request(request)
+        self._take_reserve()
+
+    def server_close(self) -> None:
+        super().server_close()
+        if self.reserve is not None:
+            os.close(self.reserve)
+            self.reserve = None
+
+
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -282,7 +361,7 @@ class MetricsServer:
 
     def __init__(self, bridge: ObservedBridge, host: str, port: int) -> None:
         self.server: WSGIServer = make_server(host, port, wsgi_app(bridge),
-                                              handler_class=_QuietHandler)
+                                              server_class=_Server, handler_class=_QuietHandler)
         bound = self.server.server_address
         self.address: tuple[str, int] = (str(bound[0]), int(bound[1]))
         """The bound address (the actual port when 0 was asked for)."""

@@ -229,6 +229,12 @@ class Connection:
         return sum(len(s._incomplete) for s in self.sessions.values())
 
     @property
+    def buffered(self) -> int:
+        """Received octets held for input not yet complete: unfinished assemblies plus
+        the partial frame (what ``max_buffered`` and ``max_message_size`` bound)."""
+        return self._assembler.buffered + self._decoder.buffered
+
+    @property
     def bytes_to_send(self) -> int:
         """Octets waiting in :meth:`data_to_send`."""
         return sum(len(b) for b in self._out)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -33,9 +34,12 @@ class BridgeRun:
     """``amqp-bridge run -c FILE`` as a subprocess; its log is kept for assertions."""
 
     def __init__(self, config: str, tmp_path: Path, name: str = "bridge", *,
-                 log_level: str = "info", args: tuple[str, ...] = ()) -> None:
+                 log_level: str = "info", args: tuple[str, ...] = (),
+                 nofile: int | None = None) -> None:
         self.log_level = log_level
         self.args = args
+        self.nofile = nofile
+        """RLIMIT_NOFILE (soft and hard) of the bridge process, if given."""
         self.config_path = tmp_path / f"{name}.yaml"
         self.config_path.write_text(config)
         self.log_path = tmp_path / f"{name}.log"
@@ -47,9 +51,13 @@ class BridgeRun:
             [sys.executable, "-m", "bridge.cli", "run", "-c", str(self.config_path),
              "--log-level", self.log_level, *self.args],
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=self._limits)
         log.close()
         return self
+
+    def _limits(self) -> None:  # in the child, before exec
+        if self.nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     @property
     def pid(self) -> int:
