@@ -814,6 +814,11 @@ def describe(cfg: BridgeConfig) -> list[str]:
             text += f"; dead-letter {_endpoint(cfg, route.dead_letter)}"
         mif = route.max_in_flight
         text += f"; max in flight {mif.messages} messages / {mif.bytes} bytes"
+        if route.target.connection is not None and \
+                cfg.connections[route.target.connection].protocol == "amqp1.0":
+            size = (f"{route.max_message_size} bytes" if route.max_message_size is not None
+                    else "the target's max-message-size")
+            text += f"; messages up to {size}; poison after {route.poison_attempts} link ends"
         if route.dedupe is not None:
             text += f"; dedupe window {route.dedupe.window}"
         text += f"; user-id {_user_id_rule(route)}"
