@@ -98,11 +98,11 @@ from .routes import (
     MAPPING_ERROR,
     Amqp10Link,
     RouteStats,
-    condition_text,
     dead_letter_copy,
     log_refused,
     plain_copy,
     redelivered_1_0,
+    report_poison,
     too_large,
 )
 from .tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
@@ -1151,14 +1151,7 @@ class FacadePublish:
     def _poisoned(self, entry: _Publish, link: Amqp10Link) -> None:
         """The target ended ``link`` too often while ``entry`` was alone in flight on it:
         dead-letter it, or refuse it to its publisher (execution.exception)."""
-        self.stats.poison_messages += 1
-        refusal = condition_text(link.refusal)
-        reason = (f"the AMQP 1.0 target {link.address!r} ended the link "
-                  f"{self.route.poison_attempts} times while this message was the only one "
-                  f"in flight: {refusal}")
-        log.warning("route %s: poison message: %s", self.name, reason,
-                    extra={**link.log_fields("poison_message"), "error": refusal,
-                           "peer": entry.st.client.sock.peer})
+        reason = report_poison(self.route, self.stats, link, peer=entry.st.client.sock.peer)
         condition = str(link.refusal.name) if link.refusal is not None else None
         if link is self.sender:
             self._refused(entry, condition, reason)

@@ -432,6 +432,18 @@ def log_refused(route: str, reason: str, *, dead_lettered: bool) -> None:
                            "suppressed": held})
 
 
+def report_poison(route: Route, stats: RouteStats, link: Amqp10Link, **fields: Any) -> str:
+    """Count and log a poison message ``link``'s peer refused (bridge.poison); returns the
+    reason to settle it with."""
+    stats.poison_messages += 1
+    refusal = condition_text(link.refusal)
+    reason = (f"the AMQP 1.0 target {link.address!r} ended the link {route.poison_attempts} "
+              f"times while this message was the only one in flight: {refusal}")
+    log.warning("route %s: poison message: %s", route.name, reason,
+                extra={**link.log_fields("poison_message"), "error": refusal, **fields})
+    return reason
+
+
 def too_large(size: int, limit: int, route: Route) -> str:
     """Why a message of ``size`` octets is refused on ``route``."""
     whose = "the route's max_message_size" if route.max_message_size is not None else \
@@ -727,13 +739,7 @@ class LegacyToAmqp10:
     def _poisoned(self, taken: _Taken, link: Amqp10Link) -> None:
         """The target ended ``link`` too often while ``taken`` was alone in flight on it:
         dead-letter it (or reject it at the source), and go on with the next message."""
-        self.stats.poison_messages += 1
-        refusal = condition_text(link.refusal)
-        reason = (f"the AMQP 1.0 target {link.address!r} ended the link "
-                  f"{self.route.poison_attempts} times while this message was the only one "
-                  f"in flight: {refusal}")
-        log.warning("route %s: poison message: %s", self.name, reason,
-                    extra={**link.log_fields("poison_message"), "error": refusal})
+        reason = report_poison(self.route, self.stats, link)
         if link is self.sender:
             message = AmqpMessage.decode(taken.data) if taken.data is not None else None
             self._dead_letter(taken, message, reason)
