@@ -560,15 +560,17 @@ class Facade:
             reason = (f"exchange {ev.destination!r} not found (this façade's exchanges: "
                       f"{known})")
             self.publish_refused(st.client.sock.peer, reason)
-            session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason, command=ev.transfer,
-                              field_index=0)
+            if st.live:  # (not if the connection already ended in this read: no one to tell)
+                session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason,
+                                  command=ev.transfer, field_index=0)
             return
         mp = ev.message_properties
         user = st.client.user
         if mp is not None and mp.user_id and mp.user_id != (user or "").encode():
-            session.exception(ErrorCode.UNAUTHORIZED_ACCESS, ev.command_id,
-                              f"user-id {mp.user_id!r} is not the authenticated user {user!r}",
-                              command=ev.transfer)
+            if st.live:
+                session.exception(ErrorCode.UNAUTHORIZED_ACCESS, ev.command_id,
+                                  f"user-id {mp.user_id!r} is not the authenticated user "
+                                  f"{user!r}", command=ev.transfer)
             return
         if self.stopping:
             # not taken: the transfer stays incomplete and the client resends it elsewhere
@@ -606,8 +608,9 @@ class Facade:
                       f"façade's queues: {known})")
             st = self.sessions.get(ev.session)
             self.publish_refused(st.client.sock.peer if st is not None else "?", reason)
-            ev.session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason,
-                                 command=ev.transfer)
+            if ev.session.attached:
+                ev.session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason,
+                                     command=ev.transfer)
             return None
         publisher = self.queue_publishers[key] = FacadePublish.into_queue(consume)
         return publisher
