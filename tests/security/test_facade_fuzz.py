@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,7 +33,14 @@ from bridge.amqp010.broker import Broker
 from bridge.amqp010.spec import CloseCode, DeliveryProperties, MessageProperties
 from bridge.amqp010.transport import BlockingClient, ClientError, EngineServer
 from bridge.passwords import MIN_ITERATIONS, hash_password
-from tests.support.bridge import BridgeRun, free_port, legacy_client, publish_legacy, wait_listening
+from tests.support.bridge import (
+    BridgeRun,
+    collect,
+    free_port,
+    legacy_client,
+    publish_legacy,
+    wait_listening,
+)
 from tests.support.hostile import (
     Case,
     Mutator,
@@ -46,8 +54,8 @@ from tests.support.metrics import http_get, metrics_port, poll, scrape
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
 
 SEED = int(os.environ.get("AMQP_BRIDGE_FUZZ_SEED", "20240611"))
-CASES = 480
-BATCH = 80
+CASES = 1600
+BATCH = 200
 """Cases between two checks of the bridge's health."""
 WORKERS = 12
 DEADLINE = 0.5
@@ -137,6 +145,14 @@ class WellBehaved(threading.Thread):
             self.stop.wait(0.05)
 
 
+def _bodies(url: str, address: str, expected: set[bytes]) -> Counter[bytes]:
+    """The bodies that arrive on ``address`` until all of ``expected`` did (duplicates, which
+    at-least-once allows, counted)."""
+    got = collect(url, address, lambda ms: expected <= {bytes(m.body) for m in ms},
+                  linger=0.3, timeout=30)
+    return Counter(bytes(m.body) for m in got)
+
+
 def _faults(mport: int) -> float:
     stats = scrape(mport)
     return sum(v for (name, _), v in stats.samples.items() if name == "amqp_bridge_faults_total")
@@ -205,16 +221,16 @@ def test_the_running_facade_survives_mutated_recordings(
             good.stop.set()
             good.join(30)
         # the canary's messages and the well-behaved client's publishes all arrived
-        canary = receive_messages(rabbitmq_url, queues["canary"], canary_sent, timeout=30)
-        app = receive_messages(rabbitmq_url, queues["app"], len(good.published), timeout=30)
+        canary_bodies = {f"canary {i}".encode() for i in range(canary_sent)}
+        canary = _bodies(rabbitmq_url, queues["canary"], canary_bodies)
+        app = _bodies(rabbitmq_url, queues["app"], set(good.published))
     print(f"fuzz seed {SEED}: {CASES} cases; RSS KiB start {base_rss}, samples {rss}; "
           f"well-behaved logins {len(good.latencies)}, latency max "
           f"{max(good.latencies, default=0):.3f}s")
     assert good.failures == [], good.failures
     assert len(good.published) >= CASES // BATCH  # it kept logging in throughout
-    assert sorted(bytes(r.message.body) for r in canary) == sorted(
-        f"canary {i}".encode() for i in range(canary_sent))
-    assert sorted(bytes(r.message.body) for r in app) == sorted(good.published)
+    assert set(canary) == canary_bodies, sorted(canary_bodies - set(canary))
+    assert set(app) == set(good.published), sorted(set(good.published) - set(app))
     # the fuzz got past the handshake often: it was not all refused at the door
     opened = [r for r in records(bridge.log()) if r.get("event") == "client_open"]
     assert len(opened) > CASES // 10
@@ -262,3 +278,50 @@ routes:
         faults = _faults(mport)
     assert faults == 0, [r for r in records(bridge.log()) if r.get("level") == "error"]
     assert stats.value("amqp_bridge_publishes_refused_total", listener="anon") == 1
+
+
+def test_subscribers_that_leave_at_once_do_not_bring_down_the_amqp10_connection(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """Found by the fuzzing (recordings that subscribe, cut short): a subscription's 1.0
+    link (and session) given up before RabbitMQ answered its begin made proton fail the
+    whole 1.0 connection ("begin reply to unknown channel N") — every route on it lost its
+    links, and publishes in flight were sent twice.  Now the session is ended once the
+    peer's begin arrived, and the connection stays up."""
+    port = free_port()
+    events = queue_address(unique_queue("fuzz-leave-events"))
+    config = f"""
+connections:
+  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+listeners:
+  anon: {{protocol: amqp0-10, bind: "127.0.0.1:{port}", allow_anonymous: true}}
+metrics: {{bind: "127.0.0.1:0"}}
+logging: {{format: json}}
+routes:
+  - name: jobs
+    from: {{connection: cloud, address: {queue_address(unique_queue("fuzz-leave-jobs"))}}}
+    to:   {{listener: anon, queue: jobs}}
+  - name: events
+    from: {{listener: anon, exchange: events}}
+    to:   {{connection: cloud, address: {events}}}
+"""
+    with BridgeRun(config, tmp_path) as bridge:
+        wait_listening(port, bridge)
+        mport = metrics_port(bridge.log)
+        poll(lambda: http_get(mport, "/readyz")[0], lambda s: s == 200, 30, "ready")
+        for _ in range(40):  # subscribe, and go before the bridge's 1.0 link is attached
+            client = BlockingClient.connect(f"amqp://127.0.0.1:{port}", timeout=20)
+            assert client.session is not None
+            client.session.message_subscribe("jobs", "jobs")
+            client.transport.flush()
+            client.transport.sock.close()
+        with BlockingClient.connect(f"amqp://127.0.0.1:{port}", timeout=20) as client:
+            for i in range(5):
+                client.publish(f"after {i}".encode(), exchange="events", routing_key="e")
+        stats = scrape(mport)
+        errors = [r for r in records(bridge.log()) if r.get("event") == "transport_error"]
+    assert errors == []
+    assert stats.value("amqp_bridge_reconnects_total", connection="cloud",
+                       protocol="amqp1.0") == 0
+    received = receive_messages(rabbitmq_url, events, 5, timeout=20)
+    assert sorted(bytes(r.message.body) for r in received) == [f"after {i}".encode()
+                                                               for i in range(5)]
