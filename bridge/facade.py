@@ -293,6 +293,8 @@ class Facade:
         """Publishes refused with an execution.exception (unknown exchange or queue, a
         route's refusal): ``amqp_bridge_publishes_refused_total``."""
         self._refusal_warnings = WarnLimiter()
+        self._login_warnings = WarnLimiter()
+        """Bad-credential refusals: one WARNING per client address every 10 s."""
         self.exchange_subscriptions: dict[str, FacadeConsume] = {}
         """Routes to an exchange of this listener: what temporary queues bound to it get."""
         self.queue_publishers: dict[str, FacadePublish] = {}
@@ -438,6 +440,20 @@ class Facade:
         elif login.state in ("waiting", "running"):
             self._pending_logins[sock] = login
 
+    def _login_refused(self, peer: str, error: str) -> None:
+        """A login refused (bad credentials, no usable mechanism): a WARNING line at most
+        once per client address every 10 s (saying how many it held back), the others at
+        INFO — a password-guessing client cannot flood the warnings."""
+        held = self._login_warnings.allow(peer.rpartition(":")[0])
+        fields = self.log_fields("login_refused", peer=peer, error=error,
+                                 suppressed=held or 0)
+        if held is None:
+            log.info("façade %s: %s: login refused: %s", self.name, peer, error, extra=fields)
+        else:
+            log.warning("façade %s: %s: login refused: %s%s", self.name, peer, error,
+                        f" ({held} more from that address since the last such warning)"
+                        if held else "", extra=fields)
+
     def _make_loop_calls(self) -> Callable[[Callable[[], None]], None]:
         self._loop_calls = LoopCalls(self.container)
         return self._loop_calls.call_soon
@@ -514,9 +530,7 @@ class Facade:
                             error, extra=self.log_fields("tls_refused", peer=sock.peer,
                                                          error=error))
             elif sock.engine.auth_error is not None and not _busy_refusal(sock.engine.auth_error):
-                log.warning("façade %s: %s: login refused: %s", self.name, sock.peer,
-                            sock.engine.auth_error, extra=self.log_fields(
-                                "login_refused", peer=sock.peer, error=str(sock.engine.auth_error)))
+                self._login_refused(sock.peer, str(sock.engine.auth_error))
             else:
                 reason = ev.text or f"code {ev.code}"
                 if sock.error:

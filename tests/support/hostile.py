@@ -429,7 +429,7 @@ def _hold(socks: list[socket.socket], limit: int) -> None:
 
 
 def attack_idle(target: Target, stop: threading.Event, stats: AttackStats,
-                *, hold: int = 40) -> None:
+                *, hold: int = 30, source: str = "127.0.0.6") -> None:
     """Connections that say nothing, and ones that send just the protocol header, kept
     open (up to ``hold`` of each at a time) until the bridge times them out."""
     socks: list[socket.socket] = []
@@ -437,7 +437,7 @@ def attack_idle(target: Target, stop: threading.Event, stats: AttackStats,
         while not stop.is_set():
             for header in (False, True):
                 def one(header: bool = header) -> None:
-                    sock = connect_from("127.0.0.1", target.port)
+                    sock = connect_from(source, target.port)
                     if header:
                         sock.sendall(PROTOCOL_HEADER)
                     socks.append(sock)
@@ -450,7 +450,7 @@ def attack_idle(target: Target, stop: threading.Event, stats: AttackStats,
 
 
 def attack_flood(target: Target, stop: threading.Event, stats: AttackStats,
-                 *, sources: tuple[str, ...] = ("127.0.0.1",), hold: int = 150) -> None:
+                 *, sources: tuple[str, ...] = ("127.0.0.7",), hold: int = 60) -> None:
     """Connection floods: connect, send the header, keep up to ``hold`` connections."""
     socks: list[socket.socket] = []
     i = 0
@@ -496,26 +496,33 @@ def _wait_open(conn: Connection, transport: SocketTransport, timeout: float = 20
 
 
 def attack_guessing(target: Target, stop: threading.Event, stats: AttackStats,
-                    *, sources: tuple[str, ...] = PEERS) -> None:
-    """Password guessing: unknown user names and wrong passwords for the real one; half of
-    the logins are abandoned (closed before the answer), half wait for it."""
+                    *, sources: tuple[str, ...] = PEERS, burst: int = 6) -> None:
+    """Password guessing: bursts of ``burst`` logins at once from one address, unknown user
+    names and wrong passwords for the real one; half of each burst is abandoned (closed
+    before the answer), the other half waits for it."""
     i = 0
     while not stop.is_set():
-        i += 1
-        user = target.user if i % 3 == 0 else f"nobody{i}"
         source = sources[i % len(sources)]
+        logins = []
+        for _ in range(burst):
+            i += 1
+            user = target.user if i % 3 == 0 else f"nobody{i}"
 
-        def one(i: int = i, user: str = user, source: str = source) -> None:
-            conn, transport = _raw_login(source, target.port, user, f"guess{i}")
-            try:
-                if i % 2:
-                    end = time.monotonic() + 10
-                    while not conn.closed and time.monotonic() < end and not stop.is_set():
-                        transport.read_once(0.2)
-            finally:
+            def one(user: str = user, i: int = i, source: str = source,
+                    logins: list[tuple[Connection, SocketTransport]] = logins) -> None:
+                logins.append(_raw_login(source, target.port, user, f"guess{i}"))
+            _quiet(one)
+        for n, (_, transport) in enumerate(logins):
+            if n % 2 == 0:
                 transport.sock.close()
-        if _quiet(one):
-            stats.add("guesses_abandoned" if i % 2 == 0 else "guesses_answered")
+                stats.add("guesses_abandoned")
+        for n, (conn, transport) in enumerate(logins):
+            if n % 2:
+                end = time.monotonic() + 10
+                while not conn.closed and not transport.eof and time.monotonic() < end:
+                    transport.read_once(0.2)
+                transport.sock.close()
+                stats.add("guesses_answered")
 
 
 def attack_partial_frames(target: Target, stop: threading.Event, stats: AttackStats,
@@ -538,8 +545,29 @@ def attack_partial_frames(target: Target, stop: threading.Event, stats: AttackSt
         _hold(socks, 0)
 
 
-def _url(target: Target, source: str = "127.0.0.1") -> str:
-    return f"amqp://{target.user}:{target.password}@127.0.0.1:{target.port}"
+def client_from(source: str, port: int, user: str, password: str,
+                timeout: float = 20.0) -> BlockingClient:
+    """A logged-in :class:`BlockingClient` (session attached) from loopback ``source``."""
+    sock = connect_from(source, port, timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    url = f"amqp://{user}:{password}@127.0.0.1:{port}"
+    conn = Connection(Role.CLIENT, client_config(url))
+    client = BlockingClient(SocketTransport(sock, conn), conn, timeout)
+    try:
+        client._wait(lambda: client.opened is not None, "connection.open-ok")
+        client.attach()
+    except BaseException:
+        client.transport.close()
+        raise
+    return client
+
+
+AUTHENTICATED = "127.0.0.8"
+"""Where the attackers that log in come from."""
+
+
+def _client(target: Target) -> BlockingClient:
+    return client_from(AUTHENTICATED, target.port, target.user, target.password)
 
 
 def attack_unfinished(target: Target, stop: threading.Event, stats: AttackStats,
@@ -549,7 +577,7 @@ def attack_unfinished(target: Target, stop: threading.Event, stats: AttackStats,
     goes away (and comes back)."""
     while not stop.is_set():
         def one() -> None:
-            client = BlockingClient.connect(_url(target), timeout=20)
+            client = _client(target)
             try:
                 sessions = [client.conn.attach(f"unfinished-{n}") for n in range(channels)]
                 end = time.monotonic() + 10
@@ -584,7 +612,7 @@ def attack_channels(target: Target, stop: threading.Event, stats: AttackStats) -
     """Logged in, a session attached on a channel past channel-max."""
     while not stop.is_set():
         def one() -> None:
-            conn, transport = _raw_login("127.0.0.1", target.port, target.user, target.password)
+            conn, transport = _raw_login(AUTHENTICATED, target.port, target.user, target.password)
             try:
                 if not _wait_open(conn, transport):
                     return
@@ -611,7 +639,7 @@ def attack_oversized(target: Target, stop: threading.Event, stats: AttackStats) 
         body = b"o" * (target.limit + 1000)
 
         def one(exchange: str = exchange, body: bytes = body) -> None:
-            with BlockingClient.connect(_url(target), timeout=20) as client:
+            with _client(target) as client:
                 client.publish(body, exchange=exchange, routing_key="x")
         if not _quiet(one):  # refused, as it should be
             stats.add("oversized_refused" if i % 2 else "unknown_exchange_refused")
@@ -637,10 +665,12 @@ def attack_garbage(target: Target, stop: threading.Event, stats: AttackStats) ->
 ATTACKS: dict[str, Callable[..., None]] = {
     "idle": attack_idle,
     "flood_one_address": attack_flood,
-    "flood_few_addresses": lambda t, s, st: attack_flood(t, s, st, sources=PEERS, hold=60),
+    "flood_few_addresses": lambda t, s, st: attack_flood(t, s, st, sources=PEERS, hold=160),
     "guessing": attack_guessing,
     "partial_frames": attack_partial_frames,
     "unfinished": attack_unfinished,
+    "unfinished_2": attack_unfinished,
+    "unfinished_3": attack_unfinished,
     "channels": attack_channels,
     "oversized": attack_oversized,
     "garbage": attack_garbage,
