@@ -53,7 +53,7 @@ RSS_BOUND_KIB = MAX_BUFFERED // 1024 + 64 * 1024
 heap's own growth (docs/operations.md#limits)."""
 LIMIT = 10_000
 """max_message_size of the ``limited`` route."""
-MAX_WARNINGS = 120
+MAX_WARNINGS = 100
 """WARNING lines allowed for the whole run: each kind is logged at most once per 10 s (per
 client address for the login and publish refusals), about 7 windows in this run, a handful
 of kinds and the 4 + 2 attacking addresses."""

@@ -42,6 +42,7 @@ from bridge.amqp010.connection import Connection, ConnectionState, Role
 from bridge.amqp010.framing import (
     PROTOCOL_HEADER,
     Assembler,
+    Assembly,
     FrameDecoder,
     ProtocolHeader,
     encode_assembly,
@@ -102,7 +103,7 @@ def anonymous_variant(stream: ClientStream) -> ClientStream:
     decoder = FrameDecoder(expect_protocol_header=True)
     decoder.feed(stream.header + stream.frames[0])
     [_, first] = list(decoder.assemblies(Assembler()))
-    assert isinstance(first.op, ConnectionStartOk), first
+    assert isinstance(first, Assembly) and isinstance(first.op, ConnectionStartOk), first
     start_ok = ConnectionStartOk(client_properties=first.op.client_properties,
                                  mechanism="ANONYMOUS", response=b"anonymous")
     _, frames = split_frames(PROTOCOL_HEADER + encode_assembly(0, start_ok))
@@ -503,7 +504,7 @@ def attack_guessing(target: Target, stop: threading.Event, stats: AttackStats,
     i = 0
     while not stop.is_set():
         source = sources[i % len(sources)]
-        logins = []
+        logins: list[tuple[Connection, SocketTransport]] = []
         for _ in range(burst):
             i += 1
             user = target.user if i % 3 == 0 else f"nobody{i}"
