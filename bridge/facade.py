@@ -780,8 +780,7 @@ class Facade:
         if self.stopping:
             raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED, "amqp-bridge is shutting down")
         dest = c.destination or ""
-        accept = AcceptMode.EXPLICIT if c.accept_mode is None else AcceptMode(c.accept_mode)
-        sub = route.subscribe(st, dest, accept, bool(c.exclusive), queue=c.queue or "")
+        sub = route.subscribe(st, dest, _accept_mode(c), bool(c.exclusive), queue=c.queue or "")
         st.subscriptions[dest] = sub
         # like qpidd: complete once the subscription is live
         return sub.complete_when_attached(cid, c)
@@ -799,8 +798,7 @@ class Facade:
             raise Refused(ErrorCode.NOT_IMPLEMENTED, "browsing (acquire-mode not-acquired) is "
                                                      "not available through the façade", 3)
         dest = c.destination or ""
-        sub.adopt(dest, AcceptMode.EXPLICIT if c.accept_mode is None
-                  else AcceptMode(c.accept_mode), bool(c.exclusive))
+        sub.adopt(dest, _accept_mode(c), bool(c.exclusive))
         st.subscriptions[dest] = sub
         return sub.complete_when_attached(cid, c)
 
@@ -869,6 +867,17 @@ _COMMANDS: dict[type[Command], Callable[..., Struct | _Later | None]] = {
     MessageReject: Facade._reject,
     MessageRelease: Facade._release,
 }
+
+
+def _accept_mode(c: MessageSubscribe) -> AcceptMode:
+    """The subscription's accept-mode; one that is not in the spec is refused."""
+    if c.accept_mode is None:
+        return AcceptMode.EXPLICIT
+    try:
+        return AcceptMode(c.accept_mode)
+    except ValueError:
+        raise Refused(ErrorCode.INVALID_ARGUMENT, f"accept-mode {c.accept_mode} is not 0 "
+                                                  f"(explicit) or 1 (none)", 2) from None
 
 
 def _busy_refusal(error: object) -> bool:

@@ -30,7 +30,8 @@ from pathlib import Path
 import pytest
 
 from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import CloseCode, DeliveryProperties, MessageProperties
+from bridge.amqp010.events import ExecutionExceptionReceived
+from bridge.amqp010.spec import CloseCode, DeliveryProperties, ErrorCode, MessageProperties
 from bridge.amqp010.transport import BlockingClient, ClientError, EngineServer
 from bridge.passwords import MIN_ITERATIONS, hash_password
 from tests.support.bridge import (
@@ -194,7 +195,9 @@ def test_the_running_facade_survives_mutated_recordings(
             assert faults == 0, (f"{faults} contained fault(s) {where}:\n"
                                  + "\n".join(str(r) for r in records(bridge.log())
                                              if r.get("level") == "error")[-4000:]
-                                 + "\n" + "\n".join(c.describe() for c in after))
+                                 + f"\nreplay with AMQP_BRIDGE_FUZZ_SEED={SEED}; cases: "
+                                 + "; ".join(f"{c.index} {c.stream} {c.mutations}"
+                                             for c in after))
             publish_legacy(server, "canary", [
                 (DeliveryProperties(delivery_mode=2), MessageProperties(content_type="text/plain"),
                  f"canary {canary_sent + i}".encode()) for i in range(5)])
@@ -325,3 +328,37 @@ routes:
     received = receive_messages(rabbitmq_url, events, 5, timeout=20)
     assert sorted(bytes(r.message.body) for r in received) == [f"after {i}".encode()
                                                                for i in range(5)]
+
+
+def test_a_subscribe_with_an_accept_mode_not_in_the_spec_is_refused(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """Found by the fuzzing (seed 2, cases 1400..1599): message.subscribe with accept-mode
+    255 raised ValueError in the façade — a contained fault.  Now it is refused with
+    invalid-argument, naming the field."""
+    port = free_port()
+    config = f"""
+connections:
+  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+listeners:
+  anon: {{protocol: amqp0-10, bind: "127.0.0.1:{port}", allow_anonymous: true}}
+metrics: {{bind: "127.0.0.1:0"}}
+logging: {{format: json}}
+routes:
+  - name: jobs
+    from: {{connection: cloud, address: {queue_address(unique_queue("fuzz-accept-mode"))}}}
+    to:   {{listener: anon, queue: jobs}}
+"""
+    with BridgeRun(config, tmp_path) as bridge:
+        wait_listening(port, bridge)
+        mport = metrics_port(bridge.log)
+        with BlockingClient.connect(f"amqp://127.0.0.1:{port}", timeout=20) as client:
+            assert client.session is not None
+            client.session.message_subscribe("jobs", "jobs", accept_mode=255)
+            with pytest.raises(ClientError) as refused:
+                client.sync()
+        faults = _faults(mport)
+    event = refused.value.event
+    assert isinstance(event, ExecutionExceptionReceived), event
+    assert event.error_code == ErrorCode.INVALID_ARGUMENT and event.field_index == 2
+    assert event.description == "accept-mode 255 is not 0 (explicit) or 1 (none)"
+    assert faults == 0
