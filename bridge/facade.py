@@ -293,6 +293,8 @@ class Facade:
         """Publishes refused with an execution.exception (unknown exchange or queue, a
         route's refusal): ``amqp_bridge_publishes_refused_total``."""
         self._refusal_warnings = WarnLimiter()
+        self._login_warnings = WarnLimiter()
+        """Bad-credential refusals: one WARNING per client address every 10 s."""
         self.exchange_subscriptions: dict[str, FacadeConsume] = {}
         """Routes to an exchange of this listener: what temporary queues bound to it get."""
         self.queue_publishers: dict[str, FacadePublish] = {}
@@ -438,6 +440,20 @@ class Facade:
         elif login.state in ("waiting", "running"):
             self._pending_logins[sock] = login
 
+    def _login_refused(self, peer: str, error: str) -> None:
+        """A login refused (bad credentials, no usable mechanism): a WARNING line at most
+        once per client address every 10 s (saying how many it held back), the others at
+        INFO — a password-guessing client cannot flood the warnings."""
+        held = self._login_warnings.allow(peer.rpartition(":")[0])
+        fields = self.log_fields("login_refused", peer=peer, error=error,
+                                 suppressed=held or 0)
+        if held is None:
+            log.info("façade %s: %s: login refused: %s", self.name, peer, error, extra=fields)
+        else:
+            log.warning("façade %s: %s: login refused: %s%s", self.name, peer, error,
+                        f" ({held} more from that address since the last such warning)"
+                        if held else "", extra=fields)
+
     def _make_loop_calls(self) -> Callable[[Callable[[], None]], None]:
         self._loop_calls = LoopCalls(self.container)
         return self._loop_calls.call_soon
@@ -514,9 +530,7 @@ class Facade:
                             error, extra=self.log_fields("tls_refused", peer=sock.peer,
                                                          error=error))
             elif sock.engine.auth_error is not None and not _busy_refusal(sock.engine.auth_error):
-                log.warning("façade %s: %s: login refused: %s", self.name, sock.peer,
-                            sock.engine.auth_error, extra=self.log_fields(
-                                "login_refused", peer=sock.peer, error=str(sock.engine.auth_error)))
+                self._login_refused(sock.peer, str(sock.engine.auth_error))
             else:
                 reason = ev.text or f"code {ev.code}"
                 if sock.error:
@@ -560,15 +574,17 @@ class Facade:
             reason = (f"exchange {ev.destination!r} not found (this façade's exchanges: "
                       f"{known})")
             self.publish_refused(st.client.sock.peer, reason)
-            session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason, command=ev.transfer,
-                              field_index=0)
+            if st.live:  # (not if the connection already ended in this read: no one to tell)
+                session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason,
+                                  command=ev.transfer, field_index=0)
             return
         mp = ev.message_properties
         user = st.client.user
         if mp is not None and mp.user_id and mp.user_id != (user or "").encode():
-            session.exception(ErrorCode.UNAUTHORIZED_ACCESS, ev.command_id,
-                              f"user-id {mp.user_id!r} is not the authenticated user {user!r}",
-                              command=ev.transfer)
+            if st.live:
+                session.exception(ErrorCode.UNAUTHORIZED_ACCESS, ev.command_id,
+                                  f"user-id {mp.user_id!r} is not the authenticated user "
+                                  f"{user!r}", command=ev.transfer)
             return
         if self.stopping:
             # not taken: the transfer stays incomplete and the client resends it elsewhere
@@ -606,8 +622,9 @@ class Facade:
                       f"façade's queues: {known})")
             st = self.sessions.get(ev.session)
             self.publish_refused(st.client.sock.peer if st is not None else "?", reason)
-            ev.session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason,
-                                 command=ev.transfer)
+            if ev.session.attached:
+                ev.session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason,
+                                     command=ev.transfer)
             return None
         publisher = self.queue_publishers[key] = FacadePublish.into_queue(consume)
         return publisher
@@ -763,8 +780,7 @@ class Facade:
         if self.stopping:
             raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED, "amqp-bridge is shutting down")
         dest = c.destination or ""
-        accept = AcceptMode.EXPLICIT if c.accept_mode is None else AcceptMode(c.accept_mode)
-        sub = route.subscribe(st, dest, accept, bool(c.exclusive), queue=c.queue or "")
+        sub = route.subscribe(st, dest, _accept_mode(c), bool(c.exclusive), queue=c.queue or "")
         st.subscriptions[dest] = sub
         # like qpidd: complete once the subscription is live
         return sub.complete_when_attached(cid, c)
@@ -782,8 +798,7 @@ class Facade:
             raise Refused(ErrorCode.NOT_IMPLEMENTED, "browsing (acquire-mode not-acquired) is "
                                                      "not available through the façade", 3)
         dest = c.destination or ""
-        sub.adopt(dest, AcceptMode.EXPLICIT if c.accept_mode is None
-                  else AcceptMode(c.accept_mode), bool(c.exclusive))
+        sub.adopt(dest, _accept_mode(c), bool(c.exclusive))
         st.subscriptions[dest] = sub
         return sub.complete_when_attached(cid, c)
 
@@ -852,6 +867,17 @@ _COMMANDS: dict[type[Command], Callable[..., Struct | _Later | None]] = {
     MessageReject: Facade._reject,
     MessageRelease: Facade._release,
 }
+
+
+def _accept_mode(c: MessageSubscribe) -> AcceptMode:
+    """The subscription's accept-mode; one that is not in the spec is refused."""
+    if c.accept_mode is None:
+        return AcceptMode.EXPLICIT
+    try:
+        return AcceptMode(c.accept_mode)
+    except ValueError:
+        raise Refused(ErrorCode.INVALID_ARGUMENT, f"accept-mode {c.accept_mode} is not 0 "
+                                                  f"(explicit) or 1 (none)", 2) from None
 
 
 def _busy_refusal(error: object) -> bool:

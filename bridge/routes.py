@@ -238,6 +238,9 @@ class Amqp10Link:
         self.generation = 0
         self._stale: list[tuple[Any, Any]] = []
         """Links (and sessions) of dead transports, waiting to be re-attached and closed."""
+        self._detaching: list[tuple[Any, Any]] = []
+        """Links given up, with their sessions: each session is ended once the peer has
+        detached its link."""
         watchers = getattr(self.handler, "watchers", None)
         if watchers is not None:
             watchers.append(self)
@@ -318,16 +321,26 @@ class Amqp10Link:
     def on_link_remote_close(self, event: Any) -> None:
         if event.link == self.link:
             self._lost("link closed by the peer", event.link.remote_condition)
+        else:
+            self._link_gone(event.link)
 
     def on_link_remote_detach(self, event: Any) -> None:
         if event.link == self.link:
             self._lost("link detached by the peer", event.link.remote_condition)
+        else:
+            self._link_gone(event.link)
 
     def on_session_remote_close(self, event: Any) -> None:
         session = event.session
         if session == self.session:
             self._lost("session ended by the peer", session.remote_condition)
-        elif session.state & Endpoint.LOCAL_CLOSED:
+            return
+        for entry in self._detaching:
+            if entry[1] == session:  # ended by the peer before it detached the link
+                self._detaching.remove(entry)
+                self._end_session(session)
+                return
+        if session.state & Endpoint.LOCAL_CLOSED:
             session.free()  # an old session's end handshake is complete
 
     def on_disconnected(self) -> None:
@@ -369,15 +382,36 @@ class Amqp10Link:
         link.open()
         self.session, self.link = session, link
 
-    @staticmethod
-    def _retire(link: Any, session: Any) -> None:
-        """Close a link and its session; the session is freed once the peer ends it too."""
+    def _retire(self, link: Any, session: Any) -> None:
+        """Close a link, and its session once the peer has detached the link too; the
+        session is freed once the peer ends it as well.  Ending the session earlier — before
+        the peer's begin, or while its answers about the link are still on the way — makes
+        proton fail the whole connection ("begin reply to unknown channel", or "no such
+        channel" when proton reuses the channel for a new session and the old session's
+        late frames arrive): every route on it, which a façade client subscribing and
+        leaving at once could otherwise do at will."""
         if link.state & Endpoint.LOCAL_ACTIVE:
             link.close()
+        if (session.state & Endpoint.LOCAL_ACTIVE
+                and not (link.state | session.state) & Endpoint.REMOTE_CLOSED):
+            self._detaching.append((link, session))  # ended in _link_gone
+            return
+        self._end_session(session)
+
+    @staticmethod
+    def _end_session(session: Any) -> None:
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
         if session.state & Endpoint.REMOTE_CLOSED:
             session.free()
+
+    def _link_gone(self, link: Any) -> None:
+        """The peer detached a link we gave up: its session may end now."""
+        for entry in self._detaching:
+            if entry[0] == link:
+                self._detaching.remove(entry)
+                self._end_session(entry[1])
+                return
 
     def _lost(self, what: str, condition: Condition | None = None) -> None:
         if self.closing or self.link is None:

@@ -70,3 +70,41 @@ routes:
     closed = " ".join(str(r.get("error", "")) for r in lines if r.get("event") == "client_closed")
     assert "the peer speaks AMQP 1.0 (SASL layer), not AMQP 0-10" in closed
     assert "TLS (a ClientHello: the client uses TLS, this port does not)" in closed
+
+
+def test_bad_credentials_warn_once_per_address_every_10s(rabbitmq_url: str,
+                                                         tmp_path: Path) -> None:
+    """Found by the attack mix (tests/security/test_attack_mix.py): a client guessing
+    passwords got one WARNING line per guess (over a thousand a minute).  Now one per client
+    address every 10 s, saying how many it held back; the others are INFO lines."""
+    from bridge.amqp010.events import ConnectionClosed
+    from tests.support.logins import RawLogin
+
+    port = free_port()
+    config = f"""
+connections:
+  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+listeners:
+  app: {{protocol: amqp0-10, bind: "127.0.0.1:{port}", users: {{app: right}}}}
+logging: {{format: json}}
+routes:
+  - name: events
+    from: {{listener: app, exchange: events}}
+    to:   {{connection: cloud, address: {queue_address(unique_queue("refused-logins"))}}}
+"""
+    with BridgeRun(config, tmp_path) as bridge:
+        wait_listening(port, bridge)
+        for source, count in (("127.0.0.2", 10), ("127.0.0.3", 2)):
+            for i in range(count):
+                login = RawLogin(source, port, f"nobody{i}")
+                answer = login.answer()
+                login.close()
+                assert isinstance(answer, ConnectionClosed)
+                assert answer.text == f"authentication failed: bad credentials for 'nobody{i}'"
+        wait_for(lambda: sum(r.get("event") == "login_refused"
+                             for r in records(bridge.log())) == 12, 10, "12 refusals logged")
+    refused = [r for r in records(bridge.log()) if r.get("event") == "login_refused"]
+    warnings = [r for r in refused if r["level"] == "warning"]
+    assert [r["peer"].rpartition(":")[0] for r in warnings] == ["127.0.0.2", "127.0.0.3"]
+    assert [r["level"] for r in refused].count("info") == 10
+    assert all("bad credentials for 'nobody" in r["error"] for r in refused)
