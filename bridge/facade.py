@@ -292,8 +292,7 @@ class Facade:
         self.refused_publishes = 0
         """Publishes refused with an execution.exception (unknown exchange or queue, a
         route's refusal): ``amqp_bridge_publishes_refused_total``."""
-        self._refusal_warnings = WarnLimiter()
-        self._login_warnings = WarnLimiter()
+        self._client_warnings = WarnLimiter()
         """Bad-credential refusals: one WARNING per client address every 10 s."""
         self.exchange_subscriptions: dict[str, FacadeConsume] = {}
         """Routes to an exchange of this listener: what temporary queues bound to it get."""
@@ -440,19 +439,20 @@ class Facade:
         elif login.state in ("waiting", "running"):
             self._pending_logins[sock] = login
 
-    def _login_refused(self, peer: str, error: str) -> None:
-        """A login refused (bad credentials, no usable mechanism): a WARNING line at most
-        once per client address every 10 s (saying how many it held back), the others at
-        INFO — a password-guessing client cannot flood the warnings."""
-        held = self._login_warnings.allow(peer.rpartition(":")[0])
-        fields = self.log_fields("login_refused", peer=peer, error=error,
-                                 suppressed=held or 0)
+    def _client_warning(self, event: str, peer: str, what: str, error: str,
+                        **fields: Any) -> None:
+        """Something a client can provoke at will (a refused login, TLS handshake or
+        publish): a WARNING line at most once per client address and kind every 10 s
+        (saying how many it held back), the others at INFO — a hostile client cannot
+        flood the warnings."""
+        held = self._client_warnings.allow((event, peer.rpartition(":")[0]))
+        extra = self.log_fields(event, peer=peer, error=error, suppressed=held or 0, **fields)
         if held is None:
-            log.info("façade %s: %s: login refused: %s", self.name, peer, error, extra=fields)
+            log.info("façade %s: %s: %s: %s", self.name, peer, what, error, extra=extra)
         else:
-            log.warning("façade %s: %s: login refused: %s%s", self.name, peer, error,
+            log.warning("façade %s: %s: %s: %s%s", self.name, peer, what, error,
                         f" ({held} more from that address since the last such warning)"
-                        if held else "", extra=fields)
+                        if held else "", extra=extra)
 
     def _make_loop_calls(self) -> Callable[[Callable[[], None]], None]:
         self._loop_calls = LoopCalls(self.container)
@@ -525,12 +525,11 @@ class Facade:
             self._dirty.discard(client.sock)
             self._login_closed(client.sock)
             if sock.tls_error is not None:
-                error = describe_ssl_error(sock.tls_error)
-                log.warning("façade %s: %s: TLS handshake failed: %s", self.name, sock.peer,
-                            error, extra=self.log_fields("tls_refused", peer=sock.peer,
-                                                         error=error))
+                self._client_warning("tls_refused", sock.peer, "TLS handshake failed",
+                                     describe_ssl_error(sock.tls_error))
             elif sock.engine.auth_error is not None and not _busy_refusal(sock.engine.auth_error):
-                self._login_refused(sock.peer, str(sock.engine.auth_error))
+                self._client_warning("login_refused", sock.peer, "login refused",
+                                     str(sock.engine.auth_error))
             else:
                 reason = ev.text or f"code {ev.code}"
                 if sock.error:
@@ -598,14 +597,8 @@ class Facade:
         """A publish was refused with an execution.exception: count it, and log it (at
         most one WARNING line per client address every 10 s)."""
         self.refused_publishes += 1
-        held = self._refusal_warnings.allow(peer.rpartition(":")[0])
-        if held is not None:
-            fields = {"route": route} if route is not None else {}
-            log.warning("façade %s: %s: publish refused: %s%s", self.name, peer, reason,
-                        f" ({held} more from that address since the last such line)"
-                        if held else "",
-                        extra=self.log_fields("publish_refused", peer=peer, error=reason,
-                                              suppressed=held, **fields))
+        fields = {"route": route} if route is not None else {}
+        self._client_warning("publish_refused", peer, "publish refused", reason, **fields)
 
     def _queue_publisher(self, ev: MessageReceived) -> FacadePublish | None:
         """The route for a publish to the default exchange: the façade queue its routing
