@@ -133,8 +133,8 @@ def parse(path: Path) -> Spec:
         for kind in ("control", "command"):
             for op in cls.findall(NS + kind):
                 spec.ops.append(_op(spec, cname, kind, op))
-    for s in spec.structs.values():
-        s.fields = [_resolve(spec, s.qname.split(".")[0], f) for f in s.fields]
+    for struct in spec.structs.values():
+        struct.fields = [_resolve(spec, struct.qname.split(".")[0], f) for f in struct.fields]
     return spec
 
 
