@@ -34,7 +34,8 @@ from .config import (
     config_secrets,
 )
 from .containment import faults_of
-from .legacy import LegacyConnection, _Timer, backoff
+from .hosting import Timer
+from .legacy import LegacyConnection, backoff
 from .logs import add_secrets
 from .metrics import MetricsServer
 from .routes import Amqp10ToLegacy, LegacyToAmqp10, condition_text
@@ -225,7 +226,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
         container = event.container
         self.container = container
-        container.schedule(HOUSEKEEPING_INTERVAL, _Timer(self._housekeeping))
+        container.schedule(HOUSEKEEPING_INTERVAL, Timer(self._housekeeping))
         self.facades = {
             name: Facade(container, name, listener)
             for name, listener in self.config.listeners.items()}
@@ -402,7 +403,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                                 pending, extra={"event": "stop_timeout", "in_flight": pending})
                 self._close_all()
                 return
-        self.container.schedule(HOUSEKEEPING_INTERVAL, _Timer(self._housekeeping))
+        self.container.schedule(HOUSEKEEPING_INTERVAL, Timer(self._housekeeping))
 
     def _log_readiness(self) -> None:
         """One line whenever a route becomes ready or stops being ready."""
@@ -438,7 +439,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             conn.close()
         # let the close frames go out, then end the loop whatever peers do; the taps are
         # closed last, once no outcome can come any more
-        self.container.schedule(CLOSE_GRACE, _Timer(self._stop_loop))
+        self.container.schedule(CLOSE_GRACE, Timer(self._stop_loop))
 
     def _stop_loop(self) -> None:
         assert self.container is not None

@@ -349,9 +349,9 @@ def _describe(obj: Any, frame_name: str, event: Any, entry: str) -> _Part:
 
 
 def _reschedule(container: Any, delay: float, fn: Callable[[], None]) -> None:
-    from .legacy import _Timer
+    from .hosting import Timer
 
-    container.schedule(delay, _Timer(fn))
+    container.schedule(delay, Timer(fn))
 
 
 def _stop(container: Any) -> None:
@@ -384,7 +384,8 @@ def _facade_client(facade: Any, sock: Any) -> _Part:
 
 
 def _amqp10_link(link: Any) -> _Part:
-    from .legacy import _Timer, backoff
+    from .hosting import Timer
+    from .legacy import backoff
     from .routes import RELINK
 
     def recover(reason: str) -> Callable[[], bool] | None:
@@ -394,7 +395,7 @@ def _amqp10_link(link: Any) -> _Part:
             link._lost(reason)  # the route's re-attach path, with its backoff
         else:  # the fault came while re-creating it: try again later
             link.failures += 1
-            link.container.schedule(backoff(RELINK, link.failures - 1), _Timer(link._reopen))
+            link.container.schedule(backoff(RELINK, link.failures - 1), Timer(link._reopen))
         return lambda: link.up or link.closing
 
     return _Part("amqp10_link", f"1.0 link {link.name}",

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from proton import Array, Condition, Delivery, Handler, Link, symbol
+from proton import Array, Condition, Delivery, Link, symbol
 from proton.reactor import Container
 
 from mappings.errors import MappingError
@@ -89,7 +89,7 @@ from .amqp010.spec import (
     QueueQueryResult,
 )
 from .config import ConfigError, Listener, Route
-from .hosting import AcceptLimits, Amqp010Listener, Amqp010Socket, LoopCalls
+from .hosting import AcceptLimits, Amqp010Listener, Amqp010Socket, LoopCalls, Timer
 from .logins import REFUSAL_TEXT, LoginChecks, PendingLogin
 from .logs import WarnLimiter
 from .passwords import PasswordTable
@@ -161,13 +161,6 @@ class _Later:
 
 LATER = _Later()
 
-
-class _Timer(Handler):  # type: ignore[misc]
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self.fn = fn
-
-    def on_timer_task(self, event: Any) -> None:
-        self.fn()
 
 
 # --- hosting: accepted sockets whose reading can be paused ---------------------------------
@@ -397,14 +390,14 @@ class Facade:
         self.stopping = True
         if self.acceptor is not None:
             self.acceptor.close()
-        self.container.schedule(_STOP_POLL, _Timer(self._close_when_drained))
+        self.container.schedule(_STOP_POLL, Timer(self._close_when_drained))
 
     def _close_when_drained(self) -> None:
         routes: list[FacadePublish | FacadeConsume] = [*self.publish_routes.values(),
                                                        *self.queue_publishers.values(),
                                                        *self.consume_routes.values()]
         if any(r.pending for r in routes):
-            self.container.schedule(_STOP_POLL, _Timer(self._close_when_drained))
+            self.container.schedule(_STOP_POLL, Timer(self._close_when_drained))
             return
         for sock in list(self.clients):
             sock.engine.close(CloseCode.CONNECTION_FORCED, "amqp-bridge is shutting down")
@@ -471,7 +464,7 @@ class Facade:
         self._dirty.add(sock)
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.container.schedule(0, _Timer(self._flush))
+            self.container.schedule(0, Timer(self._flush))
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -1372,7 +1365,7 @@ class _Subscription:
             return True  # nothing is on its way
         self.flushes.append(cid)
         if link.up and len(self.flushes) == 1:
-            self.route.container.schedule(FLUSH_GRACE, _Timer(self._finish_flushes))
+            self.route.container.schedule(FLUSH_GRACE, Timer(self._finish_flushes))
         return False
 
     def _finish_flushes(self) -> None:
@@ -1399,7 +1392,7 @@ class _Subscription:
                 self.route.facade.flush_later(self.st.client.sock)
         self.grant()
         if self.flushes:
-            self.route.container.schedule(FLUSH_GRACE, _Timer(self._finish_flushes))
+            self.route.container.schedule(FLUSH_GRACE, Timer(self._finish_flushes))
 
     def complete_when_attached(self, cid: int, command: Command) -> _Later | None:
         """Complete ``cid`` (message.subscribe, exchange.bind) once the 1.0 link is
@@ -1408,7 +1401,7 @@ class _Subscription:
         if self.link.up:
             return None
         self.waiting_for_link.append((cid, command))
-        self.route.container.schedule(SUBSCRIBE_TIMEOUT, _Timer(self._subscribe_timeout))
+        self.route.container.schedule(SUBSCRIBE_TIMEOUT, Timer(self._subscribe_timeout))
         return LATER
 
     def _subscribe_timeout(self) -> None:

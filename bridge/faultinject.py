@@ -91,7 +91,7 @@ def install_from_environment(environ: Mapping[str, str] = os.environ) -> list[tu
     if not spec:
         return []
     targets = parse(spec)
-    from . import facade, legacy, routes
+    from . import facade, hosting, legacy, routes
 
     injector = _Injector(targets)
     kinds = {kind for kind, _ in targets}
@@ -110,9 +110,8 @@ def install_from_environment(environ: Mapping[str, str] = os.environ) -> list[tu
             injector.patch(cls, "_end_of_burst", "route",
                            lambda name, route: route.name == name)
     if "timer" in kinds:
-        for timer in (legacy._Timer, facade._Timer):
-            injector.patch(timer, "on_timer_task", "timer",
-                           lambda name, task, ev: getattr(task.fn, "__name__", "") == name)
+        injector.patch(hosting.Timer, "on_timer_task", "timer",
+                       lambda name, task, ev: getattr(task.fn, "__name__", "") == name)
     signal.signal(signal.SIGUSR1, injector.arm)
     log.warning("fault injection enabled (%s): SIGUSR1 arms %s", ENV,
                 ", ".join(f"{k}:{n}" for k, n in targets),

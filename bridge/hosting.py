@@ -59,6 +59,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from proton import Handler
 from proton.reactor import Container
 
 from .amqp010.connection import Connection, ConnectionConfig, ConnectionState, Role
@@ -407,6 +408,17 @@ class Amqp010Socket:
                 deadline = self.handshake_deadline
         sel.deadline = deadline if deadline is not None else 0
         sel.update()
+
+
+class Timer(Handler):  # type: ignore[misc]
+    """The handler of a proton timer task: calls ``fn`` when it fires, on the loop's
+    thread (``container.schedule(delay, Timer(fn))``). The one timer of the bridge."""
+
+    def __init__(self, fn: Callable[[], None]) -> None:
+        self.fn = fn
+
+    def on_timer_task(self, event: Any) -> None:
+        self.fn()
 
 
 class LoopCalls:

@@ -40,7 +40,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from proton import Handler
 from proton.reactor import Container
 
 from .amqp010.connection import ConnectionConfig, ProtocolError
@@ -57,7 +56,7 @@ from .amqp010.transport import client_config, parse_url
 from .config import ConfigError, Reconnect, redact_url
 from .config import Connection as ConnectionSettings
 from .containment import contain
-from .hosting import Amqp010Socket, connect
+from .hosting import Amqp010Socket, Timer, connect
 from .tls import PermanentFault, TlsFileError, auth_failure, classify_ssl_error, client_context
 
 log = logging.getLogger(__name__)
@@ -201,7 +200,7 @@ class LegacyConnection:
         self._deferred[fn] = None
         if not self._batch_pending and not self.quiesce_driven:
             self._batch_pending = True
-            self.container.schedule(0, _Timer(self._run_deferred))
+            self.container.schedule(0, Timer(self._run_deferred))
 
     def end_of_burst(self) -> None:
         """Run the deferred work (called when the container is about to wait for I/O)."""
@@ -262,7 +261,7 @@ class LegacyConnection:
         log.info("amqp0-10 %s: reconnecting in %.2fs (%s)", self.name, delay, self.last_error,
                  extra=self.log_fields("reconnect_scheduled", delay=round(delay, 3),
                                        error=self.last_error))
-        self.container.schedule(delay, _Timer(self._connect))
+        self.container.schedule(delay, Timer(self._connect))
 
     def reset(self, reason: str) -> None:
         """Recover from an internal fault (:mod:`bridge.containment`): close the connection
@@ -390,7 +389,7 @@ class LegacyConnection:
                     extra=self.log_fields("session_ended", route=slot.user.name, error=reason,
                                           delay=round(delay, 3)))
         slot.waiting = True
-        self.container.schedule(delay, _Timer(lambda: self._reattach(slot)))
+        self.container.schedule(delay, Timer(lambda: self._reattach(slot)))
 
     def _reattach(self, slot: _Slot) -> None:
         slot.waiting = False
@@ -455,15 +454,6 @@ def backoff(settings: Reconnect, failures: int) -> float:
     delay = min(settings.max_delay, settings.initial_delay * settings.multiplier ** min(failures, 32))
     return max(0.0, delay * (1 + random.uniform(-settings.jitter, settings.jitter)))
 
-
-class _Timer(Handler):  # type: ignore[misc]
-    """A proton timer task handler calling ``fn``."""
-
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-
-    def on_timer_task(self, event: Any) -> None:
-        self.fn()
 
 
 def _redirect_url(template: str, host: str) -> str:

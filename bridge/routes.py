@@ -63,7 +63,8 @@ from .amqp010.events import (
 from .amqp010.session import Session, SessionState
 from .amqp010.spec import AcceptMode, AcquireMode, CreditUnit, ErrorCode, FlowMode
 from .config import Reconnect, Route
-from .legacy import LegacyConnection, _Timer, backoff
+from .hosting import Timer
+from .legacy import LegacyConnection, backoff
 from .logs import WarnLimiter
 from .metrics import LatencyHistogram
 from .poison import PoisonGuard, poison_suspected
@@ -363,7 +364,7 @@ class Amqp10Link:
         self.link = self.session = None  # from now on, events of the old ones are ignored
         self.owner.on_link_down(self)
         # a fresh link, once proton has let go of the dead transport
-        self.container.schedule(0, _Timer(self._reopen))
+        self.container.schedule(0, Timer(self._reopen))
 
     # -- internals -----------------------------------------------------------------------
 
@@ -438,7 +439,7 @@ class Amqp10Link:
                     reason, delay, extra={**self.log_fields("link_lost"), "error": reason,
                                           "delay": round(delay, 3)})
         self._retire(old_link, old_session)
-        self.container.schedule(delay, _Timer(self._reopen))
+        self.container.schedule(delay, Timer(self._reopen))
 
     def _reopen(self) -> None:
         if not self.closing and self.link is None \

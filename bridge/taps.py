@@ -46,7 +46,7 @@ from mappings.message import AmqpMessage
 from pipeline.archive import ArchiveError  # light: the writer's process imports pyarrow
 
 from .config import ConfigError, Route
-from .legacy import _Timer
+from .hosting import Timer
 
 if TYPE_CHECKING:
     from proton.reactor import Container
@@ -191,7 +191,7 @@ class RouteTap:
     def _retry_later(self) -> None:
         if not self._retrying:
             self._retrying = True
-            self.container.schedule(RETRY_INTERVAL, _Timer(self._retry))
+            self.container.schedule(RETRY_INTERVAL, Timer(self._retry))
 
     def _retry(self) -> None:
         self._retrying = False
