@@ -38,7 +38,8 @@ from .hosting import Timer
 from .legacy import LegacyConnection, backoff
 from .logs import add_secrets
 from .metrics import MetricsServer
-from .routes import Amqp10ToLegacy, LegacyToAmqp10, condition_text
+from .outcomes import condition_text
+from .routes import Amqp10ToLegacy, LegacyToAmqp10
 from .taps import BridgeTaps
 from .tls import (
     PERMANENT_EXIT_CODE,

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from proton import Array, Condition, Delivery, Link, symbol
+from proton import Delivery, symbol
 from proton.reactor import Container
 
 from mappings.errors import MappingError
@@ -92,6 +92,7 @@ from .config import ConfigError, Listener, Route
 from .hosting import AcceptLimits, Amqp010Listener, Amqp010Socket, LoopCalls, Timer
 from .logins import REFUSAL_TEXT, LoginChecks, PendingLogin
 from .logs import WarnLimiter
+from .outcomes import condition_name, condition_text, give_back, reject
 from .passwords import PasswordTable
 from .poison import PoisonGuard
 from .routes import (
@@ -117,7 +118,6 @@ MAX_RELEASES = 3
 """Times a published message may be released by the 1.0 target before it counts as rejected."""
 EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers", "xml")
 """Exchange types a declare of a façade exchange may name (the route decides the routing)."""
-MODIFIED_OUTCOME = symbol("amqp:modified:list")
 REJECTED_BY_SUBSCRIBER = symbol("amqp-bridge:rejected-by-subscriber")
 """Condition of a 1.0 reject caused by a 0-10 subscriber's message.reject."""
 FLUSH_GRACE = 0.05
@@ -896,45 +896,6 @@ def _waiting(facade: Facade, links: list[Amqp10Link]) -> list[str]:
     return out
 
 
-def _supports_modified(link: Link) -> bool:
-    """False if the 1.0 source lists the outcomes it supports and *modified* is not one of
-    them (RabbitMQ 3.x lists accepted, rejected, released and ends the session on any other)."""
-    data = link.remote_source.outcomes
-    data.rewind()
-    if not data.next():
-        return True
-    value = data.get_object()
-    outcomes = value.elements if isinstance(value, Array) else [value]
-    return not outcomes or MODIFIED_OUTCOME in outcomes
-
-
-def _give_back(delivery: Delivery, *, failed: bool) -> None:
-    """Return a 1.0 delivery to its source: modified(delivery-failed) when the subscriber may
-    have seen it and the source supports that outcome, else released."""
-    if failed and _supports_modified(delivery.link):
-        delivery.local.failed = True
-        delivery.update(Delivery.MODIFIED)
-    else:
-        delivery.update(Delivery.RELEASED)
-    delivery.settle()
-
-
-def _reject(delivery: Delivery, condition: str, description: str) -> None:
-    delivery.local.condition = Condition(condition, description[:1024])
-    delivery.update(Delivery.REJECTED)
-    delivery.settle()
-
-
-def _condition_text(delivery: Delivery) -> tuple[str | None, str]:
-    condition = delivery.remote.condition
-    if condition is None:
-        return None, "no error condition"
-    text = str(condition.name)
-    if condition.description:
-        text += f" ({condition.description})"
-    return str(condition.name), text
-
-
 def _forget(link: Amqp10Link) -> None:
     """Close a link for good and stop its connection from telling it about reconnects."""
     link.close()
@@ -1146,7 +1107,8 @@ class FacadePublish:
             return
         target = self.route.target.address
         if state == Delivery.REJECTED:
-            condition, text = _condition_text(delivery)
+            condition = condition_name(delivery.remote.condition)
+            text = condition_text(delivery.remote.condition)
             self._refused(entry, condition, f"rejected by the AMQP 1.0 target {target}: {text}")
             return
         # released / modified: the target did not process it; try again, a few times
@@ -1197,7 +1159,7 @@ class FacadePublish:
             self._complete(entry)
         else:
             self.stats.rejected += 1
-            _, text = _condition_text(delivery)
+            text = condition_text(delivery.remote.condition)
             self._fail(entry, ErrorCode.INTERNAL_ERROR,
                        f"the dead-letter address refused the message: {text}")
 
@@ -1517,10 +1479,10 @@ class _Subscription:
             route.stats.delivered += 1
             route.stats.latency.observe(time.monotonic() - msg.t0)
         elif state == Delivery.REJECTED:
-            _reject(delivery, str(REJECTED_BY_SUBSCRIBER), reason)
+            reject(delivery, str(REJECTED_BY_SUBSCRIBER), reason)
             route.stats.rejected += 1
         else:
-            _give_back(delivery, failed=state == Delivery.MODIFIED)
+            give_back(delivery, failed=state == Delivery.MODIFIED)
             route.stats.released += 1
         if self.cancelled:
             self._close_when_idle()
@@ -1560,7 +1522,7 @@ class _Subscription:
             self.st.transfers.pop(tid, None)
             self.route.bytes_in_flight -= len(msg.body)
             if msg.delivery is not None:
-                _give_back(msg.delivery, failed=True)  # the subscriber may have seen it
+                give_back(msg.delivery, failed=True)  # the subscriber may have seen it
                 self.route.stats.released += 1
         self.unsettled.clear()
         self.flushes.clear()
@@ -1693,7 +1655,7 @@ class FacadeConsume:
         reason = f"cannot translate: {exc}"
         log_refused(self.name, reason, dead_lettered=self.dlq is not None)
         if self.dlq is None:
-            _reject(delivery, str(MAPPING_ERROR), reason)
+            reject(delivery, str(MAPPING_ERROR), reason)
             self.stats.rejected += 1
             return
         try:
@@ -1725,7 +1687,7 @@ class FacadeConsume:
         # copies in flight may or may not have arrived: have the originals redelivered
         for entry in self.dlq_in_flight.values():
             if entry.original is not None:
-                _give_back(entry.original, failed=False)
+                give_back(entry.original, failed=False)
                 self.stats.released += 1
         self.dlq_in_flight.clear()
 
@@ -1746,7 +1708,7 @@ class FacadeConsume:
             original.settle()
             self.stats.dead_lettered += 1
         else:
-            _give_back(original, failed=False)
+            give_back(original, failed=False)
             self.stats.released += 1
         self.grant()
 

@@ -67,6 +67,7 @@ from .hosting import Timer
 from .legacy import LegacyConnection, backoff
 from .logs import WarnLimiter
 from .metrics import LatencyHistogram
+from .outcomes import condition_text, give_back, reject
 from .poison import PoisonGuard, poison_suspected
 from .translate import Translator, decode, encode
 
@@ -484,13 +485,6 @@ def too_large(size: int, limit: int, route: Route) -> str:
     whose = "the route's max_message_size" if route.max_message_size is not None else \
         "the max-message-size the AMQP 1.0 target announced"
     return f"message of {size} octets exceeds {whose} ({limit} octets)"
-
-
-def condition_text(condition: Condition | None) -> str:
-    """An AMQP 1.0 error condition as ``name: description`` for logs and reasons."""
-    if condition is None:
-        return "no error condition"
-    return f"{condition.name}: {condition.description}" if condition.description else condition.name
 
 
 # --- 0-10 queue → 1.0 address --------------------------------------------------------------
@@ -994,7 +988,7 @@ class Amqp10ToLegacy:
         self.stats.credit = 0
         for received in self.in_flight.values():
             if received.delivery is not None:
-                _give_back(received.delivery)
+                give_back(received.delivery, failed=True)  # the 0-10 broker may have it
                 self.stats.released += 1
         self.in_flight.clear()
         self.bytes = 0
@@ -1063,7 +1057,7 @@ class Amqp10ToLegacy:
             # dead-letter copies in flight may or may not have arrived: redeliver the originals
             for received in self.dlq_in_flight.values():
                 if received.delivery is not None:
-                    _give_back(received.delivery)
+                    give_back(received.delivery, failed=False)
                     self.stats.released += 1
             self.dlq_in_flight.clear()
             self._recount()
@@ -1084,7 +1078,7 @@ class Amqp10ToLegacy:
         stats.received += 1
         session = self.session
         if self.paused or session is None or not session.attached:
-            _give_back(delivery)  # stopping, or no 0-10 session right now: give it back
+            give_back(delivery, failed=False)  # stopping, or no 0-10 session right now: give it back
             stats.released += 1
             return
         received = _Received(delivery, len(data), t0=time.monotonic())
@@ -1136,7 +1130,7 @@ class Amqp10ToLegacy:
             return  # the source redelivers it anyway
         log_refused(self.name, reason, dead_lettered=self.dlq is not None and data is not None)
         if self.dlq is None or data is None:
-            _reject(received.delivery, condition, reason)
+            reject(received.delivery, condition, reason)
             self.stats.rejected += 1
             self._kick()
             return
@@ -1164,7 +1158,7 @@ class Amqp10ToLegacy:
             received.delivery.settle()
             self.stats.dead_lettered += 1
         else:
-            _give_back(received.delivery)
+            give_back(received.delivery, failed=False)
             self.stats.released += 1
         self._recount()
         self._kick()
@@ -1233,17 +1227,3 @@ class Amqp10ToLegacy:
             receiver.flow(room)
 
 
-def _give_back(delivery: Delivery) -> None:
-    """Return a 1.0 message to its source for redelivery.
-
-    ``released``, not ``modified(delivery-failed)``: RabbitMQ 3.10 ends the session
-    on a modified outcome ("Unrecognised state"), and released is understood by all.
-    """
-    delivery.update(Delivery.RELEASED)
-    delivery.settle()
-
-
-def _reject(delivery: Delivery, condition: str, description: str) -> None:
-    delivery.local.condition = Condition(condition, description[:1024])
-    delivery.update(Delivery.REJECTED)
-    delivery.settle()
