@@ -34,6 +34,7 @@ from .config import (
     config_secrets,
 )
 from .containment import faults_of
+from .facade import Facade, FacadeConsume, FacadePublish
 from .hosting import Timer
 from .legacy import LegacyConnection, backoff
 from .logs import add_secrets
@@ -223,8 +224,6 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.taps: BridgeTaps | None = None
 
     def on_start(self, event: Any) -> None:
-        from .facade import Facade
-
         container = event.container
         self.container = container
         container.schedule(HOUSEKEEPING_INTERVAL, Timer(self._housekeeping))
@@ -276,8 +275,6 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         return self.amqp10[dl.connection], dl.address
 
     def _build_route(self, container: Container, route: Route) -> Any:
-        from .facade import FacadeConsume, FacadePublish
-
         src, dst = route.source, route.target
         dead_letter = self._dead_letter(route.dead_letter)
         if src.listener is not None and dst.connection in self.amqp10:

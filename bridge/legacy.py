@@ -52,7 +52,7 @@ from .amqp010.events import (
     SessionDetached,
 )
 from .amqp010.session import Session, SessionState
-from .amqp010.transport import client_config, parse_url
+from .amqp010.urls import client_config, parse_url
 from .config import ConfigError, Reconnect, redact_url
 from .config import Connection as ConnectionSettings
 from .containment import contain

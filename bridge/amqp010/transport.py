@@ -24,13 +24,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import unquote, urlsplit
 
 from .base import Struct
-from .connection import Connection, ConnectionConfig, Role
+from .connection import Connection, Role
 from .events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -42,10 +40,10 @@ from .events import (
     SessionDetached,
 )
 from .flow import UNLIMITED
-from .sasl import ClientCredentials
 from .session import Session
 from .spec import AcceptMode, CreditUnit, DeliveryProperties, FlowMode, MessageProperties
 from .trace import Tracer
+from .urls import Address, client_config, parse_url
 
 READ_SIZE = 65536
 
@@ -67,41 +65,6 @@ class ClientError(Exception):
     def __init__(self, message: str, event: Event | None = None) -> None:
         super().__init__(message)
         self.event = event
-
-
-@dataclass(frozen=True, slots=True)
-class Address:
-    """What an ``amqp://`` / ``amqps://`` URL says."""
-
-    host: str
-    port: int
-    username: str | None
-    password: str | None
-    virtual_host: str
-    tls: bool
-
-
-def parse_url(url: str) -> Address:
-    """``amqp[s]://[user[:password]@]host[:port][/vhost]`` (default ports 5672 / 5671)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("amqp", "amqps"):
-        raise ValueError(f"not an amqp:// or amqps:// URL: {url!r}")
-    tls = parts.scheme == "amqps"
-    return Address(parts.hostname or "localhost", parts.port or (5671 if tls else 5672),
-                   unquote(parts.username) if parts.username else None,
-                   unquote(parts.password) if parts.password is not None else None,
-                   unquote(parts.path[1:]) if parts.path else "", tls)
-
-
-def client_config(url: str, *, external: bool = False, **config: Any) -> ConnectionConfig:
-    """A client-role ConnectionConfig from an ``amqp[s]://`` URL: credentials
-    (PLAIN if a user is given, else ANONYMOUS; EXTERNAL with ``external``) and
-    virtual host; other settings from ``config``."""
-    addr = parse_url(url)
-    return ConnectionConfig(
-        virtual_host=addr.virtual_host,
-        credentials=ClientCredentials(addr.username, addr.password, external=external),
-        **config)
 
 
 class SocketTransport:
