@@ -303,25 +303,25 @@ class Facade:
     # -- setup ----------------------------------------------------------------------------
 
     def add_publish(self, route: FacadePublish, exchange: str) -> None:
-        other = self.publish_routes.get(exchange)
-        if other is not None:
-            raise ConfigError([f"route {route.name}: exchange {exchange!r} of listener "
-                               f"{self.name!r} is already the source of route {other.name}"])
-        self.publish_routes[exchange] = route
+        """``route`` takes what clients publish to ``exchange``."""
+        self._register(self.publish_routes, exchange, route, f"exchange {exchange!r}", "source")
 
     def add_consume(self, route: FacadeConsume, queue: str) -> None:
-        other = self.consume_routes.get(queue)
-        if other is not None:
-            raise ConfigError([f"route {route.name}: queue {queue!r} of listener "
-                               f"{self.name!r} is already the target of route {other.name}"])
-        self.consume_routes[queue] = route
+        """``route`` feeds the subscribers of ``queue``."""
+        self._register(self.consume_routes, queue, route, f"queue {queue!r}", "target")
 
     def add_exchange_subscription(self, route: FacadeConsume, exchange: str) -> None:
-        other = self.exchange_subscriptions.get(exchange)
+        """``route`` feeds the temporary queues clients bind to ``exchange``."""
+        self._register(self.exchange_subscriptions, exchange, route,
+                       f"exchange {exchange!r}", "target")
+
+    def _register(self, table: dict[str, Any], key: str, route: Any, what: str,
+                  role: str) -> None:
+        other = table.get(key)
         if other is not None:
-            raise ConfigError([f"route {route.name}: exchange {exchange!r} of listener "
-                               f"{self.name!r} is already the target of route {other.name}"])
-        self.exchange_subscriptions[exchange] = route
+            raise ConfigError([f"route {route.name}: {what} of listener {self.name!r} is "
+                               f"already the {role} of route {other.name}"])
+        table[key] = route
 
     def start(self) -> None:
         """Start listening (after the routes were added)."""

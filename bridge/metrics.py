@@ -213,18 +213,11 @@ class BridgeCollector(Collector):
 
     def _resources(self) -> Iterator[Any]:
         """Gauges of what the bridge holds open: a leak shows as a gauge that only grows."""
-        links = GaugeMetricFamily("amqp_bridge_amqp10_links",
-                                  "AMQP 1.0 links attached or attaching on the connection.",
-                                  labels=["connection"])
-        for name, count in self.bridge.observed_links():
-            links.add_metric([name], count)
-        yield links
-        sessions = GaugeMetricFamily("amqp_bridge_legacy_sessions",
-                                     "0-10 sessions open on the legacy connection.",
-                                     labels=["connection"])
-        for name, count in self.bridge.observed_legacy_sessions():
-            sessions.add_metric([name], count)
-        yield sessions
+        yield _gauge("amqp_bridge_amqp10_links",
+                     "AMQP 1.0 links attached or attaching on the connection.", "connection",
+                     self.bridge.observed_links())
+        yield _gauge("amqp_bridge_legacy_sessions", "0-10 sessions open on the legacy "
+                     "connection.", "connection", self.bridge.observed_legacy_sessions())
         facade_sessions = GaugeMetricFamily("amqp_bridge_facade_sessions",
                                             "0-10 sessions of the façade listener's clients.",
                                             labels=["listener"])
@@ -237,6 +230,15 @@ class BridgeCollector(Collector):
             subscriptions.add_metric([name], subscription_count)
         yield facade_sessions
         yield subscriptions
+
+
+def _gauge(name: str, help_text: str, label: str,
+           rows: Iterable[tuple[str, int]]) -> GaugeMetricFamily:
+    """A gauge with one label from ``(label value, value)`` rows."""
+    gauge = GaugeMetricFamily(name, help_text, labels=[label])
+    for key, value in rows:
+        gauge.add_metric([key], value)
+    return gauge
 
 
 def _limit_families(listeners: list[tuple[str, Any]]) -> Iterator[Any]:

@@ -22,7 +22,14 @@ from bridge.app import Bridge, _Amqp10ConnectionHandler
 from bridge.config import parse_config
 from bridge.metrics import wsgi_app
 from bridge.routes import Amqp10Link
-from tests.support.bridge import BridgeRun, bridge_config, free_port, legacy_client, wait_listening
+from tests.support.bridge import (
+    BridgeRun,
+    bridge_config,
+    connections_yaml,
+    free_port,
+    legacy_client,
+    wait_listening,
+)
 from tests.support.metrics import Scrape, http_get, metrics_port, poll, scrape
 from tests.support.rabbitmq import queue_address, unique_queue
 
@@ -66,13 +73,7 @@ def _config(legacy_url: str, rabbitmq_url: str, facade_port: int) -> str:
     out, into, pub, sub = (queue_address(unique_queue(f"gauge-{n}"))
                            for n in ("out", "in", "pub", "sub"))
     return f"""
-connections:
-  legacy:
-    protocol: amqp0-10
-    url: "{legacy_url}"
-    heartbeat: 0
-    reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
-  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+{connections_yaml(legacy_url, rabbitmq_url)}
 listeners:
   app: {{protocol: amqp0-10, bind: "127.0.0.1:{facade_port}", allow_anonymous: true}}
 metrics: {{bind: "127.0.0.1:0"}}

@@ -34,6 +34,7 @@ from bridge.passwords import hash_password
 from tests.support.bridge import (
     BridgeRun,
     collect,
+    connections_yaml,
     free_port,
     legacy_client,
     publish_legacy,
@@ -63,13 +64,7 @@ def config(legacy_url: str, rabbitmq_url: str, port: int, app_hash: str,
            queues: dict[str, str]) -> str:
     """The bridge under attack (shared with ``benchmarks/attack.py``)."""
     return f"""
-connections:
-  legacy:
-    protocol: amqp0-10
-    url: "{legacy_url}"
-    heartbeat: 0
-    reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
-  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+{connections_yaml(legacy_url, rabbitmq_url)}
 listeners:
   facade:
     protocol: amqp0-10

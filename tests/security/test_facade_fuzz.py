@@ -37,6 +37,7 @@ from bridge.passwords import MIN_ITERATIONS, hash_password
 from tests.support.bridge import (
     BridgeRun,
     collect,
+    connections_yaml,
     free_port,
     legacy_client,
     publish_legacy,
@@ -96,13 +97,7 @@ def _config(legacy_url: str, rabbitmq_url: str, users_port: int, anon_port: int,
     from: {{connection: cloud, address: {queues[queue]}.{listener}}}
     to:   {{listener: {listener}, queue: {queue}}}""")
     return f"""
-connections:
-  legacy:
-    protocol: amqp0-10
-    url: "{legacy_url}"
-    heartbeat: 0
-    reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
-  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+{connections_yaml(legacy_url, rabbitmq_url)}
 listeners:
   users:
     protocol: amqp0-10

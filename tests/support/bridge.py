@@ -100,6 +100,18 @@ class BridgeRun:
         self.stop()
 
 
+def connections_yaml(legacy_url: str, rabbitmq_url: str) -> str:
+    """The ``connections:`` section most bridge-run tests share: the 0-10 connection
+    ``legacy`` (no heartbeat, quick reconnects) and the 1.0 connection ``cloud``."""
+    return f"""connections:
+  legacy:
+    protocol: amqp0-10
+    url: "{legacy_url}"
+    heartbeat: 0
+    reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
+  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}"""
+
+
 def bridge_config(legacy_url: str, rabbitmq_url: str, routes: str, *,
                   session_timeout: int = 30) -> str:
     """A configuration with the 0-10 connection ``legacy`` and the 1.0 connection ``cloud``."""
