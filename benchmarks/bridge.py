@@ -64,11 +64,12 @@ from proton import Message, symbol  # noqa: E402
 from proton.handlers import MessagingHandler  # noqa: E402
 from proton.reactor import Container  # noqa: E402
 
-from bridge.amqp010.broker import Broker  # noqa: E402
-from bridge.amqp010.broker import Message as StoredMessage  # noqa: E402
-from bridge.amqp010.broker import Queue as BrokerQueue  # noqa: E402
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties  # noqa: E402
-from bridge.amqp010.transport import BlockingClient, EngineServer  # noqa: E402
+from amqp010.spec import DeliveryProperties, MessageProperties  # noqa: E402
+from amqp010.testing.broker import Broker  # noqa: E402
+from amqp010.testing.broker import Message as StoredMessage  # noqa: E402
+from amqp010.testing.broker import Queue as BrokerQueue  # noqa: E402
+from amqp010.testing.server import EngineServer  # noqa: E402
+from amqp010.transport import BlockingClient  # noqa: E402
 from tests.support.bridge import free_port  # noqa: E402
 from tests.support.rabbitmq import ensure_rabbitmq, rabbitmqctl, unique_queue  # noqa: E402
 

@@ -22,9 +22,9 @@ import uuid
 from _timing import compare, report  # benchmarks/ is on sys.path when run as a script
 from proton import Message, symbol
 
-from bridge.amqp010.codec import decode_command, decode_header, encode_command, encode_header
-from bridge.amqp010.framing import Assembler, FrameDecoder, encode_assembly
-from bridge.amqp010.spec import (
+from amqp010.codec import decode_command, decode_header, encode_command, encode_header
+from amqp010.framing import Assembler, FrameDecoder, encode_assembly
+from amqp010.spec import (
     DeliveryProperties,
     MessageProperties,
     MessageTransfer,

@@ -11,7 +11,7 @@ outstanding.  Three set-ups:
 
 - *memory*: client and server engines in one thread, bytes handed over directly;
 - *tcp*: the same over loopback TCP (server engine in a background thread of
-  :class:`~bridge.amqp010.transport.EngineServer`, client on the main thread);
+  :class:`~amqp010.transport.EngineServer`, client on the main thread);
 - *broker round trip (memory)*: publish to the test broker's queue, consume it
   through a credit-mode subscription and accept each message explicitly.
 """
@@ -24,21 +24,22 @@ import time
 
 import _timing  # noqa: F401  (first: the project root ahead of this folder)
 
-from bridge.amqp010.connection import Connection, ConnectionConfig, Role
-from bridge.amqp010.events import (
+from amqp010.connection import Connection, ConnectionConfig, Role
+from amqp010.events import (
     CommandsCompleted,
     MessageReceived,
     SessionAttached,
 )
-from bridge.amqp010.sasl import ClientCredentials
-from bridge.amqp010.session import Session
-from bridge.amqp010.spec import (
+from amqp010.sasl import ClientCredentials
+from amqp010.session import Session
+from amqp010.spec import (
     AcceptMode,
     DeliveryProperties,
     FlowMode,
     MessageProperties,
 )
-from bridge.amqp010.transport import EngineServer, SocketTransport
+from amqp010.testing.server import EngineServer
+from amqp010.transport import SocketTransport
 
 BODY = bytes(range(256)) * 4
 HEADER = (DeliveryProperties(routing_key="bench", priority=4, delivery_mode=2),
@@ -141,7 +142,7 @@ def run_tcp(n: int, window: int) -> float:
 
 
 def run_broker_roundtrip(n: int, window: int) -> float:
-    from bridge.amqp010.broker import Broker
+    from amqp010.testing.broker import Broker
 
     broker = Broker(users={"guest": "g"})
     server = broker.connection()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import _timing  # noqa: F401  (puts the project root first on sys.path)
 
-from bridge.amqp010.transport import BlockingClient
+from amqp010.transport import BlockingClient
 from bridge.passwords import hash_password
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.logins import RawLogin

@@ -39,7 +39,7 @@ from cloudevents.core.formats.json import JSONFormat
 from cloudevents.core.v1.event import CloudEvent as SdkCloudEvent
 from proton import timestamp
 
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.spec import DeliveryProperties, MessageProperties
 from mappings.amqp010 import to_amqp10
 from mappings.cloudevents import (
     CloudEvent,

@@ -2,7 +2,7 @@
 
 The demo needs only an AMQP 1.0 broker (``scripts/run`` starts the project's
 RabbitMQ). The legacy side is embedded: the in-memory AMQP 0-10 broker of
-:mod:`bridge.amqp010.broker`, served over loopback TCP by the engine's server role.
+:mod:`amqp010.testing.broker`, served over loopback TCP by the engine's server role.
 Between them the real bridge runs (the same :class:`~bridge.app.Bridge` as
 ``amqp-bridge run``) with two routes and the façade:
 
@@ -38,13 +38,14 @@ from typing import TextIO
 from proton import Message
 from proton.utils import BlockingConnection
 
+from amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient
 from mappings.cloudevents import from_message
 from mappings.message import AmqpMessage
 
 from . import reactor
-from .amqp010.broker import Broker
-from .amqp010.spec import DeliveryProperties, MessageProperties
-from .amqp010.transport import BlockingClient, EngineServer
 from .app import Bridge
 from .config import parse_config, redact_url
 

@@ -43,13 +43,10 @@ from typing import TYPE_CHECKING, Any
 from proton import Delivery, symbol
 from proton.reactor import Container
 
-from mappings.errors import MappingError
-from mappings.message import AmqpMessage
-
-from .amqp010.base import Command, Struct
-from .amqp010.codec import encode_header
-from .amqp010.connection import Connection, ConnectionConfig
-from .amqp010.events import (
+from amqp010.base import Command, Struct
+from amqp010.codec import encode_header
+from amqp010.connection import Connection, ConnectionConfig
+from amqp010.events import (
     CommandReceived,
     CommandsCompleted,
     ConnectionClosed,
@@ -63,10 +60,10 @@ from .amqp010.events import (
     SessionAttached,
     SessionDetached,
 )
-from .amqp010.sasl import SimpleAuthenticator
-from .amqp010.serial import serial_add, serial_diff, serial_le
-from .amqp010.session import Session
-from .amqp010.spec import (
+from amqp010.sasl import SimpleAuthenticator
+from amqp010.serial import serial_add, serial_diff, serial_le
+from amqp010.session import Session
+from amqp010.spec import (
     AcceptMode,
     AcquireMode,
     CloseCode,
@@ -88,6 +85,9 @@ from .amqp010.spec import (
     QueueQuery,
     QueueQueryResult,
 )
+from mappings.errors import MappingError
+from mappings.message import AmqpMessage
+
 from .config import ConfigError, Listener, Route
 from .hosting import AcceptLimits, Amqp010Listener, Amqp010Socket, LoopCalls, Timer
 from .logins import REFUSAL_TEXT, LoginChecks, PendingLogin

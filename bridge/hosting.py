@@ -33,7 +33,7 @@ clients can take (:class:`AcceptLimits`, ``docs/operations.md#limits``):
   are kept at a time; past that, refused sockets are closed at once);
 - *octets buffered*: every connection's engine bounds its own unfinished input, and
   the listener keeps the sum (updated after each read, from
-  :attr:`Connection.buffered <bridge.amqp010.connection.Connection.buffered>`); past
+  :attr:`Connection.buffered <amqp010.connection.Connection.buffered>`); past
   ``max_buffered`` the connection holding the most is closed.  Pausing it instead
   would never bring the sum down: unfinished messages only finish by reading more;
 - *accept() failing* for lack of descriptors or memory: the listener stops asking
@@ -62,9 +62,10 @@ from typing import Any
 from proton import Handler
 from proton.reactor import Container
 
-from .amqp010.connection import Connection, ConnectionConfig, ConnectionState, Role
-from .amqp010.events import Event
-from .amqp010.spec import CloseCode
+from amqp010.connection import Connection, ConnectionConfig, ConnectionState, Role
+from amqp010.events import Event
+from amqp010.spec import CloseCode
+
 from .logs import RateLimited
 
 log = logging.getLogger(__name__)

@@ -17,12 +17,12 @@ from typing import Any
 
 import orjson
 
-from .amqp010 import types as T
-from .amqp010.base import Struct
-from .amqp010.capture import Chunk, read_chunks, sniff_format
-from .amqp010.codec import decode_command, decode_control, decode_header
-from .amqp010.errors import CodecError
-from .amqp010.framing import (
+from amqp010 import types as T
+from amqp010.base import Struct
+from amqp010.capture import Chunk, read_chunks, sniff_format
+from amqp010.codec import decode_command, decode_control, decode_header
+from amqp010.errors import CodecError
+from amqp010.framing import (
     Assembler,
     Assembly,
     Frame,
@@ -187,7 +187,7 @@ class Inspector:
 
 
 def _decoded(decode: Callable[[bytes], Any], data: bytes, frame: Frame) -> Any:
-    from .amqp010.errors import DecodeError
+    from amqp010.errors import DecodeError
 
     try:
         return decode(data)

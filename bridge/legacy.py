@@ -42,8 +42,8 @@ from typing import Any, Protocol
 
 from proton.reactor import Container
 
-from .amqp010.connection import ConnectionConfig, ProtocolError
-from .amqp010.events import (
+from amqp010.connection import ConnectionConfig, ProtocolError
+from amqp010.events import (
     ConnectionClosed,
     ConnectionOpened,
     ConnectionRedirected,
@@ -51,8 +51,9 @@ from .amqp010.events import (
     SessionAttached,
     SessionDetached,
 )
-from .amqp010.session import Session, SessionState
-from .amqp010.urls import client_config, parse_url
+from amqp010.session import Session, SessionState
+from amqp010.urls import client_config, parse_url
+
 from .config import ConfigError, Reconnect, redact_url
 from .config import Connection as ConnectionSettings
 from .containment import contain

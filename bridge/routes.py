@@ -49,19 +49,19 @@ from typing import TYPE_CHECKING, Any
 from proton import Condition, Delivery, Endpoint, Link, symbol
 from proton.reactor import Container
 
-from mappings.amqp010 import to_amqp10
-from mappings.errors import MappingError
-from mappings.message import AmqpMessage, BodyKind, Header
-
-from .amqp010.codec import encode_header
-from .amqp010.events import (
+from amqp010.codec import encode_header
+from amqp010.events import (
     CommandsCompleted,
     Event,
     ExecutionExceptionReceived,
     MessageReceived,
 )
-from .amqp010.session import Session, SessionState
-from .amqp010.spec import AcceptMode, AcquireMode, CreditUnit, ErrorCode, FlowMode
+from amqp010.session import Session, SessionState
+from amqp010.spec import AcceptMode, AcquireMode, CreditUnit, ErrorCode, FlowMode
+from mappings.amqp010 import to_amqp10
+from mappings.errors import MappingError
+from mappings.message import AmqpMessage, BodyKind, Header
+
 from .config import Reconnect, Route
 from .hosting import Timer
 from .legacy import LegacyConnection, backoff

@@ -34,7 +34,7 @@ from proton import (
     ushort,
 )
 
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.spec import DeliveryProperties, MessageProperties
 from bridge.config import CloudEvents, Route
 from mappings.amqp010 import from_amqp10, to_amqp10
 from mappings.cloudevents import ContentMode, EventBuilder, Prefix, from_message, to_message

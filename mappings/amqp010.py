@@ -35,10 +35,10 @@ from typing import Any
 
 from proton import symbol, timestamp, ubyte, uint, ulong
 
-from bridge.amqp010 import types as t
-from bridge.amqp010.errors import CodecError
-from bridge.amqp010.framing import Assembly
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties, ReplyTo
+from amqp010 import types as t
+from amqp010.errors import CodecError
+from amqp010.framing import Assembly
+from amqp010.spec import DeliveryProperties, MessageProperties, ReplyTo
 from mappings.amqp010_values import (
     HEADER_TYPE_NAMES,
     PROPERTY_TYPE_NAMES,

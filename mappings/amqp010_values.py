@@ -52,8 +52,8 @@ from proton import (
 )
 from proton import Array as Amqp10Array
 
-from bridge.amqp010 import types as t
-from bridge.amqp010.errors import CodecError
+from amqp010 import types as t
+from amqp010.errors import CodecError
 from mappings.errors import MappingError
 
 __all__ = [

@@ -26,9 +26,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from bridge.amqp010.capture import DIRECTIONS, read_chunks, sniff_format
-from bridge.amqp010.framing import Assembler, Assembly, FrameDecoder
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties, MessageTransfer
+from amqp010.capture import DIRECTIONS, read_chunks, sniff_format
+from amqp010.framing import Assembler, Assembly, FrameDecoder
+from amqp010.spec import DeliveryProperties, MessageProperties, MessageTransfer
 from mappings.amqp010 import to_amqp10
 from mappings.errors import MappingError
 from pipeline.rows import archive_row
@@ -56,7 +56,7 @@ def trace_rows(
     (an aware datetime) defaults to the file's modification time minus the
     trace's last relative time, i.e. when the recording began. A message the
     mapping cannot express in AMQP 1.0 is logged and left out. Raises
-    :class:`~bridge.amqp010.capture.CaptureFormatError` or the codec's
+    :class:`~amqp010.capture.CaptureFormatError` or the codec's
     ``DecodeError`` for an undecodable trace.
     """
     if role not in _SIDES:

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.transport import EngineServer
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
 from tests.support.bridge import legacy_broker
 from tests.support.rabbitmq import ensure_rabbitmq
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Generate ``bridge/amqp010/spec.py`` from the AMQP 0-10 spec XML.
+"""Generate ``amqp010/spec.py`` from the AMQP 0-10 spec XML.
 
 Usage::
 
-    python tools/gen_amqp010.py [SPEC_XML] [-o bridge/amqp010/spec.py] [--check]
+    python tools/gen_amqp010.py [SPEC_XML] [-o amqp010/spec.py] [--check]
 
 The spec XML defaults to ``../shared/specs/amqp-0-10-qpid-errata-stripped.xml``
 beside the checkout.  ``--check`` exits 1 if the checked-in module differs from
@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SPEC = ROOT.parent / "shared" / "specs" / "amqp-0-10-qpid-errata-stripped.xml"
-DEFAULT_OUT = ROOT / "bridge" / "amqp010" / "spec.py"
+DEFAULT_OUT = ROOT / "amqp010" / "spec.py"
 NS = "{http://www.amqp.org/schema/amqp.xsd}"
 
 # Wire types a field may have, with (python annotation, decode snippet, encode snippet).

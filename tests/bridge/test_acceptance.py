@@ -36,9 +36,9 @@ from proton import (
     ushort,
 )
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
-from bridge.amqp010.transport import EngineServer
+from amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
 from bridge.config import parse_config
 from bridge.translate import Translator, decode, encode
 from mappings.amqp010 import message_id_uuid

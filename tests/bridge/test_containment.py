@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 from proton import Message
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
-from bridge.amqp010.transport import BlockingClient, EngineServer
+from amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient
 from bridge.faultinject import ENV
 from tests.support.bridge import (
     BridgeRun,

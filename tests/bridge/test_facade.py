@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import pytest
 from proton import Message, symbol
 
-from bridge.amqp010.codec import decode_header, encode_header
-from bridge.amqp010.connection import Connection, ConnectionConfig, Role
-from bridge.amqp010.events import ConnectionClosed, ExecutionExceptionReceived, MessageReceived
-from bridge.amqp010.sasl import ClientCredentials
-from bridge.amqp010.spec import (
+from amqp010.codec import decode_header, encode_header
+from amqp010.connection import Connection, ConnectionConfig, Role
+from amqp010.events import ConnectionClosed, ExecutionExceptionReceived, MessageReceived
+from amqp010.sasl import ClientCredentials
+from amqp010.spec import (
     AcceptMode,
     CloseCode,
     DeliveryProperties,
@@ -31,7 +31,7 @@ from bridge.amqp010.spec import (
     ReplyTo,
     TxSelect,
 )
-from bridge.amqp010.transport import BlockingClient, ClientError, SocketTransport
+from amqp010.transport import BlockingClient, ClientError, SocketTransport
 from bridge.routes import LEGACY_HEADER_ANNOTATION, REASON_ANNOTATION, ROUTE_ANNOTATION
 from tests.support.bridge import BridgeRun, free_port, wait_for, wait_listening
 from tests.support.rabbitmq import (

@@ -27,9 +27,9 @@ from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
-from bridge.amqp010.transport import EngineServer
+from amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
 from tests.support.bridge import (
     ROOT,
     BridgeRun,

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from proton import Message
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
-from bridge.amqp010.transport import BlockingClient, EngineServer
+from amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient
 from tests.support.bridge import (
     BridgeRun,
     free_port,

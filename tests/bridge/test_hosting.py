@@ -8,8 +8,8 @@ from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from bridge.amqp010.connection import ConnectionConfig
-from bridge.amqp010.events import (
+from amqp010.connection import ConnectionConfig
+from amqp010.events import (
     CommandReceived,
     CommandsCompleted,
     ConnectionClosed,
@@ -17,7 +17,7 @@ from bridge.amqp010.events import (
     Event,
     SessionAttached,
 )
-from bridge.amqp010.spec import QueueDeclare
+from amqp010.spec import QueueDeclare
 from bridge.hosting import Amqp010Listener, Amqp010Socket, connect
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.transport import EngineServer
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
 from tests.support.bridge import (
     BridgeRun,
     bridge_config,

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import DeliveryProperties, ErrorCode, MessageProperties
-from bridge.amqp010.transport import BlockingClient, ClientError, EngineServer
+from amqp010.spec import DeliveryProperties, ErrorCode, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import (
     BridgeRun,
     bridge_config,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from proton import Condition, symbol
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
-from bridge.amqp010.transport import EngineServer
+from amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
 from bridge.poison import SUSPECTS, PoisonGuard, poison_suspected
 from tests.support.bridge import (
     BridgeRun,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from proton import Message, symbol
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
-from bridge.amqp010.transport import EngineServer
+from amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
 from tests.support.bridge import BridgeRun, bridge_config, legacy_client
 from tests.support.rabbitmq import queue_address, receive_messages, send_messages, unique_queue
 

@@ -38,9 +38,9 @@ import pyarrow.parquet as pq
 import pytest
 from proton import Message
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import MessageProperties
-from bridge.amqp010.transport import BlockingClient
+from amqp010.spec import MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.transport import BlockingClient
 from tests.support.bridge import (
     ROOT,
     BridgeRun,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bridge.amqp010.capture import read_streams
+from amqp010.capture import read_streams
 from bridge.cli import main
 
 CAPTURES = Path(__file__).resolve().parents[3] / "shared" / "captures" / "amqp-0-10"

@@ -1,1 +1,1 @@
-"""Tests of the AMQP 0-10 codec (bridge.amqp010): captures, golden bytes, properties, fuzz."""
+"""Tests of the AMQP 0-10 codec (amqp010): captures, golden bytes, properties, fuzz."""

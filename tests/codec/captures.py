@@ -1,7 +1,7 @@
 """Helpers for the recorded AMQP 0-10 conversations in ``../shared/captures/amqp-0-10/``.
 
 The capture files are read here with the standard library only (not with
-``bridge.amqp010.capture``), and wire type codes are read from the spec XML, so
+``amqp010.capture``), and wire type codes are read from the spec XML, so
 the expectations the tests derive from them do not depend on the code under test.
 """
 
@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bridge.amqp010.framing import Assembler, Assembly, Frame, FrameDecoder, ProtocolHeader
+from amqp010.framing import Assembler, Assembly, Frame, FrameDecoder, ProtocolHeader
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"

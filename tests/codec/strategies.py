@@ -18,9 +18,9 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from bridge.amqp010 import spec
-from bridge.amqp010 import types as T
-from bridge.amqp010.base import Command, Control, Struct
+from amqp010 import spec
+from amqp010 import types as T
+from amqp010.base import Command, Control, Struct
 
 # Deterministic runs (CI must not flake), no deadline (first calls warm caches).
 FAST = settings(max_examples=25, deadline=None, derandomize=True, database=None,

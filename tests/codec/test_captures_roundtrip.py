@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from bridge.amqp010 import codec
-from bridge.amqp010.framing import (
+from amqp010 import codec
+from amqp010.framing import (
     PROTOCOL_HEADER,
     Assembler,
     Frame,

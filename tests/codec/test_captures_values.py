@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from bridge.amqp010 import spec
-from bridge.amqp010 import types as T
-from bridge.amqp010.base import Command
-from bridge.amqp010.framing import Assembly
+from amqp010 import spec
+from amqp010 import types as T
+from amqp010.base import Command
+from amqp010.framing import Assembly
 
 from .captures import (
     DIRECTIONS,

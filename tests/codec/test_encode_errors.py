@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from bridge.amqp010 import codec, spec
-from bridge.amqp010 import types as T
-from bridge.amqp010.errors import CodecError, EncodeError
-from bridge.amqp010.framing import encode_assembly
+from amqp010 import codec, spec
+from amqp010 import types as T
+from amqp010.errors import CodecError, EncodeError
+from amqp010.framing import encode_assembly
 
 DP, MP = spec.DeliveryProperties, spec.MessageProperties
 

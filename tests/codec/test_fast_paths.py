@@ -20,9 +20,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge.amqp010 import codec, spec
-from bridge.amqp010.errors import CodecError
-from bridge.amqp010.framing import (
+from amqp010 import codec, spec
+from amqp010.errors import CodecError
+from amqp010.framing import (
     Assembler,
     FrameDecoder,
     ProtocolHeader,

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge.amqp010 import codec, spec
-from bridge.amqp010 import types as T
-from bridge.amqp010.errors import CodecError, DecodeError, FramingError
-from bridge.amqp010.framing import (
+from amqp010 import codec, spec
+from amqp010 import types as T
+from amqp010.errors import CodecError, DecodeError, FramingError
+from amqp010.framing import (
     PROTOCOL_HEADER,
     Assembler,
     Assembly,

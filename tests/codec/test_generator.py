@@ -1,4 +1,4 @@
-"""bridge/amqp010/spec.py is what tools/gen_amqp010.py generates from the spec XML, and
+"""amqp010/spec.py is what tools/gen_amqp010.py generates from the spec XML, and
 what it holds matches the XML (read here independently with ElementTree)."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from bridge.amqp010 import spec
-from bridge.amqp010 import types as T
-from bridge.amqp010.base import Command, Control, Struct
+from amqp010 import spec
+from amqp010 import types as T
+from amqp010.base import Command, Control, Struct
 
 from .captures import ROOT, SPEC_XML, XML_NS
 
 GENERATOR = ROOT / "tools" / "gen_amqp010.py"
-SPEC_MODULE = ROOT / "bridge" / "amqp010" / "spec.py"
+SPEC_MODULE = ROOT / "amqp010" / "spec.py"
 
 
 def run_generator(*args: str) -> subprocess.CompletedProcess[str]:
@@ -33,7 +33,7 @@ def run_generator(*args: str) -> subprocess.CompletedProcess[str]:
 def test_spec_module_is_up_to_date() -> None:
     result = run_generator("--check")
     assert result.returncode == 0, (
-        "bridge/amqp010/spec.py is stale: run `python tools/gen_amqp010.py`\n" + result.stderr)
+        "amqp010/spec.py is stale: run `python tools/gen_amqp010.py`\n" + result.stderr)
 
 
 @pytest.mark.timeout(90)

@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 
-from bridge.amqp010 import codec, spec
-from bridge.amqp010 import types as T
-from bridge.amqp010.errors import FramingError
-from bridge.amqp010.framing import (
+from amqp010 import codec, spec
+from amqp010 import types as T
+from amqp010.errors import FramingError
+from amqp010.framing import (
     PROTOCOL_HEADER,
     Assembler,
     FrameDecoder,

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge.amqp010 import codec, spec
-from bridge.amqp010 import types as T
-from bridge.amqp010.errors import EncodeError
-from bridge.amqp010.framing import Assembler, Assembly, FrameDecoder, encode_assembly
+from amqp010 import codec, spec
+from amqp010 import types as T
+from amqp010.errors import EncodeError
+from amqp010.framing import Assembler, Assembly, FrameDecoder, encode_assembly
 
 from .captures import xml_type_widths
 from .strategies import (

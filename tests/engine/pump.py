@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bridge.amqp010.connection import Connection, ConnectionConfig, Role
-from bridge.amqp010.events import Event
-from bridge.amqp010.sasl import ClientCredentials, SimpleAuthenticator
-from bridge.amqp010.session import SessionRegistry
+from amqp010.connection import Connection, ConnectionConfig, Role
+from amqp010.events import Event
+from amqp010.sasl import ClientCredentials, SimpleAuthenticator
+from amqp010.session import SessionRegistry
 
 
 class Pair:

@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 
-from bridge.amqp010.base import Command, Control
-from bridge.amqp010.broker import Broker, Message
-from bridge.amqp010.connection import Connection, ConnectionConfig, Role
-from bridge.amqp010.events import (
+from amqp010.base import Command, Control
+from amqp010.connection import Connection, ConnectionConfig, Role
+from amqp010.events import (
     CommandsCompleted,
     ConnectionClosed,
     ConnectionOpened,
@@ -32,10 +31,10 @@ from bridge.amqp010.events import (
     SessionAttached,
     SessionDetached,
 )
-from bridge.amqp010.framing import Assembler, Assembly, FrameDecoder, ProtocolHeader
-from bridge.amqp010.sasl import ClientCredentials
-from bridge.amqp010.session import Session
-from bridge.amqp010.spec import (
+from amqp010.framing import Assembler, Assembly, FrameDecoder, ProtocolHeader
+from amqp010.sasl import ClientCredentials
+from amqp010.session import Session
+from amqp010.spec import (
     CloseCode,
     ConnectionClose,
     DeliveryProperties,
@@ -53,6 +52,7 @@ from bridge.amqp010.spec import (
     SessionCompleted,
     SessionDetach,
 )
+from amqp010.testing.broker import Broker, Message
 
 CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "captures" / "amqp-0-10"
 SCENARIOS = sorted(p.stem for p in CAPTURES.glob("*.jsonl"))

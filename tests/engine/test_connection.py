@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.amqp010.connection import (
+from amqp010.connection import (
     Connection,
     ConnectionConfig,
     ConnectionState,
@@ -12,22 +12,22 @@ from bridge.amqp010.connection import (
     Redirect,
     Role,
 )
-from bridge.amqp010.events import (
+from amqp010.events import (
     ConnectionClosed,
     ConnectionOpened,
     ConnectionRedirected,
     CredentialsReceived,
     HeartbeatTimeout,
 )
-from bridge.amqp010.framing import (
+from amqp010.framing import (
     PROTOCOL_HEADER,
     Assembler,
     FrameDecoder,
     ProtocolHeader,
     encode_assembly,
 )
-from bridge.amqp010.sasl import ClientCredentials, SimpleAuthenticator, Step
-from bridge.amqp010.spec import (
+from amqp010.sasl import ClientCredentials, SimpleAuthenticator, Step
+from amqp010.spec import (
     CloseCode,
     ConnectionClose,
     ConnectionHeartbeat,
@@ -119,7 +119,7 @@ class _ChallengeAuth:
 def test_secure_challenge_loop() -> None:
     pair = open_pair(server=server_conn(authenticator=_ChallengeAuth()))
     assert pair.of(ConnectionOpened, "server")[0].user == "challenged"
-    from bridge.amqp010.spec import ConnectionSecure, ConnectionSecureOk
+    from amqp010.spec import ConnectionSecure, ConnectionSecureOk
 
     s_ops = decode_all(bytes(pair.s2c))
     c_ops = decode_all(bytes(pair.c2s))
@@ -239,9 +239,9 @@ def test_not_amqp_at_all_is_a_framing_failure() -> None:
 
 def test_client_drives_a_raw_server_script() -> None:
     """The client role against hand-written server bytes (no server engine)."""
-    from bridge.amqp010.framing import encode_assembly
-    from bridge.amqp010.spec import ConnectionOpenOk
-    from bridge.amqp010.types import Array
+    from amqp010.framing import encode_assembly
+    from amqp010.spec import ConnectionOpenOk
+    from amqp010.types import Array
 
     client = client_conn(heartbeat=60)
     client.data_to_send()
@@ -297,7 +297,7 @@ def test_close_sent_during_handshake_is_answered() -> None:
     server = server_conn()
     server.receive_data(PROTOCOL_HEADER)
     server.data_to_send()
-    from bridge.amqp010.framing import encode_assembly
+    from amqp010.framing import encode_assembly
 
     server.receive_data(encode_assembly(0, ConnectionClose(reply_code=200, reply_text="bye")))
     assert server.closed

@@ -8,19 +8,18 @@ from typing import Any
 
 import pytest
 
-from bridge.amqp010.broker import Broker, topic_match
-from bridge.amqp010.codec import encode_header
-from bridge.amqp010.events import (
+from amqp010.codec import encode_header
+from amqp010.events import (
     CommandsCompleted,
     CreditChanged,
     ExecutionExceptionReceived,
     MessageReceived,
     ResultReceived,
 )
-from bridge.amqp010.flow import UNLIMITED, Credit, CreditError
-from bridge.amqp010.framing import FRAME_HEADER_SIZE, FrameDecoder, ProtocolHeader
-from bridge.amqp010.session import Session
-from bridge.amqp010.spec import (
+from amqp010.flow import UNLIMITED, Credit, CreditError
+from amqp010.framing import FRAME_HEADER_SIZE, FrameDecoder, ProtocolHeader
+from amqp010.session import Session
+from amqp010.spec import (
     AcceptMode,
     Acquired,
     AcquireMode,
@@ -33,6 +32,7 @@ from bridge.amqp010.spec import (
     MessageProperties,
     QueueQueryResult,
 )
+from amqp010.testing.broker import Broker, topic_match
 
 from .pump import Pair, client_conn
 

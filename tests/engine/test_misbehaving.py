@@ -6,10 +6,9 @@ from typing import Any
 
 import pytest
 
-from bridge.amqp010.base import Command, Control
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.connection import Connection, ConnectionState
-from bridge.amqp010.events import (
+from amqp010.base import Command, Control
+from amqp010.connection import Connection, ConnectionState
+from amqp010.events import (
     CommandReceived,
     ConnectionClosed,
     ExecutionExceptionReceived,
@@ -17,8 +16,8 @@ from bridge.amqp010.events import (
     MessageReceived,
     SessionAttached,
 )
-from bridge.amqp010.framing import PROTOCOL_HEADER, encode_assembly, frame_header
-from bridge.amqp010.spec import (
+from amqp010.framing import PROTOCOL_HEADER, encode_assembly, frame_header
+from amqp010.spec import (
     CloseCode,
     ConnectionClose,
     ConnectionOpen,
@@ -40,7 +39,8 @@ from bridge.amqp010.spec import (
     SessionDetach,
     SessionDetached,
 )
-from bridge.amqp010.types import SequenceSet
+from amqp010.testing.broker import Broker
+from amqp010.types import SequenceSet
 
 from .pump import client_conn, open_pair, server_conn
 from .test_connection import decode_all

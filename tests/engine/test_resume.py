@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.events import (
+from amqp010.events import (
     CommandsCompleted,
     MessageReceived,
     SessionAttached,
     SessionDetached,
 )
-from bridge.amqp010.session import Session, SessionState
-from bridge.amqp010.spec import DeliveryProperties, DetachCode, FlowMode, MessageProperties
-from bridge.amqp010.spec import SessionDetached as DetachedCtl
+from amqp010.session import Session, SessionState
+from amqp010.spec import DeliveryProperties, DetachCode, FlowMode, MessageProperties
+from amqp010.spec import SessionDetached as DetachedCtl
+from amqp010.testing.broker import Broker
 
 from .pump import Pair, client_conn
 from .test_connection import decode_all
@@ -179,7 +179,7 @@ def test_resume_requires_a_detached_session() -> None:
     pair.pump()
     import pytest
 
-    from bridge.amqp010.connection import ProtocolError
+    from amqp010.connection import ProtocolError
 
     with pytest.raises(ProtocolError):
         pair.client.resume(s)
@@ -188,8 +188,8 @@ def test_resume_requires_a_detached_session() -> None:
 def test_abort_discards_resumable_sessions_at_both_ends() -> None:
     """Connection.abort (the bridge's recovery from an internal fault): the sessions are
     not kept for a resume, here or at the broker, so what they held is requeued."""
-    from bridge.amqp010.events import ConnectionClosed
-    from bridge.amqp010.spec import CloseCode, ConnectionClose, SessionRequestTimeout
+    from amqp010.events import ConnectionClosed
+    from amqp010.spec import CloseCode, ConnectionClose, SessionRequestTimeout
 
     broker = Broker()
     pair = connect(broker)

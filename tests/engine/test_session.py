@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge.amqp010.events import (
+from amqp010.events import (
     CommandReceived,
     CommandsCompleted,
     ConnectionClosed,
@@ -17,9 +17,9 @@ from bridge.amqp010.events import (
     SessionAttached,
     SessionDetached,
 )
-from bridge.amqp010.framing import encode_assembly
-from bridge.amqp010.session import Session, SessionError, SessionState
-from bridge.amqp010.spec import (
+from amqp010.framing import encode_assembly
+from amqp010.session import Session, SessionError, SessionState
+from amqp010.spec import (
     DetachCode,
     ErrorCode,
     ExchangeBoundResult,
@@ -34,7 +34,7 @@ from bridge.amqp010.spec import (
     SessionKnownCompleted,
     SessionTimeout,
 )
-from bridge.amqp010.types import SequenceSet
+from amqp010.types import SequenceSet
 
 from .pump import Pair, open_pair
 from .test_connection import decode_all
@@ -148,7 +148,7 @@ def test_results_are_typed() -> None:
 
 
 def test_exchange_query_and_bound_results() -> None:
-    from bridge.amqp010.spec import ExchangeBound, ExchangeQuery
+    from amqp010.spec import ExchangeBound, ExchangeQuery
 
     pair, cs, _ss = attached_pair()
     server_completes(pair, {ExchangeQuery: ExchangeQueryResult(type="topic", durable=True),
@@ -249,7 +249,7 @@ def test_serial_wraparound_of_command_ids() -> None:
 
 
 def test_replay_buffer_is_bounded() -> None:
-    from bridge.amqp010.session import SessionBusy
+    from amqp010.session import SessionBusy
 
     pair, cs, ss = attached_pair(max_outstanding=3)
     for i in range(3):
@@ -276,8 +276,8 @@ def test_sender_requests_completion_with_flush_every() -> None:
 
 
 def test_attached_session_rejects_second_attach_on_same_channel_with_transport_busy() -> None:
-    from bridge.amqp010.spec import SessionAttach
-    from bridge.amqp010.spec import SessionDetached as DetachedCtl
+    from amqp010.spec import SessionAttach
+    from amqp010.spec import SessionDetached as DetachedCtl
 
     pair, cs, ss = attached_pair()
     pair.client._write(encode_assembly(1, SessionAttach(name=b"other")))
@@ -287,8 +287,8 @@ def test_attached_session_rejects_second_attach_on_same_channel_with_transport_b
 
 
 def test_reattach_same_name_same_channel_is_idempotent() -> None:
-    from bridge.amqp010.spec import SessionAttach
-    from bridge.amqp010.spec import SessionAttached as AttachedCtl
+    from amqp010.spec import SessionAttach
+    from amqp010.spec import SessionAttached as AttachedCtl
 
     pair, _cs, _ss = attached_pair()
     pair.client._write(encode_assembly(1, SessionAttach(name=b"test-session")))
@@ -325,7 +325,7 @@ def test_incoming_backlog_counts_uncompleted_commands() -> None:
 @given(st.lists(st.integers(0, 40), max_size=30), st.lists(st.integers(0, 40), max_size=30),
        st.integers(0, 0xFFFFFFFF))
 def test_range_helpers_match_set_semantics(a: list[int], b: list[int], base: int) -> None:
-    from bridge.amqp010.session import _add_range, _seqset, _subtract
+    from amqp010.session import _add_range, _seqset, _subtract
 
     def shift(xs: list[int]) -> list[int]:
         return [(base + x) & 0xFFFFFFFF for x in xs]

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bridge.amqp010.broker import Broker, BrokerConnection
-from bridge.amqp010.connection import Connection, Role
-from bridge.amqp010.events import HeartbeatTimeout
-from bridge.amqp010.framing import Assembler, FrameDecoder, ProtocolHeader
-from bridge.amqp010.spec import ConnectionOpen, MessageProperties, QueueQueryResult
-from bridge.amqp010.transport import (
+from amqp010.connection import Connection, Role
+from amqp010.events import HeartbeatTimeout
+from amqp010.framing import Assembler, FrameDecoder, ProtocolHeader
+from amqp010.spec import ConnectionOpen, MessageProperties, QueueQueryResult
+from amqp010.testing.broker import Broker, BrokerConnection
+from amqp010.testing.server import EngineServer
+from amqp010.transport import (
     BlockingClient,
     ClientError,
-    EngineServer,
     SocketTransport,
     parse_url,
 )
@@ -234,7 +234,7 @@ def test_resume_over_tcp_after_the_network_drops(server: EngineServer, broker: B
 
 
 def test_client_config_from_url() -> None:
-    from bridge.amqp010.transport import client_config
+    from amqp010.transport import client_config
 
     cfg = client_config("amqp://bob:secret@h/vh", heartbeat=7)
     assert (cfg.virtual_host, cfg.heartbeat) == ("vh", 7)

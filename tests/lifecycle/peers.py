@@ -21,8 +21,9 @@ from collections.abc import Iterable
 
 from proton import Message
 
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
-from bridge.amqp010.transport import BlockingClient, EngineServer
+from amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient
 from tests.support.bridge import ROOT, collect, legacy_client
 from tests.support.rabbitmq import send_messages
 
@@ -284,7 +285,7 @@ def take_unsettled(client: BlockingClient, queue: str, count: int) -> list[bytes
 
 KILLED_SUBSCRIBER = """
 import sys
-from bridge.amqp010.transport import BlockingClient
+from amqp010.transport import BlockingClient
 url, queue, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 client = BlockingClient.connect(url, heartbeat=1, timeout=30)
 client.subscribe(queue, messages=count)

@@ -45,9 +45,9 @@ from typing import Any
 
 import pytest
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import DeliveryProperties
-from bridge.amqp010.transport import EngineServer
+from amqp010.spec import DeliveryProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
 from tests.support.bridge import (
     BridgeRun,
     collect,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import MessageProperties
+from amqp010.spec import MessageProperties
+from amqp010.testing.broker import Broker
 from tests.support.bridge import legacy_client
 
 

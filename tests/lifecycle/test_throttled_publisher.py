@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.amqp010.spec import DeliveryProperties
+from amqp010.spec import DeliveryProperties
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.rabbitmq import queue_address, unique_queue
 from tests.support.relay import Relay

@@ -21,10 +21,10 @@ import proton
 import pytest
 from proton import char, symbol, timestamp, ubyte
 
-from bridge.amqp010 import types as t
-from bridge.amqp010.capture import read_streams
-from bridge.amqp010.framing import Assembler, Assembly, FrameDecoder, ProtocolHeader
-from bridge.amqp010.spec import (
+from amqp010 import types as t
+from amqp010.capture import read_streams
+from amqp010.framing import Assembler, Assembly, FrameDecoder, ProtocolHeader
+from amqp010.spec import (
     ConnectionClose,
     DeliveryProperties,
     MessageProperties,

@@ -24,8 +24,8 @@ from proton import (
     ulong,
 )
 
-from bridge.amqp010 import types as t
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties, ReplyTo
+from amqp010 import types as t
+from amqp010.spec import DeliveryProperties, MessageProperties, ReplyTo
 from mappings.amqp010 import (
     BODY_CONTENT_TYPE,
     from_amqp10,

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.amqp010 import types as t
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties, ReplyTo
+from amqp010 import types as t
+from amqp010.spec import DeliveryProperties, MessageProperties, ReplyTo
 from mappings.amqp010 import (
     APP_ID_PROPERTY,
     BODY_CONTENT_TYPE,

@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from proton import symbol
 
-from bridge.amqp010 import types as t
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010 import types as t
+from amqp010.spec import DeliveryProperties, MessageProperties
 from bridge.config import parse_config
 from bridge.translate import Translator
 from mappings.amqp010 import USER_ID_RULES, from_amqp10, to_amqp10

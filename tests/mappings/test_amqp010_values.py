@@ -38,8 +38,8 @@ from proton import (
     ushort,
 )
 
-from bridge.amqp010 import types as t
-from bridge.amqp010.spec import DeliveryProperties
+from amqp010 import types as t
+from amqp010.spec import DeliveryProperties
 from mappings.amqp010_values import (
     Unrepresentable,
     apply_header_type,

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from proton import symbol
 
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.spec import DeliveryProperties, MessageProperties
 from mappings.amqp010 import to_amqp10
 from mappings.cloudevents import CloudEvent, EventTemplate
 from mappings.cloudevents.template import uuid_text

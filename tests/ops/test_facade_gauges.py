@@ -8,7 +8,7 @@ from pathlib import Path
 
 from proton import Message
 
-from bridge.amqp010.transport import BlockingClient
+from amqp010.transport import BlockingClient
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.metrics import poll, scrape
 from tests.support.rabbitmq import queue_address, send_messages, unique_queue

@@ -16,8 +16,9 @@ from typing import Any
 
 import proton
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.transport import BlockingClient, EngineServer
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient
 from bridge.app import Bridge, _Amqp10ConnectionHandler
 from bridge.config import parse_config
 from bridge.metrics import wsgi_app

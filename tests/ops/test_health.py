@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 from proton import Message
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.transport import EngineServer
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
 from tests.support.bridge import (
     BridgeRun,
     bridge_config,

@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.amqp010.framing import Assembler, Assembly, FrameDecoder, ProtocolHeader
-from bridge.amqp010.spec import (
+from amqp010.framing import Assembler, Assembly, FrameDecoder, ProtocolHeader
+from amqp010.spec import (
     ConnectionHeartbeat,
     ConnectionTune,
     ConnectionTuneOk,
@@ -69,7 +69,7 @@ from bridge.amqp010.spec import (
     SessionCompleted,
     SessionConfirmed,
 )
-from bridge.amqp010.types import SequenceSet
+from amqp010.types import SequenceSet
 
 ROOT = Path(__file__).resolve().parents[2]
 QPID_MESSAGING = ROOT.parent / "shared" / "captures" / "amqp-0-10-qpid-messaging"

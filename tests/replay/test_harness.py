@@ -1,6 +1,6 @@
 """The replay harness itself, against a 0-10 server that does what qpidd did.
 
-The in-memory broker (``bridge.amqp010.broker``, the engine's server role) has the
+The in-memory broker (``amqp010.testing.broker``, the engine's server role) has the
 default exchange, queues it creates on declare, topic bindings and redelivery, so the
 qpid.messaging recordings must replay against it without a failed wait, with the
 client's accepts naming the live transfers.
@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.framing import PROTOCOL_HEADER, Assembler, Assembly, FrameDecoder
-from bridge.amqp010.spec import (
+from amqp010.framing import PROTOCOL_HEADER, Assembler, Assembly, FrameDecoder
+from amqp010.spec import (
     DeliveryProperties,
     MessageAccept,
     SessionCommandPoint,
     SessionCompleted,
 )
-from bridge.amqp010.transport import EngineServer
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
 from tests.replay.harness import QPID_MESSAGING, Replay
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from proton import Message, char
 
-from bridge.amqp010.spec import (
+from amqp010.spec import (
     DeliveryProperties,
     ErrorCode,
     ExchangeQueryResult,

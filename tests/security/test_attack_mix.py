@@ -27,9 +27,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties
-from bridge.amqp010.transport import EngineServer
+from amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
 from bridge.passwords import hash_password
 from tests.support.bridge import (
     BridgeRun,

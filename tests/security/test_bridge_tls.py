@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 from proton import Message
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.transport import BlockingClient, EngineServer
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient
 from tests.security.conftest import EXTERNAL_USER, TlsBroker
 from tests.support.bridge import BridgeRun
 from tests.support.certs import Issued, Pki

@@ -8,10 +8,10 @@ import socket
 import time
 from pathlib import Path
 
-from bridge.amqp010.connection import Connection, ConnectionConfig, Role
-from bridge.amqp010.framing import frame_header
-from bridge.amqp010.sasl import ClientCredentials
-from bridge.amqp010.transport import SocketTransport
+from amqp010.connection import Connection, ConnectionConfig, Role
+from amqp010.framing import frame_header
+from amqp010.sasl import ClientCredentials
+from amqp010.transport import SocketTransport
 from tests.support.bridge import BridgeRun, free_port, wait_for, wait_listening
 from tests.support.rabbitmq import queue_address, unique_queue
 

@@ -29,10 +29,11 @@ from pathlib import Path
 
 import pytest
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.events import ExecutionExceptionReceived
-from bridge.amqp010.spec import CloseCode, DeliveryProperties, ErrorCode, MessageProperties
-from bridge.amqp010.transport import BlockingClient, ClientError, EngineServer
+from amqp010.events import ExecutionExceptionReceived
+from amqp010.spec import CloseCode, DeliveryProperties, ErrorCode, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient, ClientError
 from bridge.passwords import MIN_ITERATIONS, hash_password
 from tests.support.bridge import (
     BridgeRun,

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import pytest
 from proton import Message
 
-from bridge.amqp010.events import ConnectionClosed
-from bridge.amqp010.spec import CloseCode
-from bridge.amqp010.transport import BlockingClient, ClientError
+from amqp010.events import ConnectionClosed
+from amqp010.spec import CloseCode
+from amqp010.transport import BlockingClient, ClientError
 from bridge.passwords import hash_password
 from tests.security.conftest import EXTERNAL_USER
 from tests.support.bridge import BridgeRun, free_port

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from bridge.amqp010.events import ConnectionClosed
-from bridge.amqp010.framing import PROTOCOL_HEADER, Assembler, FrameDecoder, ProtocolHeader
-from bridge.amqp010.spec import CloseCode, ConnectionClose, ConnectionStart, DeliveryProperties
-from bridge.amqp010.transport import BlockingClient, ClientError
+from amqp010.events import ConnectionClosed
+from amqp010.framing import PROTOCOL_HEADER, Assembler, FrameDecoder, ProtocolHeader
+from amqp010.spec import CloseCode, ConnectionClose, ConnectionStart, DeliveryProperties
+from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.logs import records
 from tests.support.metrics import http_get, metrics_port, poll, scrape

@@ -7,9 +7,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from bridge.amqp010.events import ConnectionClosed
-from bridge.amqp010.spec import CloseCode
-from bridge.amqp010.transport import BlockingClient, ClientError
+from amqp010.events import ConnectionClosed
+from amqp010.spec import CloseCode
+from amqp010.transport import BlockingClient, ClientError
 from bridge.passwords import hash_password
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.logins import RawLogin

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from proton import Message
 
-from bridge.amqp010.spec import ErrorCode
-from bridge.amqp010.transport import BlockingClient, ClientError
+from amqp010.spec import ErrorCode
+from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import BridgeRun, free_port, wait_for, wait_listening
 from tests.support.logs import records
 from tests.support.metrics import poll, scrape
@@ -77,7 +77,7 @@ def test_bad_credentials_warn_once_per_address_every_10s(rabbitmq_url: str,
     """Found by the attack mix (tests/security/test_attack_mix.py): a client guessing
     passwords got one WARNING line per guess (over a thousand a minute).  Now one per client
     address every 10 s, saying how many it held back; the others are INFO lines."""
-    from bridge.amqp010.events import ConnectionClosed
+    from amqp010.events import ConnectionClosed
     from tests.support.logins import RawLogin
 
     port = free_port()

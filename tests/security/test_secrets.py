@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.transport import BlockingClient, ClientError, EngineServer
+from amqp010.testing.broker import Broker
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient, ClientError
 from bridge.passwords import hash_password
 from tests.support.bridge import BridgeRun, free_port
 from tests.support.certs import Pki

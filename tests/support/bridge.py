@@ -21,11 +21,12 @@ from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from bridge.amqp010.broker import Broker
-from bridge.amqp010.broker import Message as StoredMessage
-from bridge.amqp010.broker import Queue as BrokerQueue
-from bridge.amqp010.spec import DeliveryProperties, MessageProperties, ReplyTo
-from bridge.amqp010.transport import BlockingClient, EngineServer
+from amqp010.spec import DeliveryProperties, MessageProperties, ReplyTo
+from amqp010.testing.broker import Broker
+from amqp010.testing.broker import Message as StoredMessage
+from amqp010.testing.broker import Queue as BrokerQueue
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient
 
 ROOT = Path(__file__).resolve().parents[2]
 

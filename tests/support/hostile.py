@@ -38,8 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.amqp010.connection import Connection, ConnectionState, Role
-from bridge.amqp010.framing import (
+from amqp010.connection import Connection, ConnectionState, Role
+from amqp010.framing import (
     PROTOCOL_HEADER,
     Assembler,
     Assembly,
@@ -47,8 +47,8 @@ from bridge.amqp010.framing import (
     ProtocolHeader,
     encode_assembly,
 )
-from bridge.amqp010.spec import ConnectionStartOk, DeliveryProperties, SessionAttach
-from bridge.amqp010.transport import BlockingClient, SocketTransport, client_config
+from amqp010.spec import ConnectionStartOk, DeliveryProperties, SessionAttach
+from amqp010.transport import BlockingClient, SocketTransport, client_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURE_DIRS = (ROOT.parent / "shared" / "captures" / "amqp-0-10",

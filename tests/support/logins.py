@@ -7,9 +7,9 @@ from __future__ import annotations
 import socket
 import time
 
-from bridge.amqp010.connection import Connection, ConnectionState, Role
-from bridge.amqp010.events import ConnectionClosed, ConnectionOpened
-from bridge.amqp010.transport import SocketTransport, client_config
+from amqp010.connection import Connection, ConnectionState, Role
+from amqp010.events import ConnectionClosed, ConnectionOpened
+from amqp010.transport import SocketTransport, client_config
 
 
 class RawLogin:

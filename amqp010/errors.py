@@ -11,7 +11,7 @@ class DecodeError(CodecError):
     """Input bytes are not valid AMQP 0-10.
 
     ``offset`` is the byte offset (within the buffer being decoded, or within the
-    stream for :class:`~bridge.amqp010.framing.FrameDecoder`) where the problem
+    stream for :class:`~amqp010.framing.FrameDecoder`) where the problem
     was found; ``reason`` says what is wrong.
     """
 

@@ -29,10 +29,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.amqp010.base import Command, Struct
-from bridge.amqp010.codec import encode_header
-from bridge.amqp010.connection import Connection, ConnectionConfig, Role
-from bridge.amqp010.events import (
+from amqp010.base import Command, Struct
+from amqp010.codec import encode_header
+from amqp010.connection import Connection, ConnectionConfig, Role
+from amqp010.events import (
     CommandReceived,
     CreditChanged,
     Event,
@@ -40,9 +40,9 @@ from bridge.amqp010.events import (
     SessionAttached,
     SessionDetached,
 )
-from bridge.amqp010.sasl import SimpleAuthenticator
-from bridge.amqp010.session import Session, SessionRegistry, SessionState
-from bridge.amqp010.spec import (
+from amqp010.sasl import SimpleAuthenticator
+from amqp010.session import Session, SessionRegistry, SessionState
+from amqp010.spec import (
     AcceptMode,
     Acquired,
     AcquireMode,
@@ -75,7 +75,7 @@ from bridge.amqp010.spec import (
     TxRollback,
     TxSelect,
 )
-from bridge.amqp010.transport import EngineServer
+from amqp010.testing.server import EngineServer
 
 _ids = itertools.count(1)
 
@@ -527,7 +527,7 @@ class Broker:
                 continue  # acquired by someone else meanwhile
             d.acquired = True
             got.append(tid)
-        from bridge.amqp010.types import SequenceSet
+        from amqp010.types import SequenceSet
 
         return Acquired(transfers=SequenceSet.of(*got))
 

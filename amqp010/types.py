@@ -24,7 +24,7 @@ generated structs   struct32 (0xab)
 
 Every decoder has the signature ``dec(buf, pos) -> (value, new_pos)`` over a
 ``bytes`` buffer; every encoder ``enc(out: bytearray, value) -> None``.  Bounds are
-checked: a short buffer raises :class:`~bridge.amqp010.errors.DecodeError` with the
+checked: a short buffer raises :class:`~amqp010.errors.DecodeError` with the
 offset, never ``IndexError`` or ``struct.error``.
 """
 

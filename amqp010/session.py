@@ -7,7 +7,7 @@ sender
     numbers each command it sends (RFC 1982 serial numbers from the
     command-point), keeps it until the peer reports it completed (for replay
     after a transport loss), turns session.completed into
-    :class:`~bridge.amqp010.events.CommandsCompleted` events and answers with
+    :class:`~amqp010.events.CommandsCompleted` events and answers with
     known-completed.
 receiver
     numbers incoming commands from the peer's command-point, drops replayed
@@ -17,7 +17,7 @@ receiver
 
 A session outlives its transport when its timeout is non-zero: it then sits in
 ``DETACHED`` and can be attached to another connection (client role:
-:meth:`Connection.resume <bridge.amqp010.connection.Connection.resume>`; server
+:meth:`Connection.resume <amqp010.connection.Connection.resume>`; server
 role: the peer attaches the same name and the :class:`SessionRegistry` finds it).
 """
 
@@ -367,7 +367,7 @@ class Session:
         """message.transfer; split into frames of at most the negotiated max-frame-size.
 
         If ``destination`` is under the peer's credit (a subscription the peer
-        made), the transfer must fit it: :class:`~bridge.amqp010.flow.CreditError`
+        made), the transfer must fit it: :class:`~amqp010.flow.CreditError`
         otherwise (check :meth:`can_transfer`).
         """
         hdr = encode_header(tuple(header))

@@ -8,7 +8,7 @@
 
 The connection runs the handshake (protocol header, SASL start/secure, tune,
 open/redirect), close in both directions, heartbeats, and routes session
-controls and commands to :class:`~bridge.amqp010.session.Session` objects by
+controls and commands to :class:`~amqp010.session.Session` objects by
 channel.  It holds no socket, thread or clock: time comes in through
 :meth:`Connection.tick`.  See ``docs/amqp010-engine.md`` for the state machine.
 """
@@ -376,7 +376,7 @@ class Connection:
         self._fatal(code, text)
 
     def finish_authentication(self, identity: str | None, refusal: str = "") -> None:
-        """Answer :class:`~bridge.amqp010.events.CredentialsReceived` (server role):
+        """Answer :class:`~amqp010.events.CredentialsReceived` (server role):
         ``identity`` logged in, or (None) the login is refused for ``refusal``.
 
         Ignored once the connection is closing or closed (the client went away while

@@ -1,6 +1,6 @@
 """Base classes of the generated AMQP 0-10 structs, controls and commands.
 
-The concrete classes live in :mod:`bridge.amqp010.spec`, generated from the
+The concrete classes live in :mod:`amqp010.spec`, generated from the
 spec XML by ``tools/gen_amqp010.py``; their ``encode_fields``/``decode_fields``
 are generated straight-line code for speed.  This module holds what they share.
 """

@@ -1,9 +1,9 @@
 """Events the AMQP 0-10 engine reports to the application.
 
-:meth:`Connection.next_event() <bridge.amqp010.connection.Connection.next_event>`
+:meth:`Connection.next_event() <amqp010.connection.Connection.next_event>`
 returns these, in the order the peer's bytes (and the clock passed to ``tick``)
 caused them.  Every event is a small frozen dataclass; events about a session
-carry the :class:`~bridge.amqp010.session.Session` object itself.
+carry the :class:`~amqp010.session.Session` object itself.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class Event:
 class CredentialsReceived(Event):
     """Server: a client logged in with SASL PLAIN and the authenticator defers the check
     (``SimpleAuthenticator(defer=True)``). Answer with
-    :meth:`~bridge.amqp010.connection.Connection.finish_authentication`; until then the
+    :meth:`~amqp010.connection.Connection.finish_authentication`; until then the
     connection waits (nothing is sent to the client)."""
 
     user: str
