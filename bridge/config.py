@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from mappings.cloudevents.template import EventTemplate
-from pipeline.tap import TapConfig  # a pydantic model only: imports neither pyarrow nor Spark
+from pipeline.bridge_api import TapConfig  # imports neither pyarrow nor Spark
 
 from .logs import redact
 from .passwords import HashFormatError, is_hash, parse_hash, read_users_file
