@@ -69,7 +69,7 @@ from .logs import WarnLimiter
 from .metrics import LatencyHistogram
 from .outcomes import condition_text, give_back, reject
 from .poison import PoisonGuard, poison_suspected
-from .translate import Translator, decode, encode
+from .translate import Translator
 
 if TYPE_CHECKING:
     from .taps import RouteTap
@@ -633,8 +633,8 @@ class LegacyToAmqp10:
             return
         tap = self.tap
         try:
-            data = encode(self.translator.legacy_to_amqp10(event.delivery_properties, mp,
-                                                          event.body))
+            data = self.translator.legacy_to_amqp10(event.delivery_properties, mp,
+                                                    event.body).encode()
         except MappingError as exc:
             stats.mapping_errors += 1
             plain = plain_copy(event, self.route)
@@ -1084,7 +1084,7 @@ class Amqp10ToLegacy:
         received = _Received(delivery, len(data), t0=time.monotonic())
         tap = self.tap
         try:
-            message = decode(data)
+            message = AmqpMessage.decode(data)
         except MappingError as exc:
             stats.mapping_errors += 1
             if tap is not None:
