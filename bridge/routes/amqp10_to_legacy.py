@@ -29,6 +29,7 @@ from .amqp010_endpoint import Amqp010Target
 from .amqp10_endpoint import Amqp10Source, redelivered_1_0
 from .core import RouteCore
 from .deadletter import DeadLetters
+from .legacy_endpoint import LegacyTarget
 from .refusals import MAPPING_ERROR, log_refused, report_poison
 from .stats import message_id_key
 
@@ -64,7 +65,7 @@ class Amqp10ToLegacy(RouteCore):
         if dead_letter is not None:
             self.dead_letters = DeadLetters(container, dead_letter[0], dead_letter[1],
                                             route=route, owner=self)
-        self.target = Amqp010Target(legacy, route, self)
+        self.target: LegacyTarget = Amqp010Target(legacy, route, self)
         self.attach_legacy(self.target)
 
     @property

@@ -29,7 +29,7 @@ from .amqp010_endpoint import Amqp010Source
 from .amqp10_endpoint import Amqp10Target
 from .core import RouteCore
 from .deadletter import DeadLetters
-from .legacy_endpoint import ACCEPT, REDELIVER, RELEASE, Taken
+from .legacy_endpoint import ACCEPT, REDELIVER, RELEASE, LegacySource, Taken
 from .refusals import log_refused, report_poison, too_large
 from .stats import message_id_key
 
@@ -54,7 +54,7 @@ class LegacyToAmqp10(RouteCore):
         if dead_letter is not None:
             self.dead_letters = DeadLetters(container, dead_letter[0], dead_letter[1],
                                             route=route, owner=self, suspect=_suspect)
-        self.source = Amqp010Source(legacy, route, self)
+        self.source: LegacySource = Amqp010Source(legacy, route, self)
         self.attach_legacy(self.source)
 
     @property
