@@ -246,6 +246,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.container.schedule(delay, Timer(self._housekeeping))
 
     def _housekeeping(self) -> None:
+        # (its name is the timer's in logs and in fault injection: timer:_housekeeping)
         assert self.container is not None
         now = time.monotonic()
         if now >= self._stats_due:
@@ -307,6 +308,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.container.schedule(CLOSE_GRACE, Timer(self.stop_loop))
 
     def stop_loop(self) -> None:
+        """End the event loop (the close grace is over); the taps' files are closed first."""
         assert self.container is not None
         self.close_taps()
         self.container.stop()

@@ -70,7 +70,8 @@ from proton import _events as proton_events
 from proton._events import EventBase
 from proton.reactor import Container
 
-if TYPE_CHECKING:  # the routes import this module (through bridge.legacy)
+if TYPE_CHECKING:  # links and routes import this module (through bridge.legacy)
+    from .amqp10.link import Amqp10Link
     from .routes import LegacyRoute
 
 log = logging.getLogger(__name__)
@@ -390,7 +391,7 @@ def _facade_client(facade: Any, sock: Any) -> _Part:
                  "client connection closed", recover)
 
 
-def _amqp10_link(link: Any) -> _Part:
+def _amqp10_link(link: Amqp10Link) -> _Part:
     def recover(reason: str) -> Callable[[], bool] | None:
         if not link.recover_from_fault(reason):  # the route's re-attach path, with its backoff
             return None
