@@ -88,24 +88,24 @@ from amqp010.spec import (
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 
+from .amqp10.link import Amqp10Link
+from .amqp10.outcomes import condition_name, condition_text, give_back, reject
 from .config import ConfigError, Listener, Route
 from .hosting import AcceptLimits, Amqp010Listener, Amqp010Socket, LoopCalls, Timer
 from .logins import REFUSAL_TEXT, LoginChecks, PendingLogin
 from .logs import WarnLimiter
-from .outcomes import condition_name, condition_text, give_back, reject
 from .passwords import PasswordTable
 from .poison import PoisonGuard
-from .routes import (
+from .routes.amqp10_endpoint import redelivered_1_0
+from .routes.refusals import (
     MAPPING_ERROR,
-    Amqp10Link,
-    RouteStats,
     dead_letter_copy,
     log_refused,
     plain_copy,
-    redelivered_1_0,
     report_poison,
     too_large,
 )
+from .routes.stats import RouteStats
 from .tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
 from .translate import Translator
 
