@@ -56,6 +56,7 @@ def on_cluster(cluster: Cluster, executors: Path, *args: str) -> subprocess.Comp
         "spark.executor.extraJavaOptions": FAST_JVM,
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} {FAST_JVM}",
         "spark.cores.max": "1",
+        "spark.task.maxFailures": "1",
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "1",
     }
@@ -140,13 +141,13 @@ def test_replay_from_the_cluster_executors(
     assert sum(int(c[1]) for c in counts) == 20
     assert lines[-1].startswith(f"replay: 20 of 20 messages accepted by {address}")
     assert_executors_ran_isolated(executors)
-    got = {}
+    got: dict[str, AmqpMessage] = {}
     for received in receive_messages(rabbitmq_url, address, 20):
         message = AmqpMessage.decode(received.raw)
-        got[message.properties.message_id] = message
-    assert sorted(got) == sorted(m.properties.message_id for m in sent)
+        got[str(message.properties.message_id)] = message
+    assert sorted(got) == [f"c-{n}" for n in sorted(range(20), key=str)]
     for original in sent:
-        copy = got[original.properties.message_id]
+        copy = got[str(original.properties.message_id)]
         assert copy.body == original.body
         assert copy.application_properties == original.application_properties
         assert copy.header.durable == original.header.durable

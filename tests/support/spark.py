@@ -109,9 +109,14 @@ def standalone_cluster(directory: Path, *, cores: int = 1, memory: str = "1g",
         _wait(cluster, procs, timeout, "the worker's registration with the master")
         yield cluster
     finally:
-        left = [proc.args[1] for proc in reversed(procs) if not _stop(proc)]
+        left = [_daemon(proc) for proc in reversed(procs) if not _stop(proc)]
         if left:
             raise ClusterError(f"process groups still alive after SIGKILL: {left}")
+
+
+def _daemon(proc: subprocess.Popen[bytes]) -> str:
+    """The daemon's class name, for messages."""
+    return str(proc.args[1]).rsplit(".", 1)[-1]  # type: ignore[index]
 
 
 def _start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -126,7 +131,7 @@ def _wait(cluster: Cluster, procs: list[subprocess.Popen[bytes]], timeout: float
     while True:
         for proc in procs:
             if proc.poll() is not None:
-                raise ClusterError(f"waiting for {what}: {proc.args[1]} exited with "
+                raise ClusterError(f"waiting for {what}: {_daemon(proc)} exited with "
                                    f"{proc.returncode}\n{cluster.logs()}")
         try:
             if cluster.status().get("aliveworkers") == 1:
