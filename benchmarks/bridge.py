@@ -17,6 +17,15 @@ CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
   they reach the 0-10 queue. Baseline: a plain proton receiver (credit 1000,
   accepting each) draining the same kind of backlog; also compared with the
   sender's rate.
+- *façade 0-10 → 1.0*: a 0-10 client (:class:`amqp010.transport.BlockingClient`, a child
+  process) publishes N messages like the 0-10 ones above (at most 1000 not yet completed)
+  to an exchange of the bridge's façade listener, routed to a RabbitMQ queue; the rate is
+  how fast the façade completes them (it does once RabbitMQ accepted), from 10 % to
+  100 %. Baseline: the proton sender of the same round.
+- *façade 1.0 → 0-10*: a backlog of N messages in a RabbitMQ queue behind a façade queue;
+  the rate is how fast a 0-10 client (a child process, window credit 1000, accepting in
+  batches of 100) receives them. Baseline: the proton receiver of the same round.
+  ``--only-facade`` runs just these two and their baselines.
 - *latency*: messages paced at ``--latency-rate`` per second carry their send
   time; the consumer on the other side (proton in a child process, or the 0-10
   client here) records arrival - send. p50 / p99 over ``--latency-messages``;
