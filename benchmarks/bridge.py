@@ -436,20 +436,24 @@ def _child(kind: str, url: str, address: str, n: int, pace: float, out: Any) -> 
 
 def child(kind: str, url: str, address: str, n: int, pace: float = 0.0) -> Any:
     """Run a plain proton client in a fresh process; returns what it measured."""
-    ctx = mp.get_context("spawn")
-    parent_end, child_end = ctx.Pipe()
-    proc = ctx.Process(target=_child, args=(kind, url, address, n, pace, child_end))
-    proc.start()
-    result = parent_end.recv()
-    proc.join()
-    return result
+    proc, result = start_child(kind, url, address, n, pace)
+    try:
+        return result.recv()
+    except EOFError:
+        raise RuntimeError(f"the proton {kind} client failed (see its traceback above)") from None
+    finally:
+        proc.join()
 
 
 def start_child(kind: str, url: str, address: str, n: int, pace: float = 0.0) -> Any:
+    """Start a plain proton client in a fresh process: (process, the end it reports to).
+
+    Only the child holds the other end, so a child that dies makes ``recv`` raise EOFError."""
     ctx = mp.get_context("spawn")
     parent_end, child_end = ctx.Pipe()
     proc = ctx.Process(target=_child, args=(kind, url, address, n, pace, child_end))
     proc.start()
+    child_end.close()
     return proc, parent_end
 
 

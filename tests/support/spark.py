@@ -71,12 +71,13 @@ class Cluster:
 
 def daemon_env(directory: Path) -> dict[str, str]:
     """The daemons' environment: this one without PYTHONPATH (executors inherit it), Spark's
-    home, loopback only, logs under ``directory``."""
+    home, loopback only, logs and scratch space under ``directory``."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
     env.update({
         "SPARK_HOME": str(SPARK_HOME),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_LOG_DIR": str(directory),
+        "SPARK_LOCAL_DIRS": str(directory / "scratch"),  # the executors' shuffle and block files
         "SPARK_DAEMON_JAVA_OPTS": DAEMON_JAVA_OPTS,
         "SPARK_DAEMON_MEMORY": "256m",
     })
