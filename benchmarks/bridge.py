@@ -697,6 +697,7 @@ def main() -> int:
     best: dict[str, tuple[float, float]] = {}
 
     def keep(name: str, result: tuple[float, float]) -> None:
+        print(f"  {name:26} {result[0]:8,.0f} msg/s", flush=True)
         if result[0] > best.get(name, (0.0, 0.0))[0]:
             best[name] = result
 
