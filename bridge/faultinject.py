@@ -34,6 +34,8 @@ import signal
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import facade, hosting, legacy, routes
+from .amqp10 import link as amqp10_link
 from .config import ConfigError
 
 log = logging.getLogger(__name__)
@@ -91,9 +93,6 @@ def install_from_environment(environ: Mapping[str, str] = os.environ) -> list[tu
     if not spec:
         return []
     targets = parse(spec)
-    from . import facade, hosting, legacy, routes
-    from .amqp10 import link as amqp10_link
-
     injector = _Injector(targets)
     kinds = {kind for kind, _ in targets}
     if "legacy_connection" in kinds:
