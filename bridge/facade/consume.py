@@ -510,6 +510,10 @@ class FacadeConsume:
         stats.in_flight_bytes = self.bytes_in_flight
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
 
+    # -- dead-lettering ------------------------------------------------------------------------
+    # The one place to swap for a shared dead-letter component (with the dead-letter
+    # link's handlers below; busy and pending count its queue and in-flight map).
+
     def unmappable(self, sub: Subscription, delivery: Delivery, data: bytes,
                    exc: MappingError) -> None:
         """A 1.0 message no 0-10 subscriber can get: dead-letter it, or reject it."""

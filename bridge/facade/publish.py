@@ -293,6 +293,11 @@ class FacadePublish:
         else:
             self.bytes -= entry.size
 
+    # -- refusals and dead-lettering ---------------------------------------------------------
+    # The one place to swap for a shared dead-letter component: the queue and in-flight
+    # map of the dead-letter link (dlq_waiting, dlq_in_flight, dlq_poison) are also
+    # served by _send, on_link_down and on_delivery, with the sender's.
+
     def _poisoned(self, entry: _Publish, link: Amqp10Link) -> None:
         """The target ended ``link`` too often while ``entry`` was alone in flight on it:
         dead-letter it, or refuse it to its publisher (execution.exception)."""
