@@ -22,9 +22,7 @@ from typing import Any
 from proton import Delivery
 
 from amqp010.base import Command, Struct
-from amqp010.events import (
-    CommandReceived,
-)
+from amqp010.events import CommandReceived
 from amqp010.serial import serial_add, serial_diff, serial_le
 from amqp010.spec import (
     AcceptMode,

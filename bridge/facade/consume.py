@@ -26,12 +26,7 @@ from proton.reactor import Container
 
 from amqp010.base import Command, Struct
 from amqp010.codec import encode_header
-from amqp010.spec import (
-    AcceptMode,
-    AcquireMode,
-    ErrorCode,
-    ExchangeBind,
-)
+from amqp010.spec import AcceptMode, AcquireMode, ErrorCode, ExchangeBind
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 

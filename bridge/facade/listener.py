@@ -38,10 +38,7 @@ from amqp010.events import (
 )
 from amqp010.sasl import SimpleAuthenticator
 from amqp010.session import Session
-from amqp010.spec import (
-    CloseCode,
-    ErrorCode,
-)
+from amqp010.spec import CloseCode, ErrorCode
 
 from ..config import ConfigError, Listener
 from ..hosting import AcceptLimits, Amqp010Listener, Amqp010Socket, EndOfBurst, LoopCalls, Timer

@@ -25,13 +25,8 @@ from proton import Delivery
 from proton.reactor import Container
 
 from amqp010.base import Command
-from amqp010.events import (
-    MessageReceived,
-)
-from amqp010.spec import (
-    DeliveryProperties,
-    ErrorCode,
-)
+from amqp010.events import MessageReceived
+from amqp010.spec import DeliveryProperties, ErrorCode
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 
@@ -75,7 +70,6 @@ _ERROR_CODES = {
     "amqp:decode-error": ErrorCode.INVALID_ARGUMENT,
     str(MAPPING_ERROR): ErrorCode.INVALID_ARGUMENT,
 }
-
 
 
 @dataclass(eq=False, slots=True)

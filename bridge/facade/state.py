@@ -12,26 +12,20 @@ routes' shared 1.0-link helpers.
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from amqp010.events import (
-    MessageReceived,
-)
+from amqp010.events import MessageReceived
 from amqp010.session import Session
 
 from ..hosting import Amqp010Socket
-from ..routes import (
-    Amqp10Link,
-)
+from ..routes import Amqp10Link
 
 if TYPE_CHECKING:
     from .consume import FacadeConsume, Subscription
     from .publish import FacadePublish
 
-log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
 
 class Refused(Exception):
     """A model command the façade answers with execution.exception."""
@@ -100,7 +94,6 @@ class SessionState:
     @property
     def live(self) -> bool:
         return not self.ended and self.session.attached
-
 
 
 class FacadeHost(Protocol):
