@@ -31,8 +31,8 @@ afresh.  Everything runs on the container's thread.
 
 Theory of operation
 -------------------
-The package is split by role, dependencies one way (each module imports only those
-listed before it):
+The package is split by role, dependencies one way (at run time each module imports
+only those listed before it; ``state`` names the routes' classes for type checking only):
 
 - :mod:`~bridge.facade.state`: per-connection and per-session state (:class:`Client`,
   :class:`SessionState`, temporary queues), the :class:`Refused` / ``LATER`` answers of
