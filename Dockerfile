@@ -12,6 +12,7 @@
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY amqp010 ./amqp010
 COPY bridge ./bridge
 COPY mappings ./mappings
 COPY pipeline ./pipeline

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from . import types as T
 from .errors import DecodeError, EncodeError
 from .types import u16_pack, u16_unpack, u32_pack_into
 
@@ -144,8 +145,6 @@ class Struct:
 
 def _encode_field(type_name: str, value: Any) -> None:
     """Encode one field value on its own, raising whatever its encoder raises."""
-    from . import types as T
-
     out = bytearray()
     simple: dict[str, Any] = {
         "uint8": lambda v: out.append(v),

@@ -11,6 +11,17 @@ open/redirect), close in both directions, heartbeats, and routes session
 controls and commands to :class:`~amqp010.session.Session` objects by
 channel.  It holds no socket, thread or clock: time comes in through
 :meth:`Connection.tick`.  See ``docs/amqp010-engine.md`` for the state machine.
+
+Connection controls are dispatched by a table keyed by (role, state, control
+class) (``_HANDLERS`` at the end).  Sessions are driven through their public
+transport-side methods only (``bind``, ``transport_attached``,
+``receive_control``, ``receive_command``, ``announce_completed``,
+``transport_lost``, ``evict``); a bound session reaches back through the
+:class:`~amqp010.session.SessionHost` interface, which the connection
+implements (``send_control``, ``send_command``, ``emit``, ``withdraw_events``,
+``release``, ``now``, and the ``is_server``, ``max_session_timeout`` and
+``registry`` properties).  This module imports ``session.py``, never the
+reverse.
 """
 
 from __future__ import annotations
@@ -30,7 +41,6 @@ from .events import (
     CredentialsReceived,
     Event,
     HeartbeatTimeout,
-    SessionDetached,
 )
 from .framing import (
     MAX_FRAME_SIZE,
@@ -40,7 +50,9 @@ from .framing import (
     Assembly,
     FrameDecoder,
     ProtocolHeader,
+    Track,
     encode_assembly,
+    encode_segments,
 )
 from .sasl import (
     AuthenticationError,
@@ -226,7 +238,7 @@ class Connection:
 
         A host applies backpressure by not reading from the transport while this
         is above its limit (the engine itself never stops reading)."""
-        return sum(len(s._incomplete) for s in self.sessions.values())
+        return sum(s.incomplete_count for s in self.sessions.values())
 
     @property
     def buffered(self) -> int:
@@ -288,8 +300,7 @@ class Connection:
     def data_to_send(self) -> bytes:
         """Bytes to write to the transport (empty if none)."""
         for s in list(self.sessions.values()):
-            if s._completed_dirty:
-                s._flush_completed()
+            s.announce_completed()
         if not self._out:
             return b""
         out = b"".join(self._out) if len(self._out) > 1 else self._out[0]
@@ -338,7 +349,7 @@ class Connection:
                                f"(heartbeat {hb}s)", by_peer=True)
             return
         if now - self._last_send >= hb:
-            self._send_control(0, ConnectionHeartbeat())
+            self.send_control(0, ConnectionHeartbeat())
             self._last_send = now
             self._send_flag = False
 
@@ -358,7 +369,7 @@ class Connection:
             self._finish(None, text or "closed before the handshake", by_peer=False)
             return
         self.close_code, self.close_text = code, text
-        self._send_control(0, ConnectionClose(reply_code=code, reply_text=text[:255]))
+        self.send_control(0, ConnectionClose(reply_code=code, reply_text=text[:255]))
         self.state = ConnectionState.CLOSING
 
     def abort(self, code: int = CloseCode.CONNECTION_FORCED, text: str = "") -> None:
@@ -414,10 +425,10 @@ class Connection:
         if session.state is not SessionState.DETACHED:
             raise ProtocolError(f"session {session.name!r} is {session.state.value}")
         channel = self._free_channel()
-        session._bind(self, channel)
+        session.bind(self, channel)
         session.state = SessionState.ATTACHING
         self.sessions[channel] = session
-        self._send_control(channel, SessionAttach(name=session.name, force=force))
+        self.send_control(channel, SessionAttach(name=session.name, force=force))
         return session
 
     # ------------------------------------------------------ engine internals
@@ -425,14 +436,6 @@ class Connection:
     def _write(self, data: bytes) -> None:
         self._out.append(data)
         self._send_flag = True
-
-    def _emit(self, event: Event) -> None:
-        self._events.append(event)
-
-    def _send_control(self, channel: int, control: Control) -> None:
-        if self.state is ConnectionState.CLOSED:
-            return
-        self._write(encode_assembly(channel, control, max_frame_size=self.max_frame_size))
 
     def _free_channel(self) -> int:
         for ch in range(1, max(self.channel_max, 2)):
@@ -442,15 +445,11 @@ class Connection:
             return 0
         raise ProtocolError(f"all {self.channel_max} channels are in use")
 
-    def _release(self, session: Session) -> None:
-        if session.channel is not None and self.sessions.get(session.channel) is session:
-            del self.sessions[session.channel]
-
     def _fatal(self, code: int, text: str) -> None:
         """Send connection.close for a protocol violation and stop reading."""
         self.close_code, self.close_text = code, text
         if self.state not in (ConnectionState.AWAIT_HEADER, ConnectionState.CLOSED):
-            self._send_control(0, ConnectionClose(reply_code=code, reply_text=text[:255]))
+            self.send_control(0, ConnectionClose(reply_code=code, reply_text=text[:255]))
         self._finish(code, text, by_peer=False)
 
     def _finish(self, code: int | None, text: str, *, by_peer: bool) -> None:
@@ -464,21 +463,46 @@ class Connection:
         self._assembler.discard()
         self._held = None
         for s in list(self.sessions.values()):
-            self._release(s)
-            if s.state is SessionState.ATTACHING and not s._ever_attached:
-                s.timeout = 0
-            s._lost(self._now, None, by_peer)
+            s.transport_lost(by_peer)
         self.sessions.clear()
         self._events.append(ConnectionClosed(code, text, by_peer))
 
-    def _session_error(self, session: Session, code: int, text: str) -> None:
-        """Detach ``session`` for a session-layer violation (detached with ``code``)."""
-        channel = session.channel
-        if channel is not None:
-            self._send_control(channel, SessionDetachedCtl(name=session.name, code=code))
-        self._release(session)
-        session.timeout = 0
-        session._lost(self._now, code, False)
+    # ------------------------------------- the session host (SessionHost)
+
+    @property
+    def max_session_timeout(self) -> int:
+        """The longest timeout granted to a peer's session.request-timeout."""
+        return self.config.max_session_timeout
+
+    def now(self) -> float | None:
+        """The time of the last :meth:`tick` (None before the first)."""
+        return self._now
+
+    def send_control(self, channel: int, control: Control) -> None:
+        """Write ``control`` on ``channel`` (nothing once the connection is closed)."""
+        if self.state is ConnectionState.CLOSED:
+            return
+        self._write(encode_assembly(channel, control, max_frame_size=self.max_frame_size))
+
+    def send_command(self, channel: int, segments: list[tuple[int, bytes]]) -> None:
+        """Write one command's encoded segments on ``channel`` (framed to max-frame-size)."""
+        self._out.append(encode_segments(channel, Track.COMMAND, segments, self.max_frame_size))
+        self._send_flag = True
+
+    def emit(self, event: Event) -> None:
+        """Queue ``event`` for :meth:`events`."""
+        self._events.append(event)
+
+    def withdraw_events(self, drop: Callable[[Event], bool]) -> None:
+        """Take back the queued events for which ``drop`` is true."""
+        self._events = deque(e for e in self._events if not drop(e))
+
+    def release(self, session: Session) -> bool:
+        """Free the channel ``session`` holds here; False if it holds none here."""
+        if session.channel is not None and self.sessions.get(session.channel) is session:
+            del self.sessions[session.channel]
+            return True
+        return False
 
     # ---------------------------------------------------------- handshake
 
@@ -495,7 +519,7 @@ class Connection:
             self._write(PROTOCOL_HEADER)
             cfg = self.config
             mechs = cfg.authenticator.mechanisms(cfg.external_identity)
-            self._send_control(0, ConnectionStart(
+            self.send_control(0, ConnectionStart(
                 server_properties=cfg.properties, mechanisms=Array(STR16, mechs),
                 locales=Array(STR16, cfg.locales)))
             self.state = ConnectionState.AWAIT_START_OK
@@ -530,9 +554,9 @@ class Connection:
         if session is None or session.state is not SessionState.ATTACHED:
             if session is not None and session.state is SessionState.DETACHING:
                 return  # in flight before our detach: discard
-            self._send_control(asm.channel, SessionDetachedCtl(name=b"", code=DetachCode.NOT_ATTACHED))
+            self.send_control(asm.channel, SessionDetachedCtl(name=b"", code=DetachCode.NOT_ATTACHED))
             return
-        session._on_command(asm)
+        session.receive_command(asm)
 
     def _on_connection_control(self, ctl: Control) -> None:
         t = type(ctl)
@@ -541,7 +565,7 @@ class Connection:
         if t is ConnectionHeartbeat:
             return
         if t is ConnectionClose:
-            self._send_control(0, ConnectionCloseOk())
+            self.send_control(0, ConnectionCloseOk())
             code = ctl.reply_code if ctl.reply_code is not None else CloseCode.NORMAL  # type: ignore[attr-defined]
             self.close_code, self.close_text = code, ctl.reply_text or ""  # type: ignore[attr-defined]
             if not self.is_server and st is ConnectionState.AWAIT_TUNE:
@@ -575,14 +599,14 @@ class Connection:
             self.user = creds.username
         locales = list(ctl.locales or [])
         locale = self.config.locale if self.config.locale in locales or not locales else locales[0]
-        self._send_control(0, ConnectionStartOk(
+        self.send_control(0, ConnectionStartOk(
             client_properties=self.config.properties, mechanism=mech,
             response=creds.initial_response(mech), locale=locale))
         self.state = ConnectionState.AWAIT_TUNE
 
     def _c_secure(self, ctl: ConnectionSecure) -> None:
         resp = self.config.credentials.respond(self._client_mech, ctl.challenge or b"")
-        self._send_control(0, ConnectionSecureOk(response=resp))
+        self.send_control(0, ConnectionSecureOk(response=resp))
 
     def _c_tune(self, ctl: ConnectionTune) -> None:
         cfg = self.config
@@ -599,9 +623,9 @@ class Connection:
             heartbeat = heartbeat or None
         self.channel_max, self.max_frame_size, self.heartbeat = channel_max, frame, heartbeat
         self._decoder.max_frame_size = frame
-        self._send_control(0, ConnectionTuneOk(channel_max=channel_max, max_frame_size=frame,
+        self.send_control(0, ConnectionTuneOk(channel_max=channel_max, max_frame_size=frame,
                                                heartbeat=heartbeat))
-        self._send_control(0, ConnectionOpen(virtual_host=cfg.virtual_host,
+        self.send_control(0, ConnectionOpen(virtual_host=cfg.virtual_host,
                                              capabilities=Array(STR16, [])))
         self.state = ConnectionState.AWAIT_OPEN_OK
 
@@ -614,11 +638,11 @@ class Connection:
     def _c_open_ok(self, ctl: ConnectionOpenOk) -> None:
         self.known_hosts = list(ctl.known_hosts or [])
         self._opened()
-        self._emit(ConnectionOpened(self.virtual_host, self.peer_properties, self.known_hosts,
+        self.emit(ConnectionOpened(self.virtual_host, self.peer_properties, self.known_hosts,
                                     self.user))
 
     def _c_redirect(self, ctl: ConnectionRedirect) -> None:
-        self._emit(ConnectionRedirected(ctl.host or "", list(ctl.known_hosts or [])))
+        self.emit(ConnectionRedirected(ctl.host or "", list(ctl.known_hosts or [])))
         self._finish(None, f"redirected to {ctl.host}", by_peer=True)
 
     # server side
@@ -647,16 +671,16 @@ class Connection:
             return
         if step.deferred is not None:
             self.state = ConnectionState.AWAIT_AUTHENTICATION
-            self._emit(CredentialsReceived(step.deferred.user, step.deferred.password))
+            self.emit(CredentialsReceived(step.deferred.user, step.deferred.password))
             return
         if step.challenge is not None:
-            self._send_control(0, ConnectionSecure(challenge=step.challenge))
+            self.send_control(0, ConnectionSecure(challenge=step.challenge))
             self.state = ConnectionState.AWAIT_SECURE_OK
             return
         self.user = step.identity
         self._mechanism = None
         cfg = self.config
-        self._send_control(0, ConnectionTune(
+        self.send_control(0, ConnectionTune(
             channel_max=cfg.channel_max, max_frame_size=cfg.max_frame_size,
             heartbeat_min=cfg.heartbeat_min, heartbeat_max=cfg.heartbeat_max))
         self.state = ConnectionState.AWAIT_TUNE_OK
@@ -685,7 +709,7 @@ class Connection:
         vhost = ctl.virtual_host or ""
         decision = self.config.open_handler(vhost, self) if self.config.open_handler else None
         if isinstance(decision, Redirect):
-            self._send_control(0, ConnectionRedirect(host=decision.host,
+            self.send_control(0, ConnectionRedirect(host=decision.host,
                                                      known_hosts=Array(STR16, decision.known_hosts)))
             self._finish(None, f"redirected to {decision.host}", by_peer=False)
             return
@@ -693,9 +717,9 @@ class Connection:
             self._fatal(CloseCode.INVALID_PATH, decision)
             return
         self.virtual_host = vhost
-        self._send_control(0, ConnectionOpenOk(known_hosts=Array(STR16, self.config.known_hosts)))
+        self.send_control(0, ConnectionOpenOk(known_hosts=Array(STR16, self.config.known_hosts)))
         self._opened()
-        self._emit(ConnectionOpened(vhost, self.peer_properties, [], self.user))
+        self.emit(ConnectionOpened(vhost, self.peer_properties, [], self.user))
 
     # ------------------------------------------------------------ sessions
 
@@ -709,29 +733,29 @@ class Connection:
             if t is SessionDetachedCtl:
                 return
             name = getattr(ctl, "name", None) or b""
-            self._send_control(channel, SessionDetachedCtl(name=name, code=DetachCode.NOT_ATTACHED))
+            self.send_control(channel, SessionDetachedCtl(name=name, code=DetachCode.NOT_ATTACHED))
             return
         name = getattr(ctl, "name", None)
         if name is not None and name != session.name:
             if t is SessionDetachedCtl:
                 return  # a reply about some other session name: never answer a reply
-            self._send_control(channel, SessionDetachedCtl(name=name, code=DetachCode.NOT_ATTACHED))
+            self.send_control(channel, SessionDetachedCtl(name=name, code=DetachCode.NOT_ATTACHED))
             return
         if session.state is SessionState.ATTACHING and t not in (
                 SessionAttachedCtl, SessionDetachedCtl, SessionDetach):
-            self._send_control(channel, SessionDetachedCtl(name=session.name,
+            self.send_control(channel, SessionDetachedCtl(name=session.name,
                                                            code=DetachCode.NOT_ATTACHED))
             return
-        session._on_control(ctl)
+        session.receive_control(ctl)
 
     def _on_attach(self, channel: int, ctl: SessionAttach) -> None:
         name = ctl.name or b""
         current = self.sessions.get(channel)
         if current is not None:
             if current.name == name and current.state is SessionState.ATTACHED:
-                self._send_control(channel, SessionAttachedCtl(name=name))  # idempotent
+                self.send_control(channel, SessionAttachedCtl(name=name))  # idempotent
             else:
-                self._send_control(channel, SessionDetachedCtl(name=name,
+                self.send_control(channel, SessionDetachedCtl(name=name,
                                                                code=DetachCode.TRANSPORT_BUSY))
             return
         session = self.registry.get(name)
@@ -740,25 +764,18 @@ class Connection:
             session = None
         if session is not None and session.connection is not None:
             if not ctl.force:
-                self._send_control(channel, SessionDetachedCtl(name=name,
+                self.send_control(channel, SessionDetachedCtl(name=name,
                                                                code=DetachCode.SESSION_BUSY))
                 return
-            other = session.connection
-            if other.sessions.get(session.channel or 0) is session:
-                other._send_control(session.channel or 0, SessionDetachedCtl(
-                    name=name, code=DetachCode.SESSION_BUSY))
-                other._release(session)
-                other._emit(SessionDetached(session, DetachCode.SESSION_BUSY, False))
-            session.connection = None
-            session.state = SessionState.DETACHED
+            session.evict()
         if session is None:
             session = Session(name, auto_complete=not self.is_server)
             if self.is_server:
                 self.registry.add(session)
-        session._bind(self, channel)
+        session.bind(self, channel)
         self.sessions[channel] = session
-        self._send_control(channel, SessionAttachedCtl(name=name))
-        session._on_attached()
+        self.send_control(channel, SessionAttachedCtl(name=name))
+        session.transport_attached()
 
 
 _HANDLERS: dict[tuple[Role, ConnectionState, type], Callable[[Connection, Any], None]] = {

@@ -19,22 +19,39 @@ A session outlives its transport when its timeout is non-zero: it then sits in
 ``DETACHED`` and can be attached to another connection (client role:
 :meth:`Connection.resume <amqp010.connection.Connection.resume>`; server
 role: the peer attaches the same name and the :class:`SessionRegistry` finds it).
+
+The session and its connection meet at a narrow interface, one way round.  The
+connection is given to the session when it is bound to a channel
+(:meth:`Session.bind`) as a :class:`SessionHost`: the session writes its
+controls and commands, emits events, leaves the channel and reads the clock
+through it, and nothing else.  The connection drives the session only through
+the public methods under "transport side" below: :meth:`~Session.bind`,
+:meth:`~Session.transport_attached`, :meth:`~Session.receive_control`,
+:meth:`~Session.receive_command`, :meth:`~Session.announce_completed`,
+:meth:`~Session.transport_lost` and :meth:`~Session.evict`.  ``connection.py``
+imports this module; this module never imports ``connection.py``.
+
+Incoming session controls and commands are dispatched by tables (spec class →
+handler) at the end of this module, as the connection's handshake is; the
+server role's command table adds the subscription bookkeeping the server does
+by itself (duplicate destinations, cancel of an unknown one).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .base import Command, Struct
+from .base import Command, Control, Struct
 from .codec import encode_command, encode_header
 from .events import (
     CommandReceived,
     CommandsCompleted,
     CreditChanged,
+    Event,
     ExecutionExceptionReceived,
     MessageReceived,
     ResultReceived,
@@ -42,8 +59,8 @@ from .events import (
     SessionDetached,
 )
 from .flow import Credit, CreditError
-from .framing import Assembly, SegmentType, Track, encode_segments
-from .serial import serial_add, serial_le, serial_lt
+from .framing import Assembly, SegmentType
+from .serial import serial_add, serial_add_range, serial_le, serial_lt
 from .spec import (
     AcceptMode,
     AcquireMode,
@@ -100,9 +117,6 @@ from .spec import (
 )
 from .types import SequenceSet
 
-if TYPE_CHECKING:
-    from .connection import Connection
-
 Ranges = list[tuple[int, int]]
 
 
@@ -126,6 +140,53 @@ class SessionError(Exception):
 
 class SessionBusy(SessionError):
     """The replay buffer is full: wait for CommandsCompleted before sending more."""
+
+
+class SessionHost(Protocol):
+    """What a bound session may ask of its transport (the connection implements it).
+
+    It is all the session knows of the connection: output goes out through
+    :meth:`send_control` / :meth:`send_command`, events through :meth:`emit`.
+    """
+
+    @property
+    def is_server(self) -> bool:
+        """True in the server role (it decides who manages subscriptions' credit)."""
+        ...
+
+    @property
+    def max_session_timeout(self) -> int:
+        """The longest timeout a peer's session.request-timeout is granted."""
+        ...
+
+    @property
+    def registry(self) -> SessionRegistry:
+        """The sessions kept by name for a resume (server role)."""
+        ...
+
+    def now(self) -> float | None:
+        """The time of the last tick (None before the first)."""
+        ...
+
+    def send_control(self, channel: int, control: Control) -> None:
+        """Write a control on ``channel`` (nothing once the transport is closed)."""
+        ...
+
+    def send_command(self, channel: int, segments: list[tuple[int, bytes]]) -> None:
+        """Write one command (its encoded segments) on ``channel``'s command track."""
+        ...
+
+    def emit(self, event: Event) -> None:
+        """Queue an event for the application."""
+        ...
+
+    def withdraw_events(self, drop: Callable[[Event], bool]) -> None:
+        """Take back the queued events for which ``drop`` is true."""
+        ...
+
+    def release(self, session: Session) -> bool:
+        """Free the channel ``session`` holds; False if it held none here."""
+        ...
 
 
 @dataclass(slots=True)
@@ -172,7 +233,8 @@ class Session:
             name = str(uuid.uuid4())
         self.name: bytes = name.encode() if isinstance(name, str) else bytes(name)
         self.state = SessionState.DETACHED
-        self.connection: Connection | None = None
+        self.connection: SessionHost | None = None
+        """The connection this session is bound to (None while detached)."""
         self.channel: int | None = None
         self.timeout = timeout
         """Seconds the peer keeps our state after a transport loss (as granted)."""
@@ -187,6 +249,7 @@ class Session:
         """The peer's execution.exception, if it raised one."""
         self._ever_attached = False
         self._server = False
+        self._commands = _CLIENT_COMMANDS  # the role's command table (set by bind)
         # sender of commands
         self._next_out = first_command_id & 0xFFFFFFFF
         self._unacked: dict[int, _Sent] = {}
@@ -290,7 +353,7 @@ class Session:
         if self._ready:
             conn = self.connection
             assert conn is not None and self.channel is not None
-            conn._write(encode_segments(self.channel, Track.COMMAND, segments, conn.max_frame_size))
+            conn.send_command(self.channel, segments)
             self._since_flush += 1
             if self._since_flush >= self.flush_every:
                 self._since_flush = 0
@@ -300,7 +363,7 @@ class Session:
     def _control(self, control: Any) -> None:
         conn = self.connection
         if conn is not None and self.channel is not None:
-            conn._send_control(self.channel, control)
+            conn.send_control(self.channel, control)
 
     # ------------------------------------------------------------ API: model
 
@@ -480,16 +543,15 @@ class Session:
         conn = self.connection
         if conn is not None and command_id is not None:
             # commands queued behind the failing one are never executed
-            conn._events = type(conn._events)(
-                e for e in conn._events
-                if not (isinstance(e, (CommandReceived, MessageReceived)) and e.session is self
-                        and serial_lt(command_id, e.command_id)))
+            conn.withdraw_events(
+                lambda e: isinstance(e, (CommandReceived, MessageReceived)) and e.session is self
+                and serial_lt(command_id, e.command_id))
         self.detach()
 
     def detach(self) -> None:
         """session.detach: leave the transport (state is kept if timeout > 0)."""
         if self.state is SessionState.ATTACHED:
-            self._flush_completed()
+            self.announce_completed()
             self._control(SessionDetach(name=self.name))
             self.state = SessionState.DETACHING
             self._ready = False
@@ -518,15 +580,18 @@ class Session:
         """session.flush: ask the peer for its expected/confirmed/completed sets."""
         self._control(SessionFlush(expected=expected, confirmed=confirmed, completed=completed))
 
-    # ======================================================= engine internals
+    # ============================================ transport side (the connection)
 
-    def _bind(self, conn: Connection, channel: int) -> None:
-        self.connection = conn
+    def bind(self, host: SessionHost, channel: int) -> None:
+        """Put this session on ``channel`` of ``host`` (attach follows)."""
+        self.connection = host
         self.channel = channel
-        self._server = conn.is_server
+        self._server = host.is_server
+        self._commands = _SERVER_COMMANDS if self._server else _CLIENT_COMMANDS
 
-    def _on_attached(self) -> None:
-        """The transport is attached (we sent or received attached)."""
+    def transport_attached(self) -> None:
+        """The attach is done (we sent or received session.attached): send command-point
+        and replay what the peer has not completed."""
         resumed = self._ever_attached
         self._ever_attached = True
         self.state = SessionState.ATTACHED
@@ -540,15 +605,50 @@ class Session:
         conn = self.connection
         assert conn is not None and self.channel is not None
         for sent in self._unacked.values():
-            conn._write(encode_segments(self.channel, Track.COMMAND, sent.segments,
-                                        conn.max_frame_size))
+            conn.send_command(self.channel, sent.segments)
         if self._completed:
             self._completed_dirty = True
-        conn._emit(SessionAttached(self, resumed))
+        conn.emit(SessionAttached(self, resumed))
 
-    def _lost(self, now: float | None, code: int | None, by_peer: bool) -> None:
-        """The transport went away under us (or we detached): keep or drop state."""
+    def transport_lost(self, by_peer: bool) -> None:
+        """The connection ended under this session (closed, dropped or aborted): keep
+        its state for a resume if it has a timeout (an attach never answered keeps none)."""
+        if self.state is SessionState.ATTACHING and not self._ever_attached:
+            self.timeout = 0
+        self._lost(None, by_peer)
+
+    def evict(self) -> None:
+        """Another transport takes this session over (an attach with force): the current
+        one's peer is told detached(session-busy); the session's state is kept."""
+        host = self.connection
+        if host is not None and host.release(self):
+            host.send_control(self.channel or 0, SessionDetachedCtl(
+                name=self.name, code=DetachCode.SESSION_BUSY))
+            host.emit(SessionDetached(self, DetachCode.SESSION_BUSY, False))
+        self.connection = None
+        self.state = SessionState.DETACHED
+
+    @property
+    def incomplete_count(self) -> int:
+        """How many received commands the application has not completed yet."""
+        return len(self._incomplete)
+
+    def announce_completed(self) -> None:
+        """Send session.completed if commands were completed since the last one
+        (the connection calls it when its output is collected)."""
+        if self._completed_dirty and self.state is SessionState.ATTACHED:
+            self._completed_dirty = False
+            self._control(SessionCompleted(commands=SequenceSet(self._completed),
+                                           timely_reply=len(self._completed) > 8))
+
+    def _lost(self, code: int | None, by_peer: bool) -> None:
+        """The transport went away under us (or we detached): leave the channel, then
+        keep or drop state."""
         conn = self.connection
+        now = None
+        if conn is not None:
+            conn.release(self)
+            now = conn.now()
         self.connection = None
         self.channel = None
         self._ready = False
@@ -558,66 +658,83 @@ class Session:
         if conn is not None:
             if not keep:
                 conn.registry.discard(self)
-            conn._emit(SessionDetached(self, code, by_peer))
+            conn.emit(SessionDetached(self, code, by_peer))
+
+    def _fail(self, code: int) -> None:
+        """Detach for a session-layer violation (detached with ``code``, state dropped)."""
+        self._control(SessionDetachedCtl(name=self.name, code=code))
+        self.timeout = 0
+        self._lost(code, False)
 
     # ---------------------------------------------------------- controls in
 
-    def _on_control(self, ctl: Any) -> None:
-        t = type(ctl)
-        if t is SessionCompleted:
-            self._on_completed((ctl.commands or SequenceSet()).ranges, ctl.timely_reply)
-        elif t is SessionKnownCompleted:
-            self._completed = _subtract(self._completed, (ctl.commands or SequenceSet()).ranges)
-        elif t is SessionCommandPoint:
-            self._next_in = ctl.command_id or 0
-        elif t is SessionFlush:
-            if ctl.expected:
-                exp = SequenceSet()
-                if self._hwm is not None:
-                    exp.add(self._hwm)
-                self._control(SessionExpected(commands=exp))
-            if ctl.confirmed:
-                self._control(SessionConfirmed(commands=SequenceSet(self._completed)))
-            if ctl.completed:
-                self._completed_dirty = False
-                self._control(SessionCompleted(commands=SequenceSet(self._completed)))
-        elif t is SessionGap:
-            for lo, hi in (ctl.commands or SequenceSet()).ranges:
-                self._completed = _add_range(self._completed, lo, hi)
-                for cid in list(self._incomplete):
-                    if serial_le(lo, cid) and serial_le(cid, hi):
-                        del self._incomplete[cid]
-                if self._next_in is not None and serial_le(lo, self._next_in) \
-                        and serial_le(self._next_in, hi):
-                    self._next_in = serial_add(hi, 1)
-                    self._raise_hwm(self._next_in)
-            self._completed_dirty = True
-        elif t is SessionRequestTimeout:
-            conn = self.connection
-            limit = conn.config.max_session_timeout if conn is not None else 0
-            self.timeout = min(ctl.timeout or 0, limit) if ctl.timeout is not None else limit
-            self._control(SessionTimeout(timeout=self.timeout))
-        elif t is SessionTimeout:
-            self.timeout = ctl.timeout or 0
-        elif t in (SessionExpected, SessionConfirmed):
-            pass  # we replay from completion only; confirmation adds nothing for us
-        elif t is SessionDetach:
-            self._flush_completed()  # what we completed so far, before the session goes
-            self._control(SessionDetachedCtl(name=self.name, code=DetachCode.NORMAL))
-            conn = self.connection
-            if conn is not None:
-                conn._release(self)
-            self._lost(conn._now if conn else None, DetachCode.NORMAL, True)
-        elif t is SessionDetachedCtl:
-            conn = self.connection
-            if conn is not None:
-                conn._release(self)
-            by_peer = self.state is not SessionState.DETACHING
-            if by_peer and self.state is SessionState.ATTACHING and not self._ever_attached:
-                self.timeout = 0  # attach refused: nothing to keep
-            self._lost(conn._now if conn else None, ctl.code, by_peer)
-        elif t is SessionAttachedCtl and self.state is SessionState.ATTACHING:
-            self._on_attached()
+    def receive_control(self, ctl: Control) -> None:
+        """A session control for this session arrived (dispatched by :data:`_CONTROLS`)."""
+        handler = _CONTROLS.get(type(ctl))
+        if handler is not None:
+            handler(self, ctl)
+
+    _on_control = receive_control  # the name tests/engine call it by
+
+    def _ctl_completed(self, ctl: SessionCompleted) -> None:
+        self._on_completed((ctl.commands or SequenceSet()).ranges, bool(ctl.timely_reply))
+
+    def _ctl_known_completed(self, ctl: SessionKnownCompleted) -> None:
+        self._completed = _subtract(self._completed, (ctl.commands or SequenceSet()).ranges)
+
+    def _ctl_command_point(self, ctl: SessionCommandPoint) -> None:
+        self._next_in = ctl.command_id or 0
+
+    def _ctl_flush(self, ctl: SessionFlush) -> None:
+        if ctl.expected:
+            exp = SequenceSet()
+            if self._hwm is not None:
+                exp.add(self._hwm)
+            self._control(SessionExpected(commands=exp))
+        if ctl.confirmed:
+            self._control(SessionConfirmed(commands=SequenceSet(self._completed)))
+        if ctl.completed:
+            self._completed_dirty = False
+            self._control(SessionCompleted(commands=SequenceSet(self._completed)))
+
+    def _ctl_gap(self, ctl: SessionGap) -> None:
+        for lo, hi in (ctl.commands or SequenceSet()).ranges:
+            self._completed = _add_range(self._completed, lo, hi)
+            for cid in list(self._incomplete):
+                if serial_le(lo, cid) and serial_le(cid, hi):
+                    del self._incomplete[cid]
+            if self._next_in is not None and serial_le(lo, self._next_in) \
+                    and serial_le(self._next_in, hi):
+                self._next_in = serial_add(hi, 1)
+                self._raise_hwm(self._next_in)
+        self._completed_dirty = True
+
+    def _ctl_request_timeout(self, ctl: SessionRequestTimeout) -> None:
+        conn = self.connection
+        limit = conn.max_session_timeout if conn is not None else 0
+        self.timeout = min(ctl.timeout or 0, limit) if ctl.timeout is not None else limit
+        self._control(SessionTimeout(timeout=self.timeout))
+
+    def _ctl_timeout(self, ctl: SessionTimeout) -> None:
+        self.timeout = ctl.timeout or 0
+
+    def _ctl_ignore(self, ctl: Control) -> None:
+        """expected / confirmed: we replay from completion only; confirmation adds nothing."""
+
+    def _ctl_detach(self, ctl: SessionDetach) -> None:
+        self.announce_completed()  # what we completed so far, before the session goes
+        self._control(SessionDetachedCtl(name=self.name, code=DetachCode.NORMAL))
+        self._lost(DetachCode.NORMAL, True)
+
+    def _ctl_detached(self, ctl: SessionDetachedCtl) -> None:
+        by_peer = self.state is not SessionState.DETACHING
+        if by_peer and self.state is SessionState.ATTACHING and not self._ever_attached:
+            self.timeout = 0  # attach refused: nothing to keep
+        self._lost(ctl.code, by_peer)
+
+    def _ctl_attached(self, ctl: SessionAttachedCtl) -> None:
+        if self.state is SessionState.ATTACHING:
+            self.transport_attached()
 
     def _on_completed(self, ranges: Ranges, timely: bool) -> None:
         if not ranges or not self._unacked:
@@ -653,9 +770,9 @@ class Session:
                 self._known = _add_range(self._known, lo, hi)
             self._known_count += len(newly)
             if conn is not None:
-                conn._emit(CommandsCompleted(self, newly))
+                conn.emit(CommandsCompleted(self, newly))
                 for dest in credit_changed:
-                    conn._emit(CreditChanged(self, dest))
+                    conn.emit(CreditChanged(self, dest))
         if timely and not newly:
             for lo, hi in ranges:
                 self._known = _add_range(self._known, lo, hi)
@@ -666,12 +783,11 @@ class Session:
 
     # ---------------------------------------------------------- commands in
 
-    def _on_command(self, asm: Assembly) -> None:
-        conn = self.connection
-        assert conn is not None
+    def receive_command(self, asm: Assembly) -> None:
+        """A command for this session arrived: number it, drop a replayed duplicate,
+        then dispatch it by the role's command table."""
         if self._next_in is None:
-            conn._session_error(self, DetachCode.UNKNOWN_IDS,
-                                "command data before session.command-point")
+            self._fail(DetachCode.UNKNOWN_IDS)  # command data before session.command-point
             return
         cid = self._next_in
         self._next_in = serial_add(cid, 1)
@@ -682,56 +798,67 @@ class Session:
         self._hwm = self._next_in
         if self._discarding:
             return
+        self._commands.get(type(asm.op), Session._cmd_model)(self, cid, asm)
+
+    def _cmd_model(self, cid: int, asm: Assembly) -> None:
+        """Any other command: the application's to execute and complete."""
+        self._incomplete[cid] = None
+        self._deliver(CommandReceived(self, cid, asm.op), cid)  # type: ignore[arg-type]
+
+    def _cmd_sync(self, cid: int, asm: Assembly) -> None:
+        self._syncs.append(cid)
+        self._check_syncs()
+
+    def _cmd_result(self, cid: int, asm: Assembly) -> None:
         cmd: Any = asm.op
-        t = type(cmd)
-        if t is MessageTransfer:
-            self._on_transfer(cid, asm)
-        elif t is ExecutionSync:
-            self._syncs.append(cid)
-            self._check_syncs()
-        elif t is ExecutionResult:
-            self._complete_now(cid)
-            conn._emit(ResultReceived(self, cmd.command_id or 0, cmd.value))
-        elif t is ExecutionException:
-            self._complete_now(cid)
-            ev = ExecutionExceptionReceived(
-                self, cmd.error_code or 0, cmd.command_id, cmd.class_code, cmd.command_code,
-                cmd.field_index, cmd.description or "", cmd.error_info or {})
-            self.peer_exception = ev
-            conn._emit(ev)
-        elif t in (MessageFlow, MessageStop, MessageSetFlowMode):
-            self._on_flow_command(cid, cmd)
-        elif t is MessageSubscribe and self._server:
-            dest = cmd.destination or ""
-            if dest in self.outgoing_credit:
-                self.exception(ErrorCode.NOT_ALLOWED, cid,
-                               f"destination {dest!r} is already subscribed on this session",
-                               command=cmd, field_index=1)
-                return
-            self.outgoing_credit[dest] = Credit()
-            self._incomplete[cid] = None
-            self._deliver(CommandReceived(self, cid, cmd), cid)
-        elif t is MessageCancel and self._server:
-            dest = cmd.destination or ""
-            if self.outgoing_credit.pop(dest, None) is None:
-                self.exception(ErrorCode.NOT_FOUND, cid, f"no subscription {dest!r}",
-                               command=cmd, field_index=0)
-                return
-            self._incomplete[cid] = None
-            self._deliver(CommandReceived(self, cid, cmd), cid)
-        elif t is MessageFlush:
-            dest = cmd.destination or ""
-            self._peer_flushes[cid] = dest
-            self._incomplete[cid] = None
-            self._deliver(CommandReceived(self, cid, cmd), cid)
-        else:
-            self._incomplete[cid] = None
-            self._deliver(CommandReceived(self, cid, cmd), cid)
+        self._complete_now(cid)
+        self._emit(ResultReceived(self, cmd.command_id or 0, cmd.value))
+
+    def _cmd_exception(self, cid: int, asm: Assembly) -> None:
+        cmd: Any = asm.op
+        self._complete_now(cid)
+        ev = ExecutionExceptionReceived(
+            self, cmd.error_code or 0, cmd.command_id, cmd.class_code, cmd.command_code,
+            cmd.field_index, cmd.description or "", cmd.error_info or {})
+        self.peer_exception = ev
+        self._emit(ev)
+
+    def _cmd_subscribe(self, cid: int, asm: Assembly) -> None:
+        """Server role: a subscription's destination gets credit we send under."""
+        cmd: Any = asm.op
+        dest = cmd.destination or ""
+        if dest in self.outgoing_credit:
+            self.exception(ErrorCode.NOT_ALLOWED, cid,
+                           f"destination {dest!r} is already subscribed on this session",
+                           command=cmd, field_index=1)
+            return
+        self.outgoing_credit[dest] = Credit()
+        self._cmd_model(cid, asm)
+
+    def _cmd_cancel(self, cid: int, asm: Assembly) -> None:
+        """Server role: the subscription's credit goes."""
+        cmd: Any = asm.op
+        dest = cmd.destination or ""
+        if self.outgoing_credit.pop(dest, None) is None:
+            self.exception(ErrorCode.NOT_FOUND, cid, f"no subscription {dest!r}",
+                           command=cmd, field_index=0)
+            return
+        self._cmd_model(cid, asm)
+
+    def _cmd_flush(self, cid: int, asm: Assembly) -> None:
+        cmd: Any = asm.op
+        self._peer_flushes[cid] = cmd.destination or ""
+        self._cmd_model(cid, asm)
+
+    def _emit(self, event: Event) -> None:
+        conn = self.connection
+        assert conn is not None
+        conn.emit(event)
 
     def _deliver(self, event: Any, cid: int) -> None:
         conn = self.connection
         assert conn is not None
-        conn._emit(event)
+        conn.emit(event)
         if self.auto_complete:
             self._complete(cid)
 
@@ -759,7 +886,9 @@ class Session:
                 mp = s
         self._deliver(MessageReceived(self, cid, cmd, dp, mp, asm.body, asm.header), cid)
 
-    def _on_flow_command(self, cid: int, cmd: Any) -> None:
+    def _on_flow_command(self, cid: int, asm: Assembly) -> None:
+        """message.flow / stop / set-flow-mode: the peer's credit for us changes."""
+        cmd: Any = asm.op
         dest = cmd.destination or ""
         flow = self.outgoing_credit.get(dest)
         if flow is None:
@@ -783,9 +912,7 @@ class Session:
                 return
             flow.set_mode(cmd.flow_mode)
         self._complete_now(cid)
-        conn = self.connection
-        assert conn is not None
-        conn._emit(CreditChanged(self, dest))
+        self._emit(CreditChanged(self, dest))
 
     # ------------------------------------------------------------ completion
 
@@ -810,7 +937,7 @@ class Session:
                 flow.zero()
                 conn = self.connection
                 if conn is not None:
-                    conn._emit(CreditChanged(self, fdest))
+                    conn.emit(CreditChanged(self, fdest))
         self._complete_now(cid)
 
     def _check_syncs(self) -> None:
@@ -826,13 +953,6 @@ class Session:
         if self._hwm is None or serial_lt(self._hwm, nxt):
             self._hwm = nxt
 
-    def _flush_completed(self) -> None:
-        """Announce completions (called when the connection's output is collected)."""
-        if self._completed_dirty and self.state is SessionState.ATTACHED:
-            self._completed_dirty = False
-            self._control(SessionCompleted(commands=SequenceSet(self._completed),
-                                           timely_reply=len(self._completed) > 8))
-
 
 def _add_range(ranges: Ranges, lo: int, hi: int) -> Ranges:
     # fast path: extending the last range (in-order completion)
@@ -842,8 +962,6 @@ def _add_range(ranges: Ranges, lo: int, hi: int) -> Ranges:
             return [(a, hi)]
         if serial_le(a, lo) and serial_le(hi, b):
             return ranges
-    from .serial import serial_add_range
-
     return serial_add_range(ranges, lo, hi)
 
 
@@ -862,6 +980,43 @@ def _seqset(ids: SequenceSet | Iterable[int]) -> SequenceSet:
         else:
             return SequenceSet.of(*items)  # unordered or overlapping: merge properly
     return SequenceSet(ranges)
+
+
+_CONTROLS: dict[type, Callable[[Session, Any], None]] = {
+    SessionAttachedCtl: Session._ctl_attached,
+    SessionCommandPoint: Session._ctl_command_point,
+    SessionCompleted: Session._ctl_completed,
+    SessionKnownCompleted: Session._ctl_known_completed,
+    SessionFlush: Session._ctl_flush,
+    SessionGap: Session._ctl_gap,
+    SessionRequestTimeout: Session._ctl_request_timeout,
+    SessionTimeout: Session._ctl_timeout,
+    SessionExpected: Session._ctl_ignore,
+    SessionConfirmed: Session._ctl_ignore,
+    SessionDetach: Session._ctl_detach,
+    SessionDetachedCtl: Session._ctl_detached,
+}
+"""Session controls (but attach, which the connection handles) → handler."""
+
+_CLIENT_COMMANDS: dict[type, Callable[[Session, int, Assembly], None]] = {
+    MessageTransfer: Session._on_transfer,
+    ExecutionSync: Session._cmd_sync,
+    ExecutionResult: Session._cmd_result,
+    ExecutionException: Session._cmd_exception,
+    MessageFlow: Session._on_flow_command,
+    MessageStop: Session._on_flow_command,
+    MessageSetFlowMode: Session._on_flow_command,
+    MessageFlush: Session._cmd_flush,
+}
+"""Commands the engine handles itself (in part) → handler; any other command is
+reported to the application (:meth:`Session._cmd_model`)."""
+
+_SERVER_COMMANDS: dict[type, Callable[[Session, int, Assembly], None]] = {
+    **_CLIENT_COMMANDS,
+    MessageSubscribe: Session._cmd_subscribe,
+    MessageCancel: Session._cmd_cancel,
+}
+"""The server role also keeps the credit of the subscriptions it is asked for."""
 
 
 class SessionRegistry:
@@ -902,5 +1057,5 @@ class SessionRegistry:
         return out
 
 
-__all__ = ["Session", "SessionBusy", "SessionError", "SessionRegistry", "SessionState",
-           "CreditError"]
+__all__ = ["Session", "SessionBusy", "SessionError", "SessionHost", "SessionRegistry",
+           "SessionState", "CreditError"]

@@ -6652,6 +6652,7 @@ STRUCTS_BY_CODE: dict[int, type[Struct]] = {
     0x0a01: StreamProperties,
 }
 """Coded structs by ``class_code << 8 | struct_code``."""
+T.register_structs(STRUCTS_BY_CODE)  # struct32 values decode through this table
 
 CONTROLS: dict[tuple[int, int], type[Control]] = {
     (0x01, 0x01): ConnectionStart,

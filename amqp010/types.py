@@ -762,17 +762,28 @@ def _dec_struct32(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
     return decode_struct_body(buf[start:end], start, depth + 1), end
 
 
+_STRUCTS_BY_CODE: dict[int, Any] = {}
+
+
+def register_structs(structs: dict[int, Any]) -> None:
+    """Make ``code -> struct class`` known to struct32 decoding.
+
+    The generated :mod:`amqp010.spec` registers its coded structs when it is imported
+    (it imports this module, so this module cannot import it); every decoder of whole
+    segments (:mod:`amqp010.codec`) imports the spec first.
+    """
+    _STRUCTS_BY_CODE.update(structs)
+
+
 def decode_struct_body(body: bytes, base: int, depth: int = 0) -> Any:
     """Decode ``code(uint16) + packed fields`` (a struct32 body) to a struct instance.
 
     ``base`` is the offset of ``body`` in the enclosing buffer, used in errors.
     """
-    from .spec import STRUCTS_BY_CODE  # generated module; imported lazily (cycle)
-
     if len(body) < 2:
         raise DecodeError(base, "truncated struct code")
     code = u16_unpack(body, 0)[0]
-    cls = STRUCTS_BY_CODE.get(code)
+    cls = _STRUCTS_BY_CODE.get(code)
     if cls is None:
         raise DecodeError(base, f"unknown struct code {code:#06x}")
     try:

@@ -17,6 +17,15 @@ CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
   they reach the 0-10 queue. Baseline: a plain proton receiver (credit 1000,
   accepting each) draining the same kind of backlog; also compared with the
   sender's rate.
+- *façade 0-10 → 1.0*: a 0-10 client (:class:`amqp010.transport.BlockingClient`, a child
+  process) publishes N messages like the 0-10 ones above (at most 1000 not yet completed)
+  to an exchange of the bridge's façade listener, routed to a RabbitMQ queue; the rate is
+  how fast the façade completes them (it does once RabbitMQ accepted), from 10 % to
+  100 %. Baseline: the proton sender of the same round.
+- *façade 1.0 → 0-10*: a backlog of N messages in a RabbitMQ queue behind a façade queue;
+  the rate is how fast a 0-10 client (a child process, window credit 1000, accepting in
+  batches of 100) receives them. Baseline: the proton receiver of the same round.
+  ``--only-facade`` runs just these two and their baselines.
 - *latency*: messages paced at ``--latency-rate`` per second carry their send
   time; the consumer on the other side (proton in a child process, or the 0-10
   client here) records arrival - send. p50 / p99 over ``--latency-messages``;
@@ -90,15 +99,24 @@ class Bridge:
     profile_dir: Path | None = None
     """Set (``--profile DIR``): each bridge runs under cProfile, writing DIR/NAME.prof."""
 
-    def __init__(self, legacy_url: str, cloud_url: str, route: str, workdir: Path) -> None:
+    def __init__(self, legacy_url: str | None, cloud_url: str, route: str, workdir: Path, *,
+                 facade_port: int | None = None) -> None:
+        """A bridge with the ``cloud`` 1.0 connection, the ``legacy`` 0-10 one if
+        ``legacy_url`` is given, and the ``facade`` listener on ``facade_port`` if given
+        (user ``guest``/``guest``)."""
         name = route.split("name:", 1)[1].split()[0]
         config = workdir / f"bridge-{name}-{time.time_ns()}.yaml"
         self.metrics_port = free_port()
+        legacy = "" if legacy_url is None else \
+            f'  legacy: {{protocol: amqp0-10, url: "{legacy_url}", heartbeat: 0}}'
+        listeners = "" if facade_port is None else f"""listeners:
+  facade: {{protocol: amqp0-10, bind: "127.0.0.1:{facade_port}", users: {{guest: guest}}}}"""
         config.write_text(f"""
 metrics: {{bind: "127.0.0.1:{self.metrics_port}"}}
 connections:
-  legacy: {{protocol: amqp0-10, url: "{legacy_url}", heartbeat: 0}}
+{legacy}
   cloud:  {{protocol: amqp1.0, url: "{cloud_url}"}}
+{listeners}
 routes:
 {route}
 """)
@@ -268,6 +286,45 @@ def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
         arrived.clear()
 
 
+def facade_publish(url: str, n: int, workdir: Path) -> tuple[float, float]:
+    """A 0-10 client (a child process) publishes n messages through the façade listener;
+    the rate is how fast the façade completes them (= RabbitMQ accepted them)."""
+    target = unique_queue("bench-facade-out")
+    port = free_port()
+    bridge = Bridge(None, url, f"""
+  - name: facade-out
+    from: {{listener: facade, exchange: bench-out}}
+    to:   {{connection: cloud, address: /queue/{target}}}
+    {CE}
+    max_in_flight: {{messages: {WINDOW}}}""", workdir, facade_port=port)
+    try:
+        bridge.wait_ready()
+        with legacy_client_child("publish", port, "bench-out", n) as progress:
+            return timed(progress, n, bridge)
+    finally:
+        finish(bridge, None, url, target)
+
+
+def facade_consume(url: str, n: int, workdir: Path) -> tuple[float, float]:
+    """n messages waiting in a RabbitMQ queue; the rate is how fast a 0-10 client (a child
+    process, window credit 1000, accepting in batches of 100) receives them from the façade."""
+    source = unique_queue("bench-facade-in")
+    child("fill", url, f"/queue/{source}", n)
+    port = free_port()
+    bridge = Bridge(None, url, f"""
+  - name: facade-in
+    from: {{connection: cloud, address: /queue/{source}}}
+    to:   {{listener: facade, queue: bench-in}}
+    {CE}
+    max_in_flight: {{messages: {WINDOW}}}""", workdir, facade_port=port)
+    try:
+        bridge.wait_ready()
+        with legacy_client_child("consume", port, "bench-in", n) as progress:
+            return timed(progress, n, bridge)
+    finally:
+        finish(bridge, None, url, source)
+
+
 def tapped(run: Any, n: int, workdir: Path, taps: list[TapRun]) -> tuple[float, float]:
     """``run`` (a throughput run) with a tap on its route; the archive must hold 2n rows."""
     tap = TapRun(workdir)
@@ -379,21 +436,74 @@ def _child(kind: str, url: str, address: str, n: int, pace: float, out: Any) -> 
 
 def child(kind: str, url: str, address: str, n: int, pace: float = 0.0) -> Any:
     """Run a plain proton client in a fresh process; returns what it measured."""
-    ctx = mp.get_context("spawn")
-    parent_end, child_end = ctx.Pipe()
-    proc = ctx.Process(target=_child, args=(kind, url, address, n, pace, child_end))
-    proc.start()
-    result = parent_end.recv()
-    proc.join()
-    return result
+    proc, result = start_child(kind, url, address, n, pace)
+    try:
+        return result.recv()
+    except EOFError:
+        raise RuntimeError(f"the proton {kind} client failed (see its traceback above)") from None
+    finally:
+        proc.join()
 
 
 def start_child(kind: str, url: str, address: str, n: int, pace: float = 0.0) -> Any:
+    """Start a plain proton client in a fresh process: (process, the end it reports to).
+
+    Only the child holds the other end, so a child that dies makes ``recv`` raise EOFError."""
     ctx = mp.get_context("spawn")
     parent_end, child_end = ctx.Pipe()
     proc = ctx.Process(target=_child, args=(kind, url, address, n, pace, child_end))
     proc.start()
+    child_end.close()
     return proc, parent_end
+
+
+def _legacy_client(kind: str, port: int, name: str, n: int, progress: Any) -> None:
+    """A 0-10 client of the façade: publish n messages to exchange ``name`` (at most
+    WINDOW uncompleted), or consume n from queue ``name``; ``progress`` counts the
+    messages completed by the façade / received."""
+    with BlockingClient.connect(f"amqp://guest:guest@127.0.0.1:{port}", timeout=60) as client:
+        session = client.session
+        assert session is not None
+        if kind == "publish":
+            session.max_outstanding = WINDOW
+            for i in range(n):
+                client.publish(BODY, routing_key=name, exchange=name, wait=False,
+                               delivery=DeliveryProperties(routing_key=name, delivery_mode=2),
+                               properties=MessageProperties(
+                                   message_id=uuid.uuid4(), content_type="application/octet-stream",
+                                   application_headers={"seq": i, "region": "emea"}))
+                progress.value = i + 1 - session.outstanding
+            client.sync()
+            progress.value = n
+        else:
+            client.subscribe(name, messages=WINDOW, window=True)
+            batch = []
+            for i in range(n):
+                batch.append(client.receive(name, timeout=60))
+                if len(batch) == 100 or i == n - 1:
+                    client.accept(*batch, wait=False)
+                    batch.clear()
+                progress.value = i + 1
+            client.sync()
+
+
+@contextlib.contextmanager
+def legacy_client_child(kind: str, port: int, name: str, n: int) -> Any:
+    """Run :func:`_legacy_client` in a fresh process; yields a function returning its
+    progress, and checks on exit that the client finished cleanly."""
+    ctx = mp.get_context("spawn")
+    progress = ctx.Value("q", 0, lock=False)
+    proc = ctx.Process(target=_legacy_client, args=(kind, port, name, n, progress))
+    proc.start()
+    try:
+        yield lambda: progress.value
+        proc.join(60)
+    finally:
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    if proc.exitcode != 0:
+        raise RuntimeError(f"the 0-10 {kind} client failed (exit {proc.exitcode})")
 
 
 def raw_sender(url: str, n: int) -> tuple[float, float]:
@@ -514,6 +624,25 @@ def percentiles(values: list[float]) -> tuple[float, float]:
 # --- main ------------------------------------------------------------------------------------
 
 
+FACADE_ROWS = ("façade 0-10 -> 1.0", "façade 1.0 -> 0-10")
+
+
+def report_rates(best: dict[str, tuple[float, float]], rows: tuple[str, ...], n: int,
+                 rounds: int) -> None:
+    """The throughput table: ``rows`` after the proton baselines, each with both ratios."""
+    sender, receiver = best["proton sender"][0], best["proton receiver"][0]
+    print(f"\n1 KiB messages, CloudEvents binary, window {WINDOW}, {n} messages, "
+          f"best of {rounds} rounds")
+    print(f"{'':22} {'msg/s':>8} {'CPU µs/msg':>11} {'vs sender':>10} {'vs receiver':>12}")
+    for name in ("proton sender", "proton receiver", *rows):
+        rate, cpu = best[name]
+        print(f"{name:22} {rate:8,.0f} {cpu:11,.0f} {rate / sender:9.2f}x {rate / receiver:11.2f}x")
+    if "façade 0-10 -> 1.0" in rows:
+        print(f"façade: publish vs sender {best['façade 0-10 -> 1.0'][0] / sender:.2f}x, "
+              f"consume vs receiver {best['façade 1.0 -> 0-10'][0] / receiver:.2f}x "
+              "(CPU: the bridge process's; for the proton rows, the client's)")
+
+
 def report_tap(best: dict[str, tuple[float, float]], taps: dict[str, list[TapRun]], n: int,
                rounds: int) -> None:
     """The tap's cost: each direction with and without ``tap: {side: both}``."""
@@ -554,6 +683,8 @@ def main() -> int:
                         help=f"exit 1 if a bridge/baseline ratio is below {TARGET_RATIO}")
     parser.add_argument("--only-tap", action="store_true",
                         help="only the bridge with and without the route option tap")
+    parser.add_argument("--only-facade", action="store_true",
+                        help="only the façade (both directions) and its proton baselines")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="run the bridges under cProfile, writing DIR/<route>.prof "
                              "(rates then measure the profiler too)")
@@ -566,6 +697,7 @@ def main() -> int:
     best: dict[str, tuple[float, float]] = {}
 
     def keep(name: str, result: tuple[float, float]) -> None:
+        print(f"  {name:26} {result[0]:8,.0f} msg/s", flush=True)
         if result[0] > best.get(name, (0.0, 0.0))[0]:
             best[name] = result
 
@@ -587,14 +719,22 @@ def main() -> int:
                 print(f"round {r + 1}/{args.rounds} ...", flush=True)
                 if not args.only_tap:
                     keep("proton sender", raw_sender(url, n))
-                keep("bridge 0-10 -> 1.0", out())
-                keep("bridge 0-10 -> 1.0 + tap",
-                     tapped(out, n, workdir, taps["bridge 0-10 -> 1.0 + tap"]))
+                    keep("façade 0-10 -> 1.0", facade_publish(url, n, workdir))
+                if not args.only_facade:
+                    keep("bridge 0-10 -> 1.0", out())
+                    keep("bridge 0-10 -> 1.0 + tap",
+                         tapped(out, n, workdir, taps["bridge 0-10 -> 1.0 + tap"]))
                 if not args.only_tap:
                     keep("proton receiver", raw_receiver(url, n))
+                    keep("façade 1.0 -> 0-10", facade_consume(url, n, workdir))
+                if args.only_facade:
+                    continue
                 keep("bridge 1.0 -> 0-10", into())
                 keep("bridge 1.0 -> 0-10 + tap",
                      tapped(into, n, workdir, taps["bridge 1.0 -> 0-10 + tap"]))
+            if args.only_facade:
+                report_rates(best, FACADE_ROWS, n, args.rounds)
+                return 0
             print("latency with and without tap ...", flush=True)
             lat_tap = TapRun(workdir)
             lat_plain = latency_legacy_to_amqp10(server, url, args.latency_messages,
@@ -617,12 +757,7 @@ def main() -> int:
             server.stop()
 
     sender, receiver = best["proton sender"][0], best["proton receiver"][0]
-    print(f"\n1 KiB messages, CloudEvents binary, window {WINDOW}, {n} messages, "
-          f"best of {args.rounds} rounds")
-    print(f"{'':22} {'msg/s':>8} {'CPU µs/msg':>11} {'vs sender':>10} {'vs receiver':>12}")
-    for name in ("proton sender", "proton receiver", "bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10"):
-        rate, cpu = best[name]
-        print(f"{name:22} {rate:8,.0f} {cpu:11,.0f} {rate / sender:9.2f}x {rate / receiver:11.2f}x")
+    report_rates(best, ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10", *FACADE_ROWS), n, args.rounds)
     print(f"\nlatency at {args.latency_rate:.0f} msg/s ({args.latency_messages} messages), ms:")
     for name, values in (("proton -> proton", lat_raw), ("0-10 -> 1.0", lat_out),
                          ("1.0 -> 0-10", lat_in)):

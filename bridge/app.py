@@ -3,8 +3,8 @@
 :class:`Bridge` is the container's handler.  At start it opens the AMQP 1.0
 connections (proton, with its reconnect/failover), the AMQP 0-10 client
 connections (our engine, hosted as selectables, see :mod:`bridge.hosting`) and
-builds a route runtime per configured route (:mod:`bridge.routes`).  Everything
-runs on the container's single thread.
+builds a route runtime per configured route (:mod:`bridge.routes`; each a
+:class:`~bridge.routes.RouteRuntime`).  Everything runs on the container's single thread.
 
 A permanent fault (a certificate or a login refused on every URL of a connection,
 see :mod:`bridge.tls`) stops the bridge gracefully; :func:`run` then returns exit
@@ -16,40 +16,31 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
-from proton import Endpoint, Handler, Url
+from proton import Url
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
 from . import faultinject, reactor
+from .amqp10.connection import Amqp10ConnectionHandler, ReconnectDelays
 from .config import (
     BridgeConfig,
     ConfigError,
     Connection,
     DeadLetter,
-    Reconnect,
     Route,
     config_secrets,
 )
 from .containment import faults_of
 from .facade import Facade, FacadeConsume, FacadePublish
 from .hosting import Timer
-from .legacy import LegacyConnection, backoff
+from .legacy import LegacyConnection
 from .logs import add_secrets
 from .metrics import MetricsServer
-from .outcomes import condition_text
-from .routes import Amqp10ToLegacy, LegacyToAmqp10
+from .routes import Amqp10ToLegacy, LegacyToAmqp10, RouteRuntime
 from .taps import BridgeTaps
-from .tls import (
-    PERMANENT_EXIT_CODE,
-    PermanentFault,
-    classify_proton_error,
-    describe_verify_failure,
-    proton_domain,
-    verify_failure,
-)
+from .tls import PERMANENT_EXIT_CODE, proton_domain
 
 log = logging.getLogger(__name__)
 
@@ -61,136 +52,6 @@ CLOSE_GRACE = 1.0
 """Seconds between closing the connections and ending the event loop."""
 STATS_INTERVAL = 60.0
 """Seconds between route statistics lines in the log (only when something changed)."""
-
-
-class _Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
-    """Logs state changes of one AMQP 1.0 connection; tells its links when the transport drops.
-
-    Unlike proton's MessagingHandler it never closes the connection when the peer
-    closes it with an error, so proton's reconnect keeps trying, as a bridge must.
-    """
-
-    def __init__(self, name: str, settings: Connection | None = None,
-                 on_fatal: Any = None) -> None:
-        self.name = name
-        self.settings = settings
-        self.on_fatal = on_fatal
-        """Called with the message once every URL failed permanently in a row."""
-        self.up = False
-        self.attempts = 0
-        """Transports bound so far (connection attempts, the first one included)."""
-        self.peer = ""
-        """host:port of the broker connected (or being connected) to."""
-        self.watchers: list[Any] = []
-        """Links on this connection (:class:`bridge.routes.Amqp10Link`)."""
-        self.permanent_faults = 0
-        self.fault: PermanentFault | None = None
-
-    @property
-    def reconnects(self) -> int:
-        """Connection attempts after the first (proton's reconnects and failovers)."""
-        return max(0, self.attempts - 1)
-
-    def log_fields(self, event: str, **more: Any) -> dict[str, Any]:
-        """``extra`` fields of a log line about this connection."""
-        return {"event": event, "connection": self.name, "peer": self.peer, **more}
-
-    def reconnect_scheduled(self, delay: float) -> None:
-        """Proton drew ``delay`` from the reconnect schedule (for the first connection too)."""
-        if self.attempts == 0:
-            return  # the first connection, not a reconnect
-        log.info("amqp1.0 %s: reconnecting in %.2fs", self.name, delay,
-                 extra=self.log_fields("reconnect_scheduled", delay=round(delay, 3)))
-
-    def on_connection_bound(self, event: Any) -> None:
-        # proton binds a fresh transport for every attempt (reconnect and failover alike)
-        self.attempts += 1
-        url = event.connection.url
-        if url is not None:
-            self.peer = f"{url.host}:{url.port}"
-        log.info("amqp1.0 %s: connecting to %s", self.name, self.peer,
-                 extra=self.log_fields("connecting", attempt=self.attempts))
-
-    def on_connection_remote_open(self, event: Any) -> None:
-        self.up = True
-        self.permanent_faults = 0
-        log.info("amqp1.0 %s: open", self.name, extra=self.log_fields("open"))
-
-    def on_connection_remote_close(self, event: Any) -> None:
-        if event.connection.state & Endpoint.LOCAL_ACTIVE:
-            # keep the connection endpoint open and drop the transport: proton reconnects
-            condition = condition_text(event.connection.remote_condition)
-            log.warning("amqp1.0 %s: closed by the peer: %s", self.name, condition,
-                        extra=self.log_fields("closed_by_peer", error=condition))
-            transport = event.transport
-            if transport is not None:
-                transport.close_tail()
-                transport.close_head()
-
-    def on_transport_error(self, event: Any) -> None:
-        condition = event.transport.condition
-        fault = classify_proton_error(condition.name, condition.description or "") \
-            if condition is not None else None
-        if fault is None or self.settings is None:
-            self.permanent_faults = 0
-            text = condition_text(condition)
-            log.warning("amqp1.0 %s: %s", self.name, text,
-                        extra=self.log_fields("transport_error", error=text))
-            return
-        url = getattr(event.connection, "url", None)
-        if fault.summary == "TLS certificate verify failed" and url is not None:
-            # proton only says "certificate verify failed": ask Python's ssl for the reason
-            detail = describe_verify_failure(self.settings.tls, url.host, int(url.port or 5671))
-            if detail is not None:
-                fault = verify_failure(detail)
-        self.fault = fault
-        self.permanent_faults += 1
-        message = fault.message("amqp1.0", self.name)
-        log.error("%s", message, extra=self.log_fields("permanent_fault", error=fault.summary))
-        if self.permanent_faults >= 1 + len(self.settings.failover):
-            # retrying cannot help: closing the endpoint ends proton's reconnect loop
-            event.connection.close()
-            if self.on_fatal is not None:
-                self.on_fatal(message)
-
-    def on_transport_tail_closed(self, event: Any) -> None:
-        self._lost(event.connection)
-
-    def on_transport_closed(self, event: Any) -> None:
-        self._lost(event.connection)
-
-    def _lost(self, connection: Any) -> None:
-        if self.up:
-            if connection is not None and connection.state & Endpoint.LOCAL_CLOSED:
-                log.info("amqp1.0 %s: closed", self.name, extra=self.log_fields("closed"))
-            else:
-                log.info("amqp1.0 %s: disconnected", self.name, extra=self.log_fields("lost"))
-        self.up = False
-        for link in list(self.watchers):
-            link.on_disconnected()
-
-
-class _ReconnectDelays:
-    """Proton's reconnect schedule: at once, then exponential backoff with jitter.
-
-    Proton iterates it afresh after every successful open, so each outage starts
-    from the initial delay again.  Each delay drawn is reported to ``on_delay``
-    (proton waits it before each URL of the failover list).
-    """
-
-    def __init__(self, settings: Reconnect, on_delay: Callable[[float], None]) -> None:
-        self.settings = settings
-        self.on_delay = on_delay
-
-    def __iter__(self) -> Iterator[float]:
-        self.on_delay(0.0)
-        yield 0.0
-        failures = 0
-        while True:
-            delay = backoff(self.settings, failures)
-            self.on_delay(delay)
-            yield delay
-            failures += 1
 
 
 class Bridge(MessagingHandler):  # type: ignore[misc]
@@ -208,9 +69,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.config = config
         self.container: Container | None = None
         self.amqp10: dict[str, Any] = {}
-        self.amqp10_handlers: dict[str, _Amqp10ConnectionHandler] = {}
+        self.amqp10_handlers: dict[str, Amqp10ConnectionHandler] = {}
         self.legacy: dict[str, LegacyConnection] = {}
-        self.routes: list[Any] = []
+        self.routes: list[RouteRuntime] = []
         self.stop_requested = False
         self.stopping_since: float | None = None
         self.shutdown_timeout = SHUTDOWN_TIMEOUT
@@ -226,7 +87,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
     def on_start(self, event: Any) -> None:
         container = event.container
         self.container = container
-        container.schedule(HOUSEKEEPING_INTERVAL, Timer(self._housekeeping))
+        self.schedule_housekeeping(HOUSEKEEPING_INTERVAL)
         self.facades = {
             name: Facade(container, name, listener)
             for name, listener in self.config.listeners.items()}
@@ -244,7 +105,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             facade.start()
 
     def _connect_amqp10(self, container: Container, name: str, conn: Connection) -> Any:
-        handler = _Amqp10ConnectionHandler(name, conn, self.fatal)
+        handler = Amqp10ConnectionHandler(name, conn, self.fatal)
         self.amqp10_handlers[name] = handler
         security: dict[str, Any] = {"allowed_mechs": " ".join(conn.mechanisms)}
         if conn.tls is not None or any(u.startswith("amqps:") for u in [conn.url, *conn.failover]):
@@ -254,7 +115,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         return container.connect(
             url=conn.url, urls=[conn.url, *conn.failover], handler=handler,
             heartbeat=conn.heartbeat or None,
-            reconnect=_ReconnectDelays(conn.reconnect,  # type: ignore[arg-type]  # any iterable
+            reconnect=ReconnectDelays(conn.reconnect,  # type: ignore[arg-type]  # any iterable
                                        handler.reconnect_scheduled), **security)
 
     def fatal(self, message: str) -> None:
@@ -274,7 +135,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                                f"supported as dead-letter targets so far"])
         return self.amqp10[dl.connection], dl.address
 
-    def _build_route(self, container: Container, route: Route) -> Any:
+    def _build_route(self, container: Container, route: Route) -> RouteRuntime:
         src, dst = route.source, route.target
         dead_letter = self._dead_letter(route.dead_letter)
         if src.listener is not None and dst.connection in self.amqp10:
@@ -294,13 +155,13 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     # -- observed by the metrics server (from its own thread: reads only) -----------------
 
-    def runtimes(self) -> list[Any]:
+    def runtimes(self) -> list[RouteRuntime]:
         """Every route runtime: the configured routes (built at start) and the façades'
         publishers to the default exchange (made when first used)."""
         return [*self.routes,
                 *(p for f in list(self.facades.values()) for p in list(f.queue_publishers.values()))]
 
-    def observed_routes(self) -> list[Any]:
+    def observed_routes(self) -> list[RouteRuntime]:
         """The routes (empty until they are built at start)."""
         return self.runtimes()
 
@@ -373,7 +234,14 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             self.shutdown_timeout = 0.0  # a second request: stop now
         self.stop_requested = True
 
+    def schedule_housekeeping(self, delay: float) -> None:
+        """Run the housekeeping (stop requests, statistics, readiness) in ``delay`` seconds
+        (also how fault containment reschedules it after a fault)."""
+        assert self.container is not None
+        self.container.schedule(delay, Timer(self._housekeeping))
+
     def _housekeeping(self) -> None:
+        # (its name is the timer's in logs and in fault injection: timer:_housekeeping)
         assert self.container is not None
         now = time.monotonic()
         if now >= self._stats_due:
@@ -396,7 +264,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                                 pending, extra={"event": "stop_timeout", "in_flight": pending})
                 self._close_all()
                 return
-        self.container.schedule(HOUSEKEEPING_INTERVAL, Timer(self._housekeeping))
+        self.schedule_housekeeping(HOUSEKEEPING_INTERVAL)
 
     def _log_readiness(self) -> None:
         """One line whenever a route becomes ready or stops being ready."""
@@ -432,9 +300,10 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             conn.close()
         # let the close frames go out, then end the loop whatever peers do; the taps are
         # closed last, once no outcome can come any more
-        self.container.schedule(CLOSE_GRACE, Timer(self._stop_loop))
+        self.container.schedule(CLOSE_GRACE, Timer(self.stop_loop))
 
-    def _stop_loop(self) -> None:
+    def stop_loop(self) -> None:
+        """End the event loop (the close grace is over); the taps' files are closed first."""
         assert self.container is not None
         self.close_taps()
         self.container.stop()

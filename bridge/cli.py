@@ -152,7 +152,7 @@ def demo(amqp10_url: str, messages: int, keep_running: bool) -> None:
 def _register_pipeline() -> None:
     """Add ``amqp-bridge pipeline ...`` (its Spark imports happen only when a job runs)."""
     try:
-        from pipeline.cli import pipeline_group
+        from pipeline.bridge_api import pipeline_group
     except ImportError:  # pragma: no cover - a build without the pipeline package
         return
     main.add_command(pipeline_group)

@@ -32,10 +32,11 @@ from pydantic import (
 )
 
 from mappings.cloudevents.template import EventTemplate
-from pipeline.tap import TapConfig  # a pydantic model only: imports neither pyarrow nor Spark
+from pipeline.bridge_api import TapConfig  # imports neither pyarrow nor Spark
 
 from .logs import redact
 from .passwords import HashFormatError, is_hash, parse_hash, read_users_file
+from .tls import TlsFileError, client_context, server_context
 
 Protocol = Literal["amqp0-10", "amqp1.0"]
 _ENV = re.compile(r"\$\{(?:file:([^}]+)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}")
@@ -615,8 +616,6 @@ def _check_endpoint(cfg: BridgeConfig, where: str, side: str, ep: Endpoint | Dea
 
 def _check_files(cfg: BridgeConfig) -> list[str]:
     """TLS material and users files that cannot be read or do not fit, by key path."""
-    from .tls import TlsFileError, client_context, server_context
-
     out = []
     for name, conn in cfg.connections.items():
         if conn.tls is not None:

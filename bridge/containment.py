@@ -37,8 +37,8 @@ pays nothing: no wrapper call per event).  When a handler raises:
    * façade client: connection.close (connection-forced) and transport dropped; the
      façade's SessionDetached/ConnectionClosed cleanup runs, so what the client left
      unsettled goes back to the AMQP 1.0 broker;
-   * AMQP 1.0 link: treated as lost (``Amqp10Link._lost``: the route's void deliveries
-     are released, a fresh link after a backoff);
+   * AMQP 1.0 link: treated as lost (``Amqp10Link.recover_from_fault``: the route's void
+     deliveries are released, a fresh link after a backoff);
    * AMQP 1.0 connection: its transport is dropped, proton reconnects;
    * route (its end-of-burst work): its 0-10 session is ended (the broker requeues what
      was unsettled) and a fresh one follows after the usual re-attach backoff;
@@ -63,12 +63,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proton import Event, Handler
 from proton import _events as proton_events
 from proton._events import EventBase
 from proton.reactor import Container
+
+if TYPE_CHECKING:  # links and routes import this module (through bridge.legacy)
+    from .amqp10.link import Amqp10Link
+    from .routes import LegacyRoute
 
 log = logging.getLogger(__name__)
 
@@ -261,15 +265,17 @@ def _find_domain(tb: TracebackType | None) -> tuple[Any, str]:
 
 
 def _domain_types() -> tuple[type, ...]:
-    from .app import Bridge, _Amqp10ConnectionHandler
+    from .amqp10.connection import Amqp10ConnectionHandler
+    from .amqp10.link import Amqp10Link
+    from .app import Bridge
     from .facade import Facade, FacadeConsume, FacadePublish, Subscription
     from .hosting import Amqp010Listener, Amqp010Socket
     from .legacy import LegacyConnection
-    from .routes import Amqp10Link, Amqp10ToLegacy, LegacyToAmqp10
+    from .routes import RouteCore
 
-    return (Amqp010Socket, Amqp010Listener, LegacyConnection, Amqp10Link, LegacyToAmqp10,
-            Amqp10ToLegacy, FacadePublish, FacadeConsume, Subscription, Facade,
-            _Amqp10ConnectionHandler, Bridge)
+    return (Amqp010Socket, Amqp010Listener, LegacyConnection, Amqp10Link, RouteCore,
+            FacadePublish, FacadeConsume, Subscription, Facade,
+            Amqp10ConnectionHandler, Bridge)
 
 
 class _Part:
@@ -292,11 +298,13 @@ class _Part:
 
 
 def _describe(obj: Any, frame_name: str, event: Any, entry: str) -> _Part:
-    from .app import Bridge, _Amqp10ConnectionHandler
+    from .amqp10.connection import Amqp10ConnectionHandler
+    from .amqp10.link import Amqp10Link
+    from .app import Bridge
     from .facade import Facade, FacadeConsume, FacadePublish, Subscription
     from .hosting import Amqp010Listener, Amqp010Socket
     from .legacy import LegacyConnection
-    from .routes import Amqp10Link, Amqp10ToLegacy, LegacyToAmqp10
+    from .routes import RouteCore
 
     if isinstance(obj, Amqp010Socket):
         owner = getattr(obj.on_event, "__self__", None)
@@ -310,7 +318,7 @@ def _describe(obj: Any, frame_name: str, event: Any, entry: str) -> _Part:
         return _legacy_connection(obj, obj.socket)
     if isinstance(obj, Amqp10Link):
         return _amqp10_link(obj)
-    if isinstance(obj, LegacyToAmqp10 | Amqp10ToLegacy):
+    if isinstance(obj, RouteCore):
         return _route(obj)
     if isinstance(obj, Subscription):
         return _facade_client(obj.route.facade, obj.client_socket)
@@ -327,20 +335,20 @@ def _describe(obj: Any, frame_name: str, event: Any, entry: str) -> _Part:
                          lambda reason: _reschedule(obj.container, 0.1, obj.close_when_drained))
         return _Part("facade_listener", f"façade listener {obj.name}", {"listener": obj.name},
                      "logged")
-    if isinstance(obj, _Amqp10ConnectionHandler):
+    if isinstance(obj, Amqp10ConnectionHandler):
         return _amqp10_connection(obj, event)
     if isinstance(obj, Bridge):
         if frame_name == "_housekeeping":
             return _Part("bridge", "the bridge's housekeeping", {}, "housekeeping rescheduled",
-                         lambda reason: _reschedule(obj.container, 0.1, obj._housekeeping))
-        if frame_name == "_stop_loop":
+                         lambda reason: obj.schedule_housekeeping(0.1))
+        if frame_name == "stop_loop":
             return _Part("bridge", "the bridge's stop", {}, "stopping the loop",
                          lambda reason: _stop(obj.container))
         return _Part("bridge", "the bridge", {}, "logged")
     if event is not None and getattr(event, "transport", None) is not None and \
             getattr(event, "connection", None) is not None:
         handler = getattr(event.connection, "handler", None)
-        if isinstance(handler, _Amqp10ConnectionHandler):
+        if isinstance(handler, Amqp10ConnectionHandler):
             return _amqp10_connection(handler, event)
     if obj is None:
         return _Part("io" if entry == "io" else "bridge", "the event loop", {}, "logged")
@@ -382,19 +390,10 @@ def _facade_client(facade: Any, sock: Any) -> _Part:
                  "client connection closed", recover)
 
 
-def _amqp10_link(link: Any) -> _Part:
-    from .hosting import Timer
-    from .legacy import backoff
-    from .routes import RELINK
-
+def _amqp10_link(link: Amqp10Link) -> _Part:
     def recover(reason: str) -> Callable[[], bool] | None:
-        if link.closing:
+        if not link.recover_from_fault(reason):  # the route's re-attach path, with its backoff
             return None
-        if link.link is not None:
-            link._lost(reason)  # the route's re-attach path, with its backoff
-        else:  # the fault came while re-creating it: try again later
-            link.failures += 1
-            link.container.schedule(backoff(RELINK, link.failures - 1), Timer(link._reopen))
         return lambda: link.up or link.closing
 
     return _Part("amqp10_link", f"1.0 link {link.name}",
@@ -403,20 +402,14 @@ def _amqp10_link(link: Any) -> _Part:
                  "link lost, re-attaching", recover, back=lambda: link.up or link.closing)
 
 
-def _route(route: Any) -> _Part:
+def _route(route: LegacyRoute) -> _Part:
     def recover(reason: str) -> Callable[[], bool]:
-        session = route.session
-        if session is not None and session.attached:
-            # the broker requeues what the session holds unsettled at once (timeout 0);
-            # the connection starts a fresh session after its re-attach pause
-            if session.timeout:
-                session.request_timeout(0)
-            session.detach()
-            route.legacy.flush()
-        return lambda: route.paused or (route.ready and route.session is not session)
+        # the broker requeues what the session holds unsettled at once; the connection
+        # starts a fresh session after its re-attach pause
+        return route.restart_session()
 
     return _Part("route", f"route {route.name}",
-                 {"route": route.name, "connection": route.legacy.name},
+                 {"route": route.name, "connection": route.connection_name},
                  "0-10 session restarted", recover,
                  back=lambda: route.paused or route.ready)
 

@@ -92,6 +92,7 @@ def install_from_environment(environ: Mapping[str, str] = os.environ) -> list[tu
         return []
     targets = parse(spec)
     from . import facade, hosting, legacy, routes
+    from .amqp10 import link as amqp10_link
 
     injector = _Injector(targets)
     kinds = {kind for kind, _ in targets}
@@ -103,11 +104,11 @@ def install_from_environment(environ: Mapping[str, str] = os.environ) -> list[tu
                        lambda name, fac, sock, ev: fac.name == name and sock in fac.clients)
     if "amqp10_link" in kinds:
         for method in ("on_delivery", "on_link_flow"):
-            injector.patch(routes.Amqp10Link, method, "amqp10_link",
+            injector.patch(amqp10_link.Amqp10Link, method, "amqp10_link",
                            lambda name, link, ev: link.name == name and ev.link == link.link)
     if "route" in kinds:
         for cls in (routes.LegacyToAmqp10, routes.Amqp10ToLegacy):
-            injector.patch(cls, "_end_of_burst", "route",
+            injector.patch(cls, "end_of_burst", "route",
                            lambda name, route: route.name == name)
     if "timer" in kinds:
         injector.patch(hosting.Timer, "on_timer_task", "timer",

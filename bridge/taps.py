@@ -43,16 +43,18 @@ from typing import TYPE_CHECKING, Any
 
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
-from pipeline.archive import ArchiveError  # light: the writer's process imports pyarrow
+from pipeline.bridge_api import (  # light: the writer's process imports pyarrow
+    ArchiveError,
+    ArchiveWriter,
+    MissingDependency,
+    Taps,
+)
 
 from .config import ConfigError, Route
 from .hosting import Timer
 
 if TYPE_CHECKING:
     from proton.reactor import Container
-
-    from pipeline.archive import ArchiveWriter
-    from pipeline.tap import Taps
 
 log = logging.getLogger(__name__)
 
@@ -264,9 +266,6 @@ class BridgeTaps:
         Raises :class:`ConfigError` naming ``routes[index].tap`` when the writer
         cannot start (pyarrow missing, the directory not writable, ...).
         """
-        from pipeline.schema import MissingDependency
-        from pipeline.tap import Taps
-
         config = route.tap
         assert config is not None
         if self._taps is None:

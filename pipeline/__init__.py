@@ -14,5 +14,8 @@ Two layers, kept apart so that the bridge never imports Spark:
   and the command line, :mod:`~pipeline.cli`.
 
 This package's ``__init__`` imports nothing, so importing any archive module
-never pulls in Spark.
+never pulls in Spark. The pipeline imports ``mappings`` and the 0-10 library,
+never the bridge; the bridge reaches the pipeline only through
+:mod:`~pipeline.bridge_api` (the tap's configuration and writers, and the
+``pipeline`` commands).
 """

@@ -278,6 +278,7 @@ def emit(spec: Spec, source: str) -> str:
             p(f"    {s.code:#06x}: {s.pyname},")
     p("}")
     p('"""Coded structs by ``class_code << 8 | struct_code``."""')
+    p("T.register_structs(STRUCTS_BY_CODE)  # struct32 values decode through this table")
     p("")
     for kind, table in (("control", "CONTROLS"), ("command", "COMMANDS")):
         base = "Control" if kind == "control" else "Command"

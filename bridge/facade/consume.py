@@ -30,17 +30,13 @@ from amqp010.spec import AcceptMode, AcquireMode, ErrorCode, ExchangeBind
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 
+from ..amqp10.link import Amqp10Link
+from ..amqp10.outcomes import give_back, reject
 from ..config import Route
 from ..hosting import Amqp010Socket, Timer
-from ..outcomes import give_back, reject
-from ..routes import (
-    MAPPING_ERROR,
-    Amqp10Link,
-    RouteStats,
-    dead_letter_copy,
-    log_refused,
-    redelivered_1_0,
-)
+from ..routes.amqp10_endpoint import redelivered_1_0
+from ..routes.refusals import MAPPING_ERROR, dead_letter_copy, log_refused
+from ..routes.stats import RouteStats
 from ..translate import Translator
 from .state import LATER, FacadeHost, Later, SessionState, forget_link, waiting_for
 

@@ -30,19 +30,19 @@ from amqp010.spec import DeliveryProperties, ErrorCode
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 
+from ..amqp10.link import Amqp10Link
+from ..amqp10.outcomes import condition_name, condition_text
 from ..config import Route
-from ..outcomes import condition_name, condition_text
 from ..poison import PoisonGuard
-from ..routes import (
+from ..routes.refusals import (
     MAPPING_ERROR,
-    Amqp10Link,
-    RouteStats,
     dead_letter_copy,
     log_refused,
     plain_copy,
     report_poison,
     too_large,
 )
+from ..routes.stats import RouteStats
 from ..translate import Translator
 from .consume import FacadeConsume
 from .state import FacadeHost, SessionState, waiting_for

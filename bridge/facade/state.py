@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Protocol
 from amqp010.events import MessageReceived
 from amqp010.session import Session
 
+from ..amqp10.link import Amqp10Link
 from ..hosting import Amqp010Socket
-from ..routes import Amqp10Link
 
 if TYPE_CHECKING:
     from .consume import FacadeConsume, Subscription

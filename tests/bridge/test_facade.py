@@ -32,7 +32,7 @@ from amqp010.spec import (
     TxSelect,
 )
 from amqp010.transport import BlockingClient, ClientError, SocketTransport
-from bridge.routes import LEGACY_HEADER_ANNOTATION, REASON_ANNOTATION, ROUTE_ANNOTATION
+from bridge.routes.refusals import LEGACY_HEADER_ANNOTATION, REASON_ANNOTATION, ROUTE_ANNOTATION
 from tests.support.bridge import BridgeRun, free_port, wait_for, wait_listening
 from tests.support.rabbitmq import (
     assert_no_message,

@@ -260,6 +260,26 @@ def test_malformed_input_raises_mapping_error(encoded: bytes, match: str) -> Non
 
 
 @pytest.mark.parametrize(
+    ("encoded", "match"),
+    [
+        (bytes.fromhex("005377a102c080"), "not valid utf-8"),  # string
+        (bytes.fromhex("005377b100000002c080"), "not valid utf-8"),  # long string
+        (bytes.fromhex("005377a302c080"), "not valid ascii"),  # symbol
+        (bytes.fromhex("005377d100000006000000 02a10178a102c080".replace(" ", "")),
+         "not valid utf-8"),  # a map value
+        (bytes.fromhex("005377980102030405"), "malformed"),  # a uuid cut short
+    ],
+)
+def test_bad_text_and_short_values_raise_mapping_error(encoded: bytes, match: str) -> None:
+    """Damaged bytes are a MappingError (never a bare UnicodeDecodeError or ValueError),
+    whole or bare."""
+    with pytest.raises(MappingError, match=match):
+        AmqpMessage.decode(encoded)
+    with pytest.raises(MappingError, match=match):
+        AmqpMessage.decode_bare(encoded)
+
+
+@pytest.mark.parametrize(
     ("message", "field"),
     [
         (AmqpMessage(header=Header(priority=256)), "header.priority"),

@@ -2,7 +2,7 @@
 ``amqp_bridge_legacy_sessions``, ``amqp_bridge_facade_sessions`` and
 ``amqp_bridge_facade_subscriptions``.
 
-The first test counts real :class:`~bridge.routes.Amqp10Link` objects on a proton
+The first test counts real :class:`~bridge.amqp10.link.Amqp10Link` objects on a proton
 connection that is not bound to a transport (no broker needed: a link is *attaching* as
 soon as it is opened); the second follows each gauge through a real ``amqp-bridge run``
 as a façade client subscribes, cancels and goes, and as the 0-10 broker drops the
@@ -19,10 +19,11 @@ import proton
 from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
 from amqp010.transport import BlockingClient
-from bridge.app import Bridge, _Amqp10ConnectionHandler
+from bridge.amqp10.connection import Amqp10ConnectionHandler
+from bridge.amqp10.link import Amqp10Link
+from bridge.app import Bridge
 from bridge.config import parse_config
 from bridge.metrics import wsgi_app
-from bridge.routes import Amqp10Link
 from tests.support.bridge import (
     BridgeRun,
     bridge_config,
@@ -55,7 +56,7 @@ def test_links_gauge_counts_links_attaching_or_attached_until_closed() -> None:
     to:   {connection: cloud, address: a}
 """))
     bridge = Bridge(config)
-    handler = _Amqp10ConnectionHandler("cloud")
+    handler = Amqp10ConnectionHandler("cloud")
     bridge.amqp10_handlers["cloud"] = handler
     connection: Any = proton.Connection()
     connection.handler = handler

@@ -36,6 +36,12 @@ def supports_modified(link: Link) -> bool:
     return not outcomes or MODIFIED_OUTCOME in outcomes
 
 
+def accept(delivery: Delivery) -> None:
+    """Settle a 1.0 delivery as accepted (the target took it, or it was a duplicate)."""
+    delivery.update(Delivery.ACCEPTED)
+    delivery.settle()
+
+
 def give_back(delivery: Delivery, *, failed: bool) -> None:
     """Return a 1.0 delivery to its source: modified(delivery-failed) when ``failed`` (the
     receiver may have seen it) and the source supports that outcome, else released."""
@@ -67,5 +73,5 @@ def condition_name(condition: Any) -> str | None:
     return None if condition is None else str(condition.name)
 
 
-__all__ = ["MODIFIED_OUTCOME", "condition_name", "condition_text", "give_back", "reject",
+__all__ = ["MODIFIED_OUTCOME", "accept", "condition_name", "condition_text", "give_back", "reject",
            "supports_modified"]

@@ -1,0 +1,185 @@
+"""One AMQP 1.0 connection's lifecycle: state logging, permanent faults, reconnect schedule.
+
+Theory of operation
+-------------------
+Proton connects, reconnects and fails over by itself (``container.connect(urls=...,
+reconnect=...)``). :class:`Amqp10ConnectionHandler` is the connection's handler: it
+logs every attempt, open, close and loss; it turns a refused certificate or login
+into a permanent fault once every URL refused it in a row (the connection is closed,
+which ends proton's reconnect loop, and ``on_fatal`` stops the bridge); and when the
+transport drops it tells every link registered with :meth:`~Amqp10ConnectionHandler.watch`
+(:class:`LinkWatcher`), so their owners can forget the deliveries that went with it.
+:class:`ReconnectDelays` is the schedule proton draws its waits from.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from proton import Endpoint, Handler
+
+from ..config import Connection, Reconnect
+from ..legacy import backoff
+from ..tls import PermanentFault, classify_proton_error, describe_verify_failure, verify_failure
+from .outcomes import condition_text
+
+log = logging.getLogger("bridge.app")
+"""Logged under the bridge's name, as before the move (operators filter on it)."""
+
+
+class LinkWatcher(Protocol):
+    """What a link on the connection implements to hear of the transport's loss."""
+
+    @property
+    def open(self) -> bool:
+        """Attached or attaching, and not closed for good (the links gauge)."""
+        ...
+
+    def on_disconnected(self) -> None:
+        """The connection's transport is gone; proton reconnects."""
+        ...
+
+
+class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
+    """Logs state changes of one AMQP 1.0 connection; tells its links when the transport drops.
+
+    Unlike proton's MessagingHandler it never closes the connection when the peer
+    closes it with an error, so proton's reconnect keeps trying, as a bridge must.
+    """
+
+    def __init__(self, name: str, settings: Connection | None = None,
+                 on_fatal: Callable[[str], None] | None = None) -> None:
+        self.name = name
+        self.settings = settings
+        self.on_fatal = on_fatal
+        """Called with the message once every URL failed permanently in a row."""
+        self.up = False
+        self.attempts = 0
+        """Transports bound so far (connection attempts, the first one included)."""
+        self.peer = ""
+        """host:port of the broker connected (or being connected) to."""
+        self.watchers: list[LinkWatcher] = []
+        """Links on this connection (:class:`bridge.amqp10.link.Amqp10Link`), registered
+        with :meth:`watch`."""
+        self.permanent_faults = 0
+        self.fault: PermanentFault | None = None
+
+    def watch(self, link: LinkWatcher) -> None:
+        """Tell ``link`` when the transport drops (and count it in the links gauge)."""
+        self.watchers.append(link)
+
+    def unwatch(self, link: LinkWatcher) -> None:
+        """Stop telling ``link`` (closed for good) about the transport."""
+        if link in self.watchers:
+            self.watchers.remove(link)
+
+    @property
+    def reconnects(self) -> int:
+        """Connection attempts after the first (proton's reconnects and failovers)."""
+        return max(0, self.attempts - 1)
+
+    def log_fields(self, event: str, **more: Any) -> dict[str, Any]:
+        """``extra`` fields of a log line about this connection."""
+        return {"event": event, "connection": self.name, "peer": self.peer, **more}
+
+    def reconnect_scheduled(self, delay: float) -> None:
+        """Proton drew ``delay`` from the reconnect schedule (for the first connection too)."""
+        if self.attempts == 0:
+            return  # the first connection, not a reconnect
+        log.info("amqp1.0 %s: reconnecting in %.2fs", self.name, delay,
+                 extra=self.log_fields("reconnect_scheduled", delay=round(delay, 3)))
+
+    def on_connection_bound(self, event: Any) -> None:
+        # proton binds a fresh transport for every attempt (reconnect and failover alike)
+        self.attempts += 1
+        url = event.connection.url
+        if url is not None:
+            self.peer = f"{url.host}:{url.port}"
+        log.info("amqp1.0 %s: connecting to %s", self.name, self.peer,
+                 extra=self.log_fields("connecting", attempt=self.attempts))
+
+    def on_connection_remote_open(self, event: Any) -> None:
+        self.up = True
+        self.permanent_faults = 0
+        log.info("amqp1.0 %s: open", self.name, extra=self.log_fields("open"))
+
+    def on_connection_remote_close(self, event: Any) -> None:
+        if event.connection.state & Endpoint.LOCAL_ACTIVE:
+            # keep the connection endpoint open and drop the transport: proton reconnects
+            condition = condition_text(event.connection.remote_condition)
+            log.warning("amqp1.0 %s: closed by the peer: %s", self.name, condition,
+                        extra=self.log_fields("closed_by_peer", error=condition))
+            transport = event.transport
+            if transport is not None:
+                transport.close_tail()
+                transport.close_head()
+
+    def on_transport_error(self, event: Any) -> None:
+        condition = event.transport.condition
+        fault = classify_proton_error(condition.name, condition.description or "") \
+            if condition is not None else None
+        if fault is None or self.settings is None:
+            self.permanent_faults = 0
+            text = condition_text(condition)
+            log.warning("amqp1.0 %s: %s", self.name, text,
+                        extra=self.log_fields("transport_error", error=text))
+            return
+        url = getattr(event.connection, "url", None)
+        if fault.summary == "TLS certificate verify failed" and url is not None:
+            # proton only says "certificate verify failed": ask Python's ssl for the reason
+            detail = describe_verify_failure(self.settings.tls, url.host, int(url.port or 5671))
+            if detail is not None:
+                fault = verify_failure(detail)
+        self.fault = fault
+        self.permanent_faults += 1
+        message = fault.message("amqp1.0", self.name)
+        log.error("%s", message, extra=self.log_fields("permanent_fault", error=fault.summary))
+        if self.permanent_faults >= 1 + len(self.settings.failover):
+            # retrying cannot help: closing the endpoint ends proton's reconnect loop
+            event.connection.close()
+            if self.on_fatal is not None:
+                self.on_fatal(message)
+
+    def on_transport_tail_closed(self, event: Any) -> None:
+        self._lost(event.connection)
+
+    def on_transport_closed(self, event: Any) -> None:
+        self._lost(event.connection)
+
+    def _lost(self, connection: Any) -> None:
+        if self.up:
+            if connection is not None and connection.state & Endpoint.LOCAL_CLOSED:
+                log.info("amqp1.0 %s: closed", self.name, extra=self.log_fields("closed"))
+            else:
+                log.info("amqp1.0 %s: disconnected", self.name, extra=self.log_fields("lost"))
+        self.up = False
+        for link in list(self.watchers):
+            link.on_disconnected()
+
+
+class ReconnectDelays:
+    """Proton's reconnect schedule: at once, then exponential backoff with jitter.
+
+    Proton iterates it afresh after every successful open, so each outage starts
+    from the initial delay again.  Each delay drawn is reported to ``on_delay``
+    (proton waits it before each URL of the failover list).
+    """
+
+    def __init__(self, settings: Reconnect, on_delay: Callable[[float], None]) -> None:
+        self.settings = settings
+        self.on_delay = on_delay
+
+    def __iter__(self) -> Iterator[float]:
+        self.on_delay(0.0)
+        yield 0.0
+        failures = 0
+        while True:
+            delay = backoff(self.settings, failures)
+            self.on_delay(delay)
+            yield delay
+            failures += 1
+
+
+__all__ = ["Amqp10ConnectionHandler", "LinkWatcher", "ReconnectDelays"]

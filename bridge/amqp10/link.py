@@ -1,0 +1,345 @@
+"""One AMQP 1.0 link kept attached for its owner: :class:`Amqp10Link`.
+
+Theory of operation
+-------------------
+Every link the bridge uses (a route's sender or receiver, a dead-letter sender, a
+façade subscriber's receiver) sits on a session of its own, so that a peer ending the
+session over one link takes no other link with it. The link is replaced by a fresh
+one (on a fresh session) whenever it is lost, and its owner hears of it through the
+typed :class:`LinkOwner` interface; the connection's handler tells the link when the
+transport drops (:class:`~bridge.amqp10.connection.LinkWatcher`). Old links and
+sessions are closed and freed in the order proton and RabbitMQ 3.10 need (see
+:meth:`Amqp10Link._retire`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Protocol
+
+from proton import Condition, Delivery, Endpoint, Link
+from proton.reactor import Container
+
+from ..config import Reconnect
+from ..hosting import Timer
+from ..legacy import backoff
+from ..poison import poison_suspected
+from .connection import Amqp10ConnectionHandler
+from .outcomes import condition_text
+
+log = logging.getLogger("bridge.routes")
+"""Logged under the routes' name, as before the move (operators filter on it)."""
+
+RELINK = Reconnect(initial_delay=0.5, max_delay=30.0)
+"""Backoff before re-creating a 1.0 link the peer detached, closed or whose session it ended."""
+STABLE_LINK = 10.0
+"""Seconds a link must have been up for its loss not to count as a repeated failure."""
+
+
+class LinkOwner(Protocol):
+    """What the owner of an :class:`Amqp10Link` implements (all on the event loop)."""
+
+    def on_link_up(self, link: Amqp10Link) -> None:
+        """The link (a fresh one after a loss) is attached."""
+
+    def on_link_down(self, link: Amqp10Link) -> None:
+        """The link is lost: deliveries in flight on it are void (forget them, never
+        settle them). :attr:`Amqp10Link.refusal` says whether a message may be to blame;
+        set :attr:`Amqp10Link.explained` when one was."""
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        """The peer changed the link's credit."""
+
+    def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
+        """A delivery on the link changed: an outcome (sender) or a message (receiver)."""
+
+
+def send_raw(sender: Link, data: bytes) -> Delivery:
+    """Send already-encoded AMQP 1.0 message bytes as one unsettled delivery."""
+    delivery = sender.delivery(sender.delivery_tag())
+    sender.stream(data)
+    sender.advance()
+    return delivery
+
+
+class Amqp10Link:
+    """A proton sender or receiver on its own session, kept attached for its owner.
+
+    The link is replaced by a fresh one (on a fresh session) whenever it is lost:
+
+    * the transport drops: new ones wait for proton's reconnect; the old ones,
+      which proton re-attaches, are closed as soon as the peer has answered (the
+      old link's void deliveries are never settled: settling them makes proton
+      send payload-less transfers, which RabbitMQ 3.10 answers by ending the
+      session);
+    * the peer detaches or closes the link, or ends its session: the old ones are
+      closed and the new ones opened after a backoff. RabbitMQ 3.10 reports most
+      errors by ending the session, and answers a closing detach with a
+      non-closing one (rabbitmq-server #2594), so both kinds of detach are
+      handled alike.
+
+    The owner is told through :class:`LinkOwner`.
+    """
+
+    def __init__(self, container: Container, connection: Any, address: str, *, sender: bool,
+                 owner: LinkOwner, name: str, route: str = "") -> None:
+        self.container = container
+        self.connection = connection
+        self.address = address
+        self.is_sender = sender
+        self.owner = owner
+        self.name = name
+        self.route = route
+        handler = connection.handler
+        self.handler: Amqp10ConnectionHandler | None = \
+            handler if isinstance(handler, Amqp10ConnectionHandler) else None
+        """The connection's handler (``name``, ``peer``), kept so that other threads (the
+        metrics server) never call into proton."""
+        self.link: Any = None
+        self.session: Any = None
+        self.up = False
+        self.up_since = 0.0
+        self.failures = 0
+        self.closing = False
+        self.refusal: Condition | None = None
+        """While :meth:`on_link_down` runs: the error condition with which the peer ended
+        the link or its session, when it may be about a message in flight (None for a
+        connection loss, an end without error, or a condition about the node itself)."""
+        self.peer_max_message_size: int | None = None
+        """The max-message-size the peer announced when it attached the link (None: none)."""
+        self.explained = False
+        """Set by the owner's :meth:`on_link_down` when it blamed a message in flight for
+        :attr:`refusal`: the link is then re-attached soon, with no growing backoff."""
+        self.generation = 0
+        self._stale: list[tuple[Any, Any]] = []
+        """Links (and sessions) of dead transports, waiting to be re-attached and closed."""
+        self._detaching: list[tuple[Any, Any]] = []
+        """Links given up, with their sessions: each session is ended once the peer has
+        detached its link."""
+        if self.handler is not None:
+            self.handler.watch(self)
+        self._open()
+
+    # -- the owner's API -----------------------------------------------------------------
+
+    @property
+    def credit(self) -> int:
+        return self.link.credit if self.up else 0
+
+    def message_size_limit(self, configured: int | None) -> int | None:
+        """The largest message to send on this link: ``configured`` (a route's
+        ``max_message_size``), else the max-message-size the peer announced when it
+        attached the link (None: no limit)."""
+        return configured if configured is not None else self.peer_max_message_size
+
+    @property
+    def open(self) -> bool:
+        """Attached or attaching, and not closed for good (the links gauge)."""
+        return not self.closing and self.link is not None
+
+    @property
+    def connection_name(self) -> str:
+        """The configured name of the link's connection."""
+        return self.handler.name if self.handler is not None else "?"
+
+    def log_fields(self, event: str) -> dict[str, Any]:
+        """``extra`` fields of this link's log lines."""
+        return {"event": event, "route": self.route, "connection": self.connection_name,
+                "peer": self.handler.peer if self.handler is not None else "",
+                "link": self.name,
+                "address": self.address}
+
+    def send(self, data: bytes) -> Delivery:
+        """Send encoded message bytes unsettled (only while :attr:`up`)."""
+        return send_raw(self.link, data)
+
+    def close(self) -> None:
+        """Detach for good (shutdown)."""
+        if self.up:
+            log.info("route %s: 1.0 link %s detached", self.route, self.name,
+                     extra=self.log_fields("link_detached"))
+        self.closing = True
+        self.up = False
+        if self.link is not None:
+            self._retire(self.link, self.session)
+            self.link = self.session = None
+
+    def forget(self) -> None:
+        """Close for good and stop the connection from telling this link about reconnects."""
+        self.close()
+        if self.handler is not None:
+            self.handler.unwatch(self)
+
+    def recover_from_fault(self, reason: str) -> bool:
+        """An internal fault hit this link (:mod:`bridge.containment`): treat it as lost
+        (the owner's void deliveries, a fresh link after the usual backoff), or, when the
+        fault came while re-creating it, try that again later. False when the link is
+        closed for good (nothing to recover)."""
+        if self.closing:
+            return False
+        if self.link is not None:
+            self._lost(reason)
+        else:
+            self.failures += 1
+            self.container.schedule(backoff(RELINK, self.failures - 1), Timer(self._reopen))
+        return True
+
+    # -- proton events (this object is the link's and the session's handler) -------------
+
+    def on_link_remote_open(self, event: Any) -> None:
+        link = event.link
+        if link == self.link:
+            if not self.up:
+                self.up = True
+                self.up_since = time.monotonic()
+                self.peer_max_message_size = link.remote_max_message_size or None
+                log.info("route %s: 1.0 link %s attached to %r", self.route, self.name,
+                         self.address, extra=self.log_fields("link_attached"))
+                self.owner.on_link_up(self)
+            return
+        for stale in self._stale:
+            if stale[0] == link:  # re-attached by proton after a reconnect: now end it
+                self._stale.remove(stale)
+                self._retire(*stale)
+                return
+
+    def on_link_flow(self, event: Any) -> None:
+        if self.up and event.link == self.link:
+            self.owner.on_credit(self)
+
+    def on_delivery(self, event: Any) -> None:
+        if event.link == self.link:
+            self.owner.on_delivery(self, event.delivery)
+        # else: a late delivery on a link we gave up: leave it to its session's end (an
+        # incoming one settled without an outcome could be taken as accepted)
+
+    def on_link_remote_close(self, event: Any) -> None:
+        if event.link == self.link:
+            self._lost("link closed by the peer", event.link.remote_condition)
+        else:
+            self._link_gone(event.link)
+
+    def on_link_remote_detach(self, event: Any) -> None:
+        if event.link == self.link:
+            self._lost("link detached by the peer", event.link.remote_condition)
+        else:
+            self._link_gone(event.link)
+
+    def on_session_remote_close(self, event: Any) -> None:
+        session = event.session
+        if session == self.session:
+            self._lost("session ended by the peer", session.remote_condition)
+            return
+        for entry in self._detaching:
+            if entry[1] == session:  # ended by the peer before it detached the link
+                self._detaching.remove(entry)
+                self._end_session(session)
+                return
+        if session.state & Endpoint.LOCAL_CLOSED:
+            session.free()  # an old session's end handshake is complete
+
+    def on_disconnected(self) -> None:
+        """The connection's transport is gone; proton reconnects."""
+        if not self.up or self.closing:
+            return  # nothing was attached on that transport
+        self.up = False
+        if self.connection.state & Endpoint.LOCAL_CLOSED:
+            log.info("route %s: 1.0 link %s detached: connection closed", self.route,
+                     self.name, extra=self.log_fields("link_detached"))
+        else:
+            log.info("route %s: 1.0 link %s detached: connection lost", self.route, self.name,
+                     extra=self.log_fields("link_lost"))
+        # Proton re-attaches the old link on the next transport, keeping its void
+        # deliveries (never sent again as long as nobody settles them). It is closed once
+        # the peer has answered its attach (ending a session before the peer's begin
+        # makes proton fail the connection: "begin reply to unknown channel"), and freed,
+        # deliveries and all, with its session's end.
+        self._stale.append((self.link, self.session))
+        self.link = self.session = None  # from now on, events of the old ones are ignored
+        self.owner.on_link_down(self)
+        # a fresh link, once proton has let go of the dead transport
+        self.container.schedule(0, Timer(self._reopen))
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _open(self) -> None:
+        self.generation += 1
+        session = self.connection.session()
+        session.handler = self
+        session.open()
+        name = f"amqp-bridge.{self.name}.{self.generation}.{time.time_ns():x}"
+        link = session.sender(name) if self.is_sender else session.receiver(name)
+        if self.is_sender:
+            link.target.address = self.address
+        else:
+            link.source.address = self.address
+        link.handler = self
+        link.open()
+        self.session, self.link = session, link
+
+    def _retire(self, link: Any, session: Any) -> None:
+        """Close a link, and its session once the peer has detached the link too; the
+        session is freed once the peer ends it as well.  Ending the session earlier — before
+        the peer's begin, or while its answers about the link are still on the way — makes
+        proton fail the whole connection ("begin reply to unknown channel", or "no such
+        channel" when proton reuses the channel for a new session and the old session's
+        late frames arrive): every route on it, which a façade client subscribing and
+        leaving at once could otherwise do at will."""
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            link.close()
+        if (session.state & Endpoint.LOCAL_ACTIVE
+                and not (link.state | session.state) & Endpoint.REMOTE_CLOSED):
+            self._detaching.append((link, session))  # ended in _link_gone
+            return
+        self._end_session(session)
+
+    @staticmethod
+    def _end_session(session: Any) -> None:
+        if session.state & Endpoint.LOCAL_ACTIVE:
+            session.close()
+        if session.state & Endpoint.REMOTE_CLOSED:
+            session.free()
+
+    def _link_gone(self, link: Any) -> None:
+        """The peer detached a link we gave up: its session may end now."""
+        for entry in self._detaching:
+            if entry[0] == link:
+                self._detaching.remove(entry)
+                self._end_session(entry[1])
+                return
+
+    def _lost(self, what: str, condition: Condition | None = None) -> None:
+        if self.closing or self.link is None:
+            return
+        reason = f"{what}: {condition_text(condition)}"
+        was_up, self.up = self.up, False
+        old_link, old_session = self.link, self.session
+        self.link = self.session = None
+        # the owner may blame a message in flight for the peer's error (bridge.poison)
+        self.refusal = condition if poison_suspected(condition) else None
+        self.explained = False
+        try:
+            self.owner.on_link_down(self)
+        finally:
+            self.refusal = None
+        if self.explained:
+            # a message was to blame, not the link: come back soon, without growing backoff
+            delay = backoff(RELINK, 0)
+        else:
+            lived = time.monotonic() - self.up_since if was_up else 0.0
+            self.failures = 0 if lived >= STABLE_LINK else self.failures + 1
+            delay = backoff(RELINK, self.failures - 1) if self.failures else 0.0
+        log.warning("1.0 link %s to %r: %s; re-attaching in %.2fs", self.name, self.address,
+                    reason, delay, extra={**self.log_fields("link_lost"), "error": reason,
+                                          "delay": round(delay, 3)})
+        self._retire(old_link, old_session)
+        self.container.schedule(delay, Timer(self._reopen))
+
+    def _reopen(self) -> None:
+        if not self.closing and self.link is None \
+                and self.connection.state & Endpoint.LOCAL_ACTIVE:
+            self._open()
+
+
+__all__ = ["RELINK", "STABLE_LINK", "Amqp10Link", "LinkOwner", "send_raw"]
