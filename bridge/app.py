@@ -228,11 +228,6 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         if self.taps is not None:
             self.taps.close()
 
-    def on_reactor_quiesced(self, event: Any) -> None:
-        # every event of this round is dispatched: send what the routes batched up
-        for legacy in self.legacy.values():
-            legacy.end_of_burst()
-
     def request_stop(self) -> None:
         """Ask for a graceful stop (safe from a signal handler: only sets a flag)."""
         if self.stop_requested and self.container is not None:

@@ -51,7 +51,7 @@ pays nothing: no wrapper call per event).  When a handler raises:
 A part recovering from a fault is *impaired* (:attr:`Faults.impaired`) until it is
 back (the connection open again, the link attached, the route ready on a fresh
 session): ``/readyz`` reports it.  Two inner loops contain faults themselves, so one
-culprit cannot hold up the others: :meth:`bridge.legacy.LegacyConnection.defer`'s
+culprit cannot hold up the others: :class:`bridge.hosting.EndOfBurst`'s
 end-of-burst batch (one route's work failing does not drop the others') and
 :class:`bridge.hosting.LoopCalls` (the calls queued after a failing one still run).
 
@@ -268,13 +268,13 @@ def _domain_types() -> tuple[type, ...]:
     from .amqp10.connection import Amqp10ConnectionHandler
     from .amqp10.link import Amqp10Link
     from .app import Bridge
-    from .facade import Facade, FacadeConsume, FacadePublish, _Subscription
+    from .facade import Facade, FacadeConsume, FacadePublish, Subscription
     from .hosting import Amqp010Listener, Amqp010Socket
     from .legacy import LegacyConnection
     from .routes import RouteCore
 
     return (Amqp010Socket, Amqp010Listener, LegacyConnection, Amqp10Link, RouteCore,
-            FacadePublish, FacadeConsume, _Subscription, Facade,
+            FacadePublish, FacadeConsume, Subscription, Facade,
             Amqp10ConnectionHandler, Bridge)
 
 
@@ -301,7 +301,7 @@ def _describe(obj: Any, frame_name: str, event: Any, entry: str) -> _Part:
     from .amqp10.connection import Amqp10ConnectionHandler
     from .amqp10.link import Amqp10Link
     from .app import Bridge
-    from .facade import Facade, FacadeConsume, FacadePublish, _Subscription
+    from .facade import Facade, FacadeConsume, FacadePublish, Subscription
     from .hosting import Amqp010Listener, Amqp010Socket
     from .legacy import LegacyConnection
     from .routes import RouteCore
@@ -320,9 +320,8 @@ def _describe(obj: Any, frame_name: str, event: Any, entry: str) -> _Part:
         return _amqp10_link(obj)
     if isinstance(obj, RouteCore):
         return _route(obj)
-    if isinstance(obj, _Subscription):
-        sock = obj.st.client.sock
-        return _facade_client(obj.route.facade, sock)
+    if isinstance(obj, Subscription):
+        return _facade_client(obj.route.facade, obj.client_socket)
     if isinstance(obj, FacadePublish | FacadeConsume):
         return _Part("route", f"route {obj.name}", {"route": obj.name}, "logged")
     if isinstance(obj, Amqp010Listener):
@@ -330,10 +329,10 @@ def _describe(obj: Any, frame_name: str, event: Any, entry: str) -> _Part:
         return _Part("facade_listener", f"façade listener {name}", {"listener": name},
                      "still listening")
     if isinstance(obj, Facade):
-        if frame_name == "_close_when_drained":
+        if frame_name == "close_when_drained":
             return _Part("facade_listener", f"façade listener {obj.name}",
                          {"listener": obj.name}, "shutdown poll rescheduled",
-                         lambda reason: _reschedule(obj.container, 0.1, obj._close_when_drained))
+                         lambda reason: _reschedule(obj.container, 0.1, obj.close_when_drained))
         return _Part("facade_listener", f"façade listener {obj.name}", {"listener": obj.name},
                      "logged")
     if isinstance(obj, Amqp10ConnectionHandler):

@@ -27,8 +27,9 @@ CAs); SASL uses the configured or derived mechanisms (EXTERNAL with the client
 certificate).
 
 Batching: :meth:`LegacyConnection.defer` runs a callback once at the end of
-the current burst of reactor events and then writes the socket, so a burst of
-outcomes becomes one ``message.accept`` and one ``send()``.
+the current burst of reactor events and then writes the socket (the runtime's
+:class:`~bridge.hosting.EndOfBurst`), so a burst of outcomes becomes one
+``message.accept`` and one ``send()``.
 """
 
 from __future__ import annotations
@@ -56,8 +57,7 @@ from amqp010.urls import client_config, parse_url
 
 from .config import ConfigError, Reconnect, redact_url
 from .config import Connection as ConnectionSettings
-from .containment import contain
-from .hosting import Amqp010Socket, Timer, connect
+from .hosting import Amqp010Socket, EndOfBurst, Timer, connect
 from .tls import PermanentFault, TlsFileError, auth_failure, classify_ssl_error, client_context
 
 log = logging.getLogger(__name__)
@@ -145,9 +145,7 @@ class LegacyConnection:
         self.last_error = ""
         self.peer = ""
         """host:port of the broker connected (or being connected) to."""
-        self._deferred: dict[Callable[[], None], None] = {}
-        self._batch_pending = False
-        self.quiesce_driven = False
+        self.bursts = EndOfBurst.of(container)
         self.fault_streak = 0
         """Internal faults in a row (each within FAULT_STABLE of the last): stretch the
         reconnect backoff, so that a fault that comes back at once cannot spin."""
@@ -174,7 +172,7 @@ class LegacyConnection:
     def stop(self) -> None:
         """End the sessions (so the broker requeues at once what is unsettled) and close."""
         self.stopping = True
-        self._run_deferred()
+        self.bursts.run()
         if self.socket is None or self.socket.closed:
             return
         for slot in self.slots:
@@ -192,22 +190,11 @@ class LegacyConnection:
             self.socket.flush()
 
     def defer(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` once at the end of the current burst of events, then write the socket.
-
-        The burst ends when the container has no more events to dispatch: the owner of
-        the container calls :meth:`end_of_burst` from ``on_reactor_quiesced`` (once it
-        does, ``quiesce_driven`` is set); until then a zero-delay timer stands in.
-        """
-        self._deferred[fn] = None
-        if not self._batch_pending and not self.quiesce_driven:
-            self._batch_pending = True
-            self.container.schedule(0, Timer(self._run_deferred))
-
-    def end_of_burst(self) -> None:
-        """Run the deferred work (called when the container is about to wait for I/O)."""
-        self.quiesce_driven = True
-        if self._deferred:
-            self._run_deferred()
+        """Run ``fn`` once at the end of the current burst of events, then write the socket
+        (:class:`~bridge.hosting.EndOfBurst`: a fault in ``fn`` is contained with ``fn``'s
+        object as its domain; the rest of the batch still runs)."""
+        self.bursts.call_soon(fn)
+        self.bursts.flush_soon(self.flush)
 
     @property
     def backpressured(self) -> bool:
@@ -215,21 +202,6 @@ class LegacyConnection:
         return self.socket is not None and self.socket.backpressured
 
     # -- connection lifecycle ------------------------------------------------------------
-
-    def _run_deferred(self) -> None:
-        self._batch_pending = False
-        while self._deferred:
-            batch, self._deferred = self._deferred, {}
-            for fn in batch:
-                try:
-                    fn()
-                except Exception as exc:  # one route's fault: the other routes' work still runs
-                    contain(self.container, exc, entry="end_of_burst",
-                            domain=getattr(fn, "__self__", self))
-        try:
-            self.flush()
-        except Exception as exc:
-            contain(self.container, exc, entry="end_of_burst", domain=self)
 
     def _connect(self) -> None:
         url = self.urls[self.url_index % len(self.urls)]

@@ -417,7 +417,7 @@ def _quiet(fn: Callable[[], object]) -> bool:
     except (OSError, AssertionError, TimeoutError):
         return False
     except Exception as exc:  # the client library's errors (ClientError, decode errors)
-        if type(exc).__module__.startswith("bridge."):
+        if type(exc).__module__.startswith(("bridge.", "amqp010.")):
             return False
         raise
     return True

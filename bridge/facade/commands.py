@@ -1,0 +1,320 @@
+"""The 0-10 server's command model: what the façade answers to declare, query, bind,
+subscribe, flush, accept, reject and release.
+
+A 0-10 application talks to a broker of exchanges and queues; the façade has only
+the names its routes configure (``publish_routes`` by exchange, ``consume_routes``
+by queue, ``exchange_subscriptions`` by exchange that temporary queues bind to).
+:class:`ServerCommands` answers each model command from those tables (one handler
+per command class, :data:`COMMANDS`): declares and queries of configured names
+succeed as a broker's would, anything that would create a queue or exchange is
+refused (execution.exception with the error code a broker gives, :class:`Refused`);
+a session's exclusive or auto-delete queue becomes a *temporary queue* bound to one
+subscription exchange (docs/semantics.md, "Façade"); message.subscribe starts a
+subscription of a consume route; accept / reject / release settle our transfers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from proton import Delivery
+
+from amqp010.base import Command, Struct
+from amqp010.events import CommandReceived
+from amqp010.serial import serial_add, serial_diff, serial_le
+from amqp010.spec import (
+    AcceptMode,
+    AcquireMode,
+    ErrorCode,
+    ExchangeBind,
+    ExchangeDeclare,
+    ExchangeQuery,
+    ExchangeQueryResult,
+    ExchangeUnbind,
+    MessageAccept,
+    MessageCancel,
+    MessageFlush,
+    MessageReject,
+    MessageRelease,
+    MessageSubscribe,
+    QueueDeclare,
+    QueueDelete,
+    QueueQuery,
+    QueueQueryResult,
+)
+
+from .consume import FacadeConsume, Subscription
+from .publish import FacadePublish
+from .state import LATER, Later, Refused, SessionState, TemporaryQueue
+
+log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+
+EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers", "xml")
+"""Exchange types a declare of a façade exchange may name (the route decides the routing)."""
+
+
+class ServerCommands:
+    """The model commands of one façade listener, answered from its route tables."""
+
+    def __init__(self, name: str, publish_routes: dict[str, FacadePublish],
+                 consume_routes: dict[str, FacadeConsume],
+                 exchange_subscriptions: dict[str, FacadeConsume],
+                 stopping: Callable[[], bool]) -> None:
+        self.name = name
+        self.publish_routes = publish_routes
+        self.consume_routes = consume_routes
+        self.exchange_subscriptions = exchange_subscriptions
+        self._stopping = stopping
+
+    @property
+    def stopping(self) -> bool:
+        """The listener is shutting down: no new subscriptions."""
+        return self._stopping()
+
+    def on_command(self, st: SessionState, ev: CommandReceived) -> None:
+        """Answer ``ev`` (complete it, now or later, or raise an execution.exception)."""
+        cmd = ev.command
+        handler = COMMANDS.get(type(cmd))
+        try:
+            if handler is None:
+                raise Refused(ErrorCode.NOT_IMPLEMENTED,
+                              f"{cmd.NAME} is not implemented by the amqp-bridge façade")
+            result = handler(self, st, ev.command_id, cmd)
+        except Refused as exc:
+            if st.session.attached:
+                st.session.exception(exc.code, ev.command_id, exc.text, command=cmd,
+                                     field_index=exc.field_index)
+            return
+        if result is not LATER and st.session.attached:
+            st.session.complete(ev.command_id, result)  # type: ignore[arg-type]
+
+    def _queue(self, name: str, field_index: int) -> FacadeConsume:
+        route = self.consume_routes.get(name)
+        if route is None:
+            known = ", ".join(repr(q) for q in sorted(self.consume_routes)) or "none"
+            raise Refused(ErrorCode.NOT_FOUND, f"queue {name!r} not found (this façade's "
+                                               f"queues: {known})", field_index)
+        return route
+
+    def _queue_declare(self, st: SessionState, cid: int, c: QueueDeclare) -> None:
+        name = c.queue or ""
+        if name in self.consume_routes or name in st.temporary_queues:
+            return
+        if c.passive:
+            self._queue(name, 0)
+        if self.exchange_subscriptions and name and (c.exclusive or c.auto_delete):
+            st.temporary_queues[name] = TemporaryQueue(name)  # to bind to an exchange
+            return
+        raise Refused(ErrorCode.NOT_ALLOWED, f"the amqp-bridge façade does not create queues "
+                                             f"({name!r} is not configured)", 0)
+
+    def _queue_query(self, st: SessionState, cid: int, c: QueueQuery) -> QueueQueryResult:
+        temporary = st.temporary_queues.get(c.queue or "")
+        if temporary is not None:
+            subscribers = sum(1 for sub in st.subscriptions.values()
+                              if sub.queue == temporary.name)
+            return QueueQueryResult(queue=temporary.name, durable=False, exclusive=True,
+                                    auto_delete=True, arguments={}, message_count=0,
+                                    subscriber_count=subscribers)
+        route = self.consume_routes.get(c.queue or "")
+        if route is None:
+            return QueueQueryResult(queue="")  # as qpidd answers for an unknown queue
+        # the 1.0 queue's depth is not known through a link: message-count is 0
+        return QueueQueryResult(queue=c.queue, durable=True, exclusive=False, auto_delete=False,
+                                arguments={}, message_count=0,
+                                subscriber_count=len(route.subscriptions))
+
+    def _exchange_declare(self, st: SessionState, cid: int, c: ExchangeDeclare) -> None:
+        name = c.exchange or ""
+        if name in self.publish_routes or name in self.exchange_subscriptions:
+            if c.type and c.type not in EXCHANGE_TYPES:
+                raise Refused(ErrorCode.NOT_FOUND, f"exchange type {c.type!r} not found", 1)
+            return
+        if c.passive:
+            raise Refused(ErrorCode.NOT_FOUND, f"exchange {name!r} not found", 0)
+        if not name:
+            raise Refused(ErrorCode.INVALID_ARGUMENT, "an exchange name is required", 0)
+        raise Refused(ErrorCode.NOT_ALLOWED, f"the amqp-bridge façade does not create exchanges "
+                                             f"({name!r} is not configured)", 0)
+
+    def _exchange_query(self, st: SessionState, cid: int, c: ExchangeQuery
+                        ) -> ExchangeQueryResult:
+        if (c.name or "") in self.exchange_subscriptions and (c.name or "") not in \
+                self.publish_routes:
+            return ExchangeQueryResult(type="topic", durable=True, not_found=False,
+                                       arguments={})
+        if (c.name or "") not in self.publish_routes:
+            return ExchangeQueryResult(type="", durable=False, not_found=True, arguments={})
+        # every message goes to the route's address whatever its key: fanout to one target
+        return ExchangeQueryResult(type="fanout", durable=True, not_found=False, arguments={})
+
+    def _exchange_bind(self, st: SessionState, cid: int, c: ExchangeBind) -> Later | None:
+        exchange = c.exchange or ""
+        temporary = st.temporary_queues.get(c.queue or "")
+        if temporary is not None:
+            route = self.exchange_subscriptions.get(exchange)
+            if route is None:
+                known = ", ".join(repr(x) for x in sorted(self.exchange_subscriptions))
+                raise Refused(ErrorCode.NOT_FOUND, f"bind failed: no route serves bindings "
+                              f"to exchange {exchange!r} (this façade's: {known})", 1)
+            key = c.binding_key or ""
+            if temporary.binding == (exchange, key):
+                return None
+            if temporary.binding is not None:
+                raise Refused(ErrorCode.NOT_IMPLEMENTED, f"queue {temporary.name!r} is bound "
+                              f"already; the façade serves one binding per temporary queue", 2)
+            temporary.binding = (exchange, key)
+            # bound means the 1.0 broker keeps what is published from now on: attach first
+            temporary.sub = route.subscribe(st, None, AcceptMode.EXPLICIT, False,
+                                            queue=temporary.name,
+                                            address=route.address.replace("{binding_key}", key))
+            later = temporary.sub.complete_when_attached(cid, c)
+            if later is not None:
+                st.binds_pending += 1
+            return later
+        self._queue(c.queue or "", 0)
+        if exchange == "":
+            raise Refused(ErrorCode.NOT_ALLOWED, "the default exchange takes no bindings", 1)
+        if exchange not in self.publish_routes:
+            raise Refused(ErrorCode.NOT_FOUND, f"bind failed: no such exchange {exchange!r}", 1)
+        # both ends exist; what reaches the queue is decided by its route's 1.0 source
+        log.debug("façade %s: binding %r -> %r accepted (routing is the 1.0 broker's)",
+                  self.name, exchange, c.queue)
+        return None
+
+    def _queue_delete(self, st: SessionState, cid: int, c: QueueDelete) -> None:
+        temporary = st.temporary_queues.pop(c.queue or "", None)
+        if temporary is None:
+            raise Refused(ErrorCode.NOT_IMPLEMENTED,
+                          f"{c.NAME} is not implemented by the amqp-bridge façade")
+        if temporary.sub is not None and temporary.sub.destination is None:
+            temporary.sub.end()  # bound, never subscribed: its link goes
+
+    def _exchange_unbind(self, st: SessionState, cid: int, c: ExchangeUnbind) -> None:
+        temporary = st.temporary_queues.get(c.queue or "")
+        if temporary is None:
+            raise Refused(ErrorCode.NOT_IMPLEMENTED,
+                          f"{c.NAME} is not implemented by the amqp-bridge façade")
+        if temporary.binding == (c.exchange or "", c.binding_key or "") \
+                and temporary.sub is not None and temporary.sub.destination is None:
+            temporary.sub.end()
+            temporary.binding = temporary.sub = None
+
+    def _subscribe(self, st: SessionState, cid: int, c: MessageSubscribe) -> Later | None:
+        temporary = st.temporary_queues.get(c.queue or "")
+        if temporary is not None:
+            return self._subscribe_temporary(st, cid, c, temporary)
+        route = self._queue(c.queue or "", 0)
+        if c.acquire_mode == AcquireMode.NOT_ACQUIRED:
+            raise Refused(ErrorCode.NOT_IMPLEMENTED, "browsing (acquire-mode not-acquired) is "
+                                                     "not available through the façade", 3)
+        if route.exclusive or (c.exclusive and route.subscriptions):
+            raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {c.queue!r} has an exclusive "
+                          f"subscriber" if route.exclusive else
+                          f"queue {c.queue!r} already has subscribers", 4)
+        if self.stopping:
+            raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED, "amqp-bridge is shutting down")
+        dest = c.destination or ""
+        sub = route.subscribe(st, dest, _accept_mode(c), bool(c.exclusive), queue=c.queue or "")
+        st.subscriptions[dest] = sub
+        # like qpidd: complete once the subscription is live
+        return sub.complete_when_attached(cid, c)
+
+    def _subscribe_temporary(self, st: SessionState, cid: int, c: MessageSubscribe,
+                             temporary: TemporaryQueue) -> Later | None:
+        sub = temporary.sub
+        if sub is None:
+            raise Refused(ErrorCode.NOT_FOUND, f"queue {c.queue!r} is bound to no exchange "
+                                               f"the façade serves", 0)
+        if sub.destination is not None or sub.closed:
+            raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {c.queue!r} has a subscriber "
+                          f"already (the façade serves one per temporary queue)", 0)
+        if c.acquire_mode == AcquireMode.NOT_ACQUIRED:
+            raise Refused(ErrorCode.NOT_IMPLEMENTED, "browsing (acquire-mode not-acquired) is "
+                                                     "not available through the façade", 3)
+        dest = c.destination or ""
+        sub.adopt(dest, _accept_mode(c), bool(c.exclusive))
+        st.subscriptions[dest] = sub
+        return sub.complete_when_attached(cid, c)
+
+    def _cancel(self, st: SessionState, cid: int, c: MessageCancel) -> None:
+        sub = st.subscriptions.pop(c.destination or "", None)
+        if sub is not None:
+            sub.cancel()
+            if not sub.closed:  # transfers still unsettled: they end with the session
+                st.cancelled.add(sub)
+
+    def _flush_command(self, st: SessionState, cid: int, c: MessageFlush) -> Later | None:
+        sub = st.subscriptions.get(c.destination or "")
+        if sub is None:
+            raise Refused(ErrorCode.NOT_FOUND, f"no subscription {c.destination!r}", 0)
+        return None if sub.flush(cid) else LATER
+
+    def _settle(self, st: SessionState, transfers: Any,
+                outcome: Callable[[Subscription, int], None]) -> None:
+        """Apply ``outcome`` to each of our transfers named in the sequence-set."""
+        for lo, hi in (transfers.ranges if transfers is not None else ()):
+            if serial_diff(hi, lo) < len(st.transfers):
+                ids = [serial_add(lo, i) for i in range(serial_diff(hi, lo) + 1)]
+            else:  # a wide range: look at the transfers we have instead
+                ids = [t for t in st.transfers if serial_le(lo, t) and serial_le(t, hi)]
+            for tid in ids:
+                sub = st.transfers.get(tid)
+                if sub is not None:
+                    outcome(sub, tid)
+
+    def _accept(self, st: SessionState, cid: int, c: MessageAccept) -> None:
+        self._settle(st, c.transfers, lambda sub, tid: sub.settle(tid, Delivery.ACCEPTED))
+
+    def _reject(self, st: SessionState, cid: int, c: MessageReject) -> None:
+        text = f"rejected by the 0-10 subscriber (code {c.code or 0})"
+        if c.text:
+            text += f": {c.text}"
+        self._settle(st, c.transfers,
+                     lambda sub, tid: sub.settle(tid, Delivery.REJECTED, reason=text))
+
+    def _release(self, st: SessionState, cid: int, c: MessageRelease) -> None:
+        state = Delivery.MODIFIED if c.set_redelivered else Delivery.RELEASED
+        self._settle(st, c.transfers, lambda sub, tid: sub.settle(tid, state))
+
+    def on_completed(self, st: SessionState, commands: list[int]) -> None:
+        """The client completed our transfers: settles accept-mode none deliveries."""
+        for tid in commands:
+            sub = st.transfers.get(tid)
+            if sub is not None:
+                sub.on_completed(tid)
+        for sub in st.subscriptions.values():  # room in the replay buffer again
+            sub.pump()
+
+
+COMMANDS: dict[type[Command], Callable[..., Struct | Later | None]] = {
+    QueueDeclare: ServerCommands._queue_declare,
+    QueueQuery: ServerCommands._queue_query,
+    ExchangeDeclare: ServerCommands._exchange_declare,
+    ExchangeQuery: ServerCommands._exchange_query,
+    ExchangeBind: ServerCommands._exchange_bind,
+    ExchangeUnbind: ServerCommands._exchange_unbind,
+    QueueDelete: ServerCommands._queue_delete,
+    MessageSubscribe: ServerCommands._subscribe,
+    MessageCancel: ServerCommands._cancel,
+    MessageFlush: ServerCommands._flush_command,
+    MessageAccept: ServerCommands._accept,
+    MessageReject: ServerCommands._reject,
+    MessageRelease: ServerCommands._release,
+}
+
+
+def _accept_mode(c: MessageSubscribe) -> AcceptMode:
+    """The subscription's accept-mode; one that is not in the spec is refused."""
+    if c.accept_mode is None:
+        return AcceptMode.EXPLICIT
+    try:
+        return AcceptMode(c.accept_mode)
+    except ValueError:
+        raise Refused(ErrorCode.INVALID_ARGUMENT, f"accept-mode {c.accept_mode} is not 0 "
+                                                  f"(explicit) or 1 (none)", 2) from None
+
+
+__all__ = ["COMMANDS", "EXCHANGE_TYPES", "ServerCommands"]

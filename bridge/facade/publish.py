@@ -1,0 +1,376 @@
+"""Façade publish: legacy publishes to a façade exchange, forwarded to a 1.0 address.
+
+Every ``message.transfer`` a client sends to the route's exchange (or to the default
+exchange naming a façade queue: :meth:`FacadePublish.into_queue`) is mapped and sent
+unsettled on the route's 1.0 sender; the transfer is *completed* (the publisher's
+confirmation) only once the 1.0 broker accepted it, or the dead-letter address did.
+A rejection without a dead-letter address becomes an execution.exception (the 1.0
+condition mapped to a 0-10 error code).  Publishers are throttled as qpidd throttles
+them: completion is withheld, and past the route's ``max_in_flight`` the listener
+stops reading from their sockets.  What was in flight on a lost link is sent again
+when a link is back (at-least-once), unless the target ended the link over it once
+too often (:mod:`bridge.poison`).  The dead-letter handling is one section of the
+class (``-- dead-lettering``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from proton import Delivery
+from proton.reactor import Container
+
+from amqp010.base import Command
+from amqp010.events import MessageReceived
+from amqp010.spec import DeliveryProperties, ErrorCode
+from mappings.errors import MappingError
+from mappings.message import AmqpMessage
+
+from ..amqp10.link import Amqp10Link
+from ..amqp10.outcomes import condition_name, condition_text
+from ..config import Route
+from ..poison import PoisonGuard
+from ..routes.refusals import (
+    MAPPING_ERROR,
+    dead_letter_copy,
+    log_refused,
+    plain_copy,
+    report_poison,
+    too_large,
+)
+from ..routes.stats import RouteStats
+from ..translate import Translator
+from .consume import FacadeConsume
+from .state import FacadeHost, SessionState, waiting_for
+
+if TYPE_CHECKING:
+    from ..taps import RouteTap
+
+log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+
+MAX_RELEASES = 3
+"""Times a published message may be released by the 1.0 target before it counts as rejected."""
+
+# 1.0 rejection conditions -> the execution.exception a 0-10 publisher gets
+_ERROR_CODES = {
+    "amqp:unauthorized-access": ErrorCode.UNAUTHORIZED_ACCESS,
+    "amqp:not-found": ErrorCode.NOT_FOUND,
+    "amqp:resource-locked": ErrorCode.RESOURCE_LOCKED,
+    "amqp:precondition-failed": ErrorCode.PRECONDITION_FAILED,
+    "amqp:resource-deleted": ErrorCode.RESOURCE_DELETED,
+    "amqp:illegal-state": ErrorCode.ILLEGAL_STATE,
+    "amqp:resource-limit-exceeded": ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+    "amqp:not-allowed": ErrorCode.NOT_ALLOWED,
+    "amqp:not-implemented": ErrorCode.NOT_IMPLEMENTED,
+    "amqp:invalid-field": ErrorCode.INVALID_ARGUMENT,
+    "amqp:decode-error": ErrorCode.INVALID_ARGUMENT,
+    str(MAPPING_ERROR): ErrorCode.INVALID_ARGUMENT,
+}
+
+
+@dataclass(eq=False, slots=True)
+class _Publish:
+    """A legacy publish on its way to the 1.0 target (or its dead-letter address)."""
+
+    st: SessionState
+    command_id: int
+    command: Command
+    data: bytes
+    """The encoded 1.0 message (its dead-letter copy once it is being dead-lettered)."""
+    size: int
+    releases: int = 0
+    t0: float = 0.0
+    """When the publish arrived (``time.monotonic()``), for the latency histogram."""
+
+
+class FacadePublish:
+    """Legacy publishes to a façade exchange, forwarded to a 1.0 address (module docstring)."""
+
+    def __init__(self, container: Container, route: Route, facade: FacadeHost, amqp10: Any,
+                 dead_letter: tuple[Any, str] | None, *, register: bool = True) -> None:
+        assert route.source.exchange is not None and route.target.address is not None
+        if register:
+            facade.add_publish(self, route.source.exchange)
+        self.name = route.name
+        self.route = route
+        self.facade = facade
+        self.translator = Translator(route)
+        self.stats = RouteStats()
+        self.limit_messages = route.max_in_flight.messages
+        self.limit_bytes = route.max_in_flight.bytes
+        self.waiting: deque[_Publish] = deque()
+        self.in_flight: dict[Delivery, _Publish] = {}
+        self.dlq_waiting: deque[_Publish] = deque()
+        self.dlq_in_flight: dict[Delivery, _Publish] = {}
+        self.bytes = 0
+        self.throttled = False
+        self.poison = PoisonGuard(route.poison_attempts)
+        self.dlq_poison = PoisonGuard(route.poison_attempts)
+        self.tap: RouteTap | None = None
+        """The route's archive tap (set by the bridge when the route has ``tap``)."""
+        self.sender = Amqp10Link(container, amqp10, route.target.address, sender=True,
+                                 owner=self, name=f"{route.name}.target", route=route.name)
+        self.dlq: Amqp10Link | None = None
+        if dead_letter is not None:
+            self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
+                                  owner=self, name=f"{route.name}.dead-letter", route=route.name)
+
+    @classmethod
+    def into_queue(cls, consume: FacadeConsume) -> FacadePublish:
+        """Publishes to the default exchange with façade queue Q as routing key: sent to
+        the 1.0 address Q's subscribers consume from (unrendered; the consume route's
+        window and poison rule), as a 0-10 broker would put them in Q."""
+        settings = consume.route
+        assert settings.target.queue is not None
+        route = settings.model_copy(update={
+            "name": f"{settings.name}.publish",
+            "source": settings.target.model_copy(update={"queue": None, "exchange": ""}),
+            "target": settings.source, "cloudevents": None, "dead_letter": None,
+            "tap": None, "dedupe": None})
+        return cls(consume.container, route, consume.facade, consume.amqp10, None,
+                   register=False)
+
+    @property
+    def pending(self) -> int:
+        """Publishes taken from clients and not yet completed or refused."""
+        return (len(self.waiting) + len(self.in_flight) + len(self.dlq_waiting)
+                + len(self.dlq_in_flight))
+
+    def pause(self) -> None:
+        """Graceful stop: take no new publishes (those taken still complete)."""
+        self.facade.pause()
+
+    @property
+    def ready(self) -> bool:
+        """The façade listens and the 1.0 sender is attached."""
+        return not self.waiting_for()
+
+    def waiting_for(self) -> list[str]:
+        """What keeps the route from being ready (empty when it is); safe from any thread."""
+        return waiting_for(self.facade, [self.sender])
+
+    # -- from the façade ------------------------------------------------------------------
+
+    def publish(self, st: SessionState, ev: MessageReceived) -> None:
+        self.stats.received += 1
+        dp = ev.delivery_properties or DeliveryProperties()
+        if dp.redelivered:
+            self.stats.redelivered += 1
+        dp.exchange = ev.destination  # set by the broker on receipt, as qpidd does
+        mp = ev.message_properties
+        entry = _Publish(st, ev.command_id, ev.transfer, b"", len(ev.body), t0=time.monotonic())
+        self.bytes += entry.size
+        tap = self.tap
+        try:
+            entry.data = self.translator.legacy_to_amqp10(dp, mp, ev.body).encode()
+        except MappingError as exc:
+            self.stats.mapping_errors += 1
+            reason = f"cannot translate: {exc}"
+            plain = plain_copy(ev, self.route) if self.dlq is not None or tap is not None else None
+            if tap is not None and plain is not None:
+                tap.received_message(plain)
+            if self.dlq is None or plain is None:
+                self.stats.rejected += 1
+                self._fail(entry, ErrorCode.INVALID_ARGUMENT, reason)
+            else:
+                self._dead_letter(entry, plain, reason)
+        else:
+            if tap is not None:
+                tap.received(entry.data)
+            limit = self.sender.message_size_limit(self.route.max_message_size)
+            if limit is not None and len(entry.data) > limit:
+                self.stats.oversized += 1
+                self.stats.rejected += 1
+                self._fail(entry, ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+                           too_large(len(entry.data), limit, self.route))
+            else:
+                self.waiting.append(entry)
+                self._send()
+        self._recount()
+
+    def forget(self, st: SessionState) -> None:
+        """``st`` ended: its publishes not sent yet are dropped (never completed, so the
+        client knows they were not taken)."""
+        for queue in (self.waiting, self.dlq_waiting):
+            gone = [e for e in queue if e.st is st]
+            if gone:
+                self.bytes -= sum(e.size for e in gone)
+                kept = [e for e in queue if e.st is not st]
+                queue.clear()
+                queue.extend(kept)
+        self._recount()
+
+    # -- 1.0 side (Amqp10Link owner) ------------------------------------------------------
+
+    def on_link_up(self, link: Amqp10Link) -> None:
+        self._send()
+
+    def on_link_down(self, link: Amqp10Link) -> None:
+        # the outcomes of what was in flight on the lost link will never come: send it
+        # again, in order, when a link is back (the target may get it twice: at-least-once),
+        # unless the peer ended the link over it once too often (bridge.poison)
+        to_send, in_flight, guard = (
+            (self.waiting, self.in_flight, self.poison) if link is self.sender
+            else (self.dlq_waiting, self.dlq_in_flight, self.dlq_poison))
+        culprit = None
+        if link.refusal is not None and in_flight:
+            link.explained = True
+            culprit = guard.refused(in_flight.values())
+        to_send.extendleft(reversed([e for e in in_flight.values() if e is not culprit]))
+        in_flight.clear()
+        if link is self.sender:
+            self.stats.credit = 0
+        if culprit is not None:
+            self._poisoned(culprit, link)
+            self._recount()
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        self._send()
+
+    def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
+        if not delivery.remote_state:
+            return
+        if link is self.sender:
+            self._on_outcome(delivery)
+        else:
+            self._on_dead_letter_outcome(delivery)
+        self._send()
+        self._recount()
+
+    def _send(self) -> None:
+        """Send what waits, in order, within the 1.0 credit and ``max_in_flight`` (which so
+        bounds what a crash can duplicate; what waits is bounded by the throttling)."""
+        for link, queue, in_flight, guard in (
+                (self.sender, self.waiting, self.in_flight, self.poison),
+                (self.dlq, self.dlq_waiting, self.dlq_in_flight, self.dlq_poison)):
+            window = guard.window(self.limit_messages)  # 1 while probing for poison
+            while queue and link is not None and link.up and link.credit > 0 \
+                    and len(self.in_flight) + len(self.dlq_in_flight) < self.limit_messages \
+                    and len(in_flight) < window:
+                entry = queue.popleft()
+                in_flight[link.send(entry.data)] = entry
+        self.stats.credit = self.sender.credit
+
+    def _on_outcome(self, delivery: Delivery) -> None:
+        entry = self.in_flight.pop(delivery, None)
+        state = delivery.remote_state
+        delivery.settle()
+        if entry is None:
+            return
+        if state == Delivery.ACCEPTED:
+            self.stats.delivered += 1
+            self.stats.latency.observe(time.monotonic() - entry.t0)
+            if self.poison.probe:
+                self.poison.accepted(entry)
+            if self.tap is not None:
+                self.tap.delivered(entry.data)
+            self._complete(entry)
+            return
+        target = self.route.target.address
+        if state == Delivery.REJECTED:
+            condition = condition_name(delivery.remote.condition)
+            text = condition_text(delivery.remote.condition)
+            self._refused(entry, condition, f"rejected by the AMQP 1.0 target {target}: {text}")
+            return
+        # released / modified: the target did not process it; try again, a few times
+        entry.releases += 1
+        self.stats.released += 1
+        if entry.releases >= MAX_RELEASES:
+            self._refused(entry, None, f"released {entry.releases} times by the AMQP 1.0 "
+                                       f"target {target}")
+        elif entry.st.live:
+            self.waiting.appendleft(entry)
+        else:
+            self.bytes -= entry.size
+
+    # -- refusals and dead-lettering ---------------------------------------------------------
+    # The one place to swap for a shared dead-letter component: the queue and in-flight
+    # map of the dead-letter link (dlq_waiting, dlq_in_flight, dlq_poison) are also
+    # served by _send, on_link_down and on_delivery, with the sender's.
+
+    def _poisoned(self, entry: _Publish, link: Amqp10Link) -> None:
+        """The target ended ``link`` too often while ``entry`` was alone in flight on it:
+        dead-letter it, or refuse it to its publisher (execution.exception)."""
+        reason = report_poison(self.route, self.stats, link, peer=entry.st.client.sock.peer)
+        condition = str(link.refusal.name) if link.refusal is not None else None
+        if link is self.sender:
+            self._refused(entry, condition, reason)
+        else:  # the dead-letter address refuses the copy too
+            self.stats.rejected += 1
+            self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR),
+                       f"{reason} (as a dead-letter copy)")
+
+    def _refused(self, entry: _Publish, condition: str | None, reason: str) -> None:
+        if self.dlq is not None and entry.st.live:
+            self._dead_letter(entry, AmqpMessage.decode(entry.data), reason)
+            return
+        self.stats.rejected += 1
+        self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR), reason)
+
+    def _dead_letter(self, entry: _Publish, message: AmqpMessage, reason: str) -> None:
+        log_refused(self.name, reason, dead_lettered=True)
+        entry.data = dead_letter_copy(message, self.name, reason)
+        self.dlq_waiting.append(entry)
+        self._send()
+
+    def _on_dead_letter_outcome(self, delivery: Delivery) -> None:
+        entry = self.dlq_in_flight.pop(delivery, None)
+        state = delivery.remote_state
+        delivery.settle()
+        if entry is None:
+            return
+        if state == Delivery.ACCEPTED:
+            self.dlq_poison.accepted(entry)
+            self.stats.dead_lettered += 1
+            self._complete(entry)
+        else:
+            self.stats.rejected += 1
+            text = condition_text(delivery.remote.condition)
+            self._fail(entry, ErrorCode.INTERNAL_ERROR,
+                       f"the dead-letter address refused the message: {text}")
+
+    # -- answering the publisher -----------------------------------------------------------
+
+    def _complete(self, entry: _Publish) -> None:
+        """The publish is safe on the 1.0 side: complete the client's transfer."""
+        self.bytes -= entry.size
+        if entry.st.live:
+            entry.st.session.complete(entry.command_id)
+            self.facade.flush_later(entry.st.client.sock)
+
+    def _fail(self, entry: _Publish, code: int, reason: str) -> None:
+        """The publish cannot be forwarded: the publisher's session ends with the reason."""
+        self.bytes -= entry.size
+        st = entry.st
+        self.facade.publish_refused(st.client.sock.peer, reason, route=self.name)
+        if st.live:
+            st.session.exception(code, entry.command_id, reason, command=entry.command)
+            self.facade.flush_later(st.client.sock)
+
+    def on_tap_ready(self) -> None:
+        """The tap's writer caught up: read the publishers again (unless otherwise throttled)."""
+        self._recount()
+
+    def _recount(self) -> None:
+        """Update the statistics; throttle the publishers past the in-flight bound (or while
+        the tap's writer is behind), and let them go again below three quarters of it."""
+        pending, stats = self.pending, self.stats
+        stats.in_flight = pending
+        stats.in_flight_bytes = self.bytes
+        stats.peak_in_flight = max(stats.peak_in_flight, pending)
+        tap_behind = self.tap is not None and self.tap.backpressured
+        if not self.throttled:
+            if pending >= self.limit_messages or self.bytes >= self.limit_bytes or tap_behind:
+                self.throttled = True
+                self.facade.update_reading()
+        elif pending <= self.limit_messages * 3 // 4 and self.bytes <= self.limit_bytes * 3 // 4 \
+                and not tap_behind:
+            self.throttled = False
+            self.facade.update_reading()
+
+
+__all__ = ["MAX_RELEASES", "FacadePublish"]

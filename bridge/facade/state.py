@@ -1,0 +1,141 @@
+"""What the façade keeps per client connection and per 0-10 session, shared by its roles.
+
+The listener (:mod:`~bridge.facade.listener`) makes a :class:`Client` per accepted
+connection and a :class:`SessionState` per attached session; the command model
+(:mod:`~bridge.facade.commands`), the publish and the consume routes read and update
+them.  A command handler that completes its command later (once a 1.0 link is
+attached, a flush's grace is over) returns :data:`LATER`; one the façade answers with
+an execution.exception raises :class:`Refused`.  :class:`FacadeHost` is what the
+routes see of their listener; :func:`waiting_for` and :func:`forget_link` are the
+routes' shared 1.0-link helpers.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from amqp010.events import MessageReceived
+from amqp010.session import Session
+
+from ..amqp10.link import Amqp10Link
+from ..hosting import Amqp010Socket
+
+if TYPE_CHECKING:
+    from .consume import FacadeConsume, Subscription
+    from .publish import FacadePublish
+
+
+class Refused(Exception):
+    """A model command the façade answers with execution.exception."""
+
+    def __init__(self, code: int, text: str, field_index: int | None = None) -> None:
+        super().__init__(text)
+        self.code = code
+        self.text = text
+        self.field_index = field_index
+
+
+class Later:
+    """Returned by a command handler that completes the command itself, later."""
+
+
+LATER = Later()
+
+
+# --- per-connection and per-session state --------------------------------------------------
+
+
+@dataclass(eq=False)
+class Client:
+    """One legacy application's connection."""
+
+    sock: Amqp010Socket
+    user: str | None = None
+    publishes_to: set[FacadePublish] = field(default_factory=set)
+
+
+@dataclass(eq=False)
+class TemporaryQueue:
+    """A queue a client declared for itself (exclusive or auto-delete) to bind to one of
+    the façade's subscription exchanges: its subscriptions consume from that route's
+    address with the binding key filled in."""
+
+    name: str
+    binding: tuple[str, str] | None = None
+    """(exchange, binding key)."""
+    sub: Subscription | None = None
+    """Its subscription, made (and its 1.0 link attached) when it was bound: from then
+    on the 1.0 broker keeps what is published for it, as a bound queue does."""
+
+
+@dataclass(eq=False)
+class SessionState:
+    """What the façade keeps for one attached 0-10 session."""
+
+    session: Session
+    client: Client
+    subscriptions: dict[str, Subscription] = field(default_factory=dict)
+    temporary_queues: dict[str, TemporaryQueue] = field(default_factory=dict)
+    """Queues this session declared to bind to an exchange (they end with it)."""
+    binds_pending: int = 0
+    """exchange.binds of temporary queues whose 1.0 link is not attached yet."""
+    held_publishes: deque[MessageReceived] = field(default_factory=deque)
+    """Publishes that came after a pending bind: a broker executes a session's commands
+    in order, so they wait until the binding exists (else it would miss them)."""
+    cancelled: set[Subscription] = field(default_factory=set)
+    """Cancelled subscriptions whose transfers are not all settled yet: they still end
+    (and give their messages back) with the session."""
+    transfers: dict[int, Subscription] = field(default_factory=dict)
+    """Our message.transfer ids not yet settled → the subscription that sent them."""
+    ended: bool = False
+
+    @property
+    def live(self) -> bool:
+        return not self.ended and self.session.attached
+
+
+class FacadeHost(Protocol):
+    """What a façade route uses of its listener (:class:`~bridge.facade.Facade`)."""
+
+    name: str
+    stopping: bool
+
+    @property
+    def listening(self) -> bool: ...
+
+    def add_publish(self, route: FacadePublish, exchange: str) -> None: ...
+
+    def add_consume(self, route: FacadeConsume, queue: str) -> None: ...
+
+    def add_exchange_subscription(self, route: FacadeConsume, exchange: str) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def flush_later(self, sock: Amqp010Socket) -> None: ...
+
+    def publish_refused(self, peer: str, reason: str, route: str | None = None) -> None: ...
+
+    def update_reading(self) -> None: ...
+
+    def bound(self, st: SessionState) -> None: ...
+
+
+def waiting_for(facade: FacadeHost, links: list[Amqp10Link]) -> list[str]:
+    out = [] if facade.listening else [f"façade {facade.name} listening"]
+    out += [f"1.0 link to {link.address!r} on {link.connection_name}"
+            for link in links if not link.up]
+    return out
+
+
+def forget_link(link: Amqp10Link) -> None:
+    """Close a link for good and stop its connection from telling it about reconnects."""
+    link.close()
+    watchers = getattr(link.connection.handler, "watchers", None)
+    if watchers is not None and link in watchers:
+        watchers.remove(link)
+
+
+__all__ = ["LATER", "Client", "FacadeHost", "Later", "Refused", "SessionState", "TemporaryQueue",
+           "forget_link", "waiting_for"]

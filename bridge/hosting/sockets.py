@@ -1,0 +1,404 @@
+"""One hosted AMQP 0-10 connection: the engine, its non-blocking socket, TLS in memory.
+
+An :class:`Amqp010Socket` is registered with the proton container as a *selectable*
+(:func:`register_selectable`, the mechanism proton uses for its own acceptors); the
+container's ``select`` loop tells it when the socket is readable, writable or its
+deadline (heartbeat, handshake timeout) expired, and it drives the engine:
+
+    readable  -> sock.recv -> engine.receive_data -> events -> application
+    writable  -> engine.data_to_send -> sock.send (partial sends kept)
+    deadline  -> engine.tick(now) -> heartbeats / dead-peer detection
+
+TLS (``tls``) stays sans-IO too: an :class:`ssl.SSLObject` over a pair of
+:class:`ssl.MemoryBIO` sits between the socket and the engine, so the handshake and
+every record move with the same non-blocking reads and writes.  What the engine
+writes before the handshake is done waits in plaintext; a failed handshake is kept
+in :attr:`Amqp010Socket.tls_error` and ends the connection like a transport loss.
+
+A socket accepted by a listener reports to it through the narrow :class:`SocketOwner`
+interface (its buffered input, its handshake deadline, its end);
+:func:`connect` starts a client connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from proton.reactor import Container
+
+from amqp010.connection import Connection, ConnectionConfig, Role
+from amqp010.events import Event
+from amqp010.spec import CloseCode
+
+log = logging.getLogger(__package__)  # the package's one logger: "bridge.hosting"
+
+EventHandler = Callable[["Amqp010Socket", Event], None]
+"""Called with each engine event, on the container's thread."""
+
+_RECV_SIZE = 256 * 1024
+_WRITE_HIGH_WATER = 4 << 20
+"""Unsent octets above which :attr:`Amqp010Socket.backpressured` turns true."""
+
+
+class SocketOwner(Protocol):
+    """What a hosted socket tells the listener that accepted it."""
+
+    def handshake_expired(self, sock: Amqp010Socket) -> None:
+        """``sock`` was not open by its handshake deadline."""
+
+    def count_buffered(self, sock: Amqp010Socket) -> None:
+        """``sock``'s engine ran: its buffered input may have changed."""
+
+    def released(self, sock: Amqp010Socket) -> None:
+        """``sock``'s transport is gone."""
+
+
+class TlsLayer:
+    """A TLS session over memory buffers: ciphertext in/out, plaintext to/from the engine."""
+
+    def __init__(self, context: ssl.SSLContext, server_side: bool,
+                 server_hostname: str | None) -> None:
+        self.incoming = ssl.MemoryBIO()
+        self.outgoing = ssl.MemoryBIO()
+        self.obj = context.wrap_bio(self.incoming, self.outgoing, server_side=server_side,
+                                    server_hostname=None if server_side else server_hostname)
+        self.done = False
+        self.plain_out = bytearray()
+
+
+class Amqp010Socket:
+    """One AMQP 0-10 connection (engine + non-blocking socket) in a proton Container.
+
+    Call :meth:`flush` after issuing engine commands outside of an event callback
+    (inside ``on_event`` the socket flushes by itself afterwards).  With ``tls`` the
+    connection starts with a TLS handshake (client or ``server_side``);
+    ``on_handshake`` runs once it completed, before the engine sees any byte.
+    """
+
+    handshake_deadline = 0.0
+    """When (``time.time()``) the connection must be open (0: no deadline)."""
+    listener: SocketOwner | None = None
+    """The listener that accepted it (counts its buffered input and its end)."""
+    counted = 0
+    """Its engine's buffered octets as its listener last counted them."""
+    reading_paused = False
+    """Reading stopped by its owner (:meth:`pause_reading`: a throttled publisher)."""
+
+    def __init__(self, container: Container, sock: socket.socket, engine: Connection,
+                 on_event: EventHandler, *, connecting: bool = False, peer: str = "",
+                 trace: Any = None, tls: ssl.SSLContext | None = None,
+                 server_side: bool = False, server_hostname: str | None = None,
+                 on_handshake: Callable[[Amqp010Socket], None] | None = None) -> None:
+        self.container = container
+        self.tls = TlsLayer(tls, server_side, server_hostname) if tls is not None else None
+        self.tls_error: ssl.SSLError | None = None
+        """Why the TLS handshake (or a later record) failed, if it did."""
+        self.on_handshake = on_handshake
+        self.sock = sock
+        self.engine = engine
+        self.on_event = on_event
+        self.peer = peer
+        self.trace = trace
+        self.closed = False
+        self.error = ""
+        """The socket error that ended the connection, if one did (owners log it)."""
+        self._connecting = connecting
+        self._out = bytearray()
+        self._in_callback = False
+        sock.setblocking(False)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.selectable = register_selectable(container, self, sock)
+
+    # -- proton selectable handler -----------------------------------------------------
+
+    def on_selectable_init(self, event: Any) -> None:
+        self._update()
+
+    def on_selectable_readable(self, event: Any) -> None:
+        try:
+            data = self.sock.recv(_RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            log.debug("amqp0-10 %s: receive failed: %s", self.peer, exc)
+            self.error = f"receive failed: {exc}"
+            data = b""
+        if self.tls is not None:
+            plain, eof = self._tls_receive(data)
+            if plain:
+                self._deliver(plain)
+            if eof and not self.engine.closed:
+                self._run(self.engine.receive_data, b"")
+            elif not plain:
+                self._drain_engine()
+                self._update()
+            return
+        self._deliver(data)
+
+    def _deliver(self, data: bytes) -> None:
+        if self.trace is not None and data:
+            self.trace.received(data)
+        self._run(self.engine.receive_data, data)
+
+    def on_selectable_writable(self, event: Any) -> None:
+        if self._connecting:
+            err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                self.error = f"connect failed: {errno.errorcode.get(err, err)}"
+                log.debug("amqp0-10 %s: %s", self.peer, self.error)
+                self._run(self.engine.receive_data, b"")
+                return
+            self._connecting = False
+        self._drain_engine()  # sends too
+        self._update()
+
+    def on_selectable_expired(self, event: Any) -> None:
+        if self.reading_paused:
+            # we do not read, so we cannot hear its heartbeats: its silence is ours
+            self.engine.note_peer_alive()
+        now = time.time()
+        if (self.handshake_deadline and now >= self.handshake_deadline
+                and self.listener is not None and not self.closed):
+            self.handshake_deadline = 0.0
+            self.listener.handshake_expired(self)
+            return
+        self._run(self.engine.tick, now)
+
+    def on_selectable_final(self, event: Any) -> None:
+        self.selectable.release()
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        self._out = bytearray()  # unsent output of a closed connection goes now
+
+    # -- application side ----------------------------------------------------------------
+
+    @property
+    def backpressured(self) -> bool:
+        """True while more than a few MiB wait to be written: stop producing."""
+        return len(self._out) > _WRITE_HIGH_WATER
+
+    def pause_reading(self, paused: bool) -> None:
+        """Stop (or resume) reading from the peer; heartbeats it cannot be heard sending
+        meanwhile do not count against it."""
+        if paused != self.reading_paused:
+            self.reading_paused = paused
+            self._update()
+
+    def call(self, fn: Callable[[Connection], None]) -> None:
+        """Run ``fn(engine)`` outside an event callback (a timer, another thread's answer):
+        its events go to ``on_event`` and its output is written."""
+        if not self.closed:
+            self._run(fn, self.engine)
+
+    def flush(self) -> None:
+        """Write what the engine produced and re-arm the selectable."""
+        if not self._in_callback:
+            self._drain_engine()
+            self._update()
+
+    def abort(self, text: str) -> None:
+        """Close the connection at once (connection.close with connection-forced, its
+        close-ok not awaited, sessions discarded: :meth:`Connection.abort`) and drop the
+        transport; ``on_event`` still gets the engine's SessionDetached and ConnectionClosed
+        events, so the owner cleans up as usual."""
+        if not self.closed:
+            self._run(lambda engine: engine.abort(CloseCode.CONNECTION_FORCED, text), self.engine)
+
+    def close_transport(self) -> None:
+        """Drop the transport now (after writing what can be written without blocking)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._drain_engine()
+        if self.tls is not None and self.tls.done and self.tls_error is None:
+            with contextlib.suppress(ssl.SSLError):
+                self.tls.obj.unwrap()  # close_notify; the peer's answer is not awaited
+            self._tls_collect()
+        self._send()
+        self.selectable.terminate()
+        self.selectable.update()
+        if self.listener is not None:
+            self.listener.released(self)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _run(self, fn: Callable[..., None], arg: Any) -> None:
+        self._in_callback = True
+        try:
+            fn(arg)
+            for ev in self.engine.events():
+                self.on_event(self, ev)
+        finally:
+            self._in_callback = False
+        self._drain_engine()
+        if self.listener is not None:
+            self.listener.count_buffered(self)
+        if self.engine.closed:
+            self.close_transport()
+        else:
+            self._update()
+
+    def _drain_engine(self) -> None:
+        engine = self.engine
+        if engine.heartbeat:
+            # stamp what was received and is about to be sent now, so that the next
+            # heartbeat is due one interval after it (not after the previous deadline)
+            engine.tick(time.time())
+        data = engine.data_to_send()
+        if data:
+            if self.trace is not None:
+                self.trace.sent(data)
+            if self.tls is not None:
+                self.tls.plain_out += data
+            else:
+                self._out += data
+        if self.tls is not None and not self._connecting:
+            self._tls_send()
+        if self._out and not self._connecting:
+            self._send()
+
+    # -- TLS ---------------------------------------------------------------------------
+
+    def _tls_step(self) -> None:
+        """Advance the handshake; raises ssl.SSLError if it failed."""
+        tls = self.tls
+        assert tls is not None
+        if tls.done:
+            return
+        try:
+            tls.obj.do_handshake()
+        except ssl.SSLWantReadError:
+            return
+        tls.done = True
+        if self.on_handshake is not None:
+            self.on_handshake(self)
+
+    def _tls_receive(self, data: bytes) -> tuple[bytes, bool]:
+        """Ciphertext from the socket -> (plaintext for the engine, transport ended)."""
+        tls = self.tls
+        assert tls is not None
+        if data:
+            tls.incoming.write(data)
+        else:
+            tls.incoming.write_eof()
+        chunks: list[bytes] = []
+        eof = not data
+        try:
+            self._tls_step()
+            while tls.done:
+                chunk = tls.obj.read(_RECV_SIZE)
+                if not chunk:
+                    eof = True
+                    break
+                chunks.append(chunk)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
+        except ssl.SSLZeroReturnError:
+            eof = True  # close_notify
+        except ssl.SSLError as exc:
+            eof = True
+            if self.tls_error is None and not isinstance(exc, ssl.SSLEOFError):
+                self.tls_error = exc
+                log.info("amqp0-10 %s: TLS failed: %s", self.peer, exc)
+        self._tls_collect()
+        return b"".join(chunks), eof
+
+    def _tls_send(self) -> None:
+        """Start/advance the handshake, encrypt waiting plaintext, queue the records."""
+        tls = self.tls
+        assert tls is not None
+        try:
+            self._tls_step()
+            if tls.done and tls.plain_out:
+                view = memoryview(tls.plain_out)
+                sent = 0
+                while sent < len(view):
+                    sent += tls.obj.write(view[sent:])
+                view.release()
+                tls.plain_out.clear()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
+        except ssl.SSLError as exc:
+            if self.tls_error is None:
+                self.tls_error = exc
+            tls.plain_out.clear()
+        self._tls_collect()
+
+    def _tls_collect(self) -> None:
+        assert self.tls is not None
+        records = self.tls.outgoing.read()
+        if records:
+            self._out += records
+
+    def _send(self) -> None:
+        while self._out:
+            try:
+                n = self.sock.send(self._out)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                log.debug("amqp0-10 %s: send failed: %s", self.peer, exc)
+                self.error = f"send failed: {exc}"
+                self._out.clear()
+                if not self.closed:
+                    self._run(self.engine.receive_data, b"")
+                return
+            del self._out[:n]
+
+    def _update(self) -> None:
+        if self.closed:
+            return
+        sel = self.selectable
+        sel.reading = not self._connecting and not self.reading_paused
+        sel.writing = self._connecting or bool(self._out)
+        deadline = self.engine.next_deadline()
+        if self.handshake_deadline:
+            if self.engine.is_open:
+                self.handshake_deadline = 0.0
+            elif deadline is None or self.handshake_deadline < deadline:
+                deadline = self.handshake_deadline
+        sel.deadline = deadline if deadline is not None else 0
+        sel.update()
+
+
+
+
+def register_selectable(container: Container, handler: Any, sock: socket.socket) -> Any:
+    """Register ``sock`` with the container's select loop, events going to ``handler``."""
+    sel = container.selectable(handler=handler, delegate=sock)
+    # proton's global IO handler also sees selectable events and serves those that
+    # carry an AMQP 1.0 transport; None tells it this one is ours (as its Acceptor does)
+    sel._transport = None  # type: ignore[attr-defined]
+    return sel
+
+
+def connect(container: Container, host: str, port: int, config: ConnectionConfig,
+            on_event: EventHandler, *, trace: Any = None, ssl_context: ssl.SSLContext | None = None,
+            server_hostname: str | None = None) -> Amqp010Socket:
+    """Start a non-blocking client connection to an AMQP 0-10 peer (TLS with
+    ``ssl_context``, verifying ``server_hostname`` or ``host``)."""
+    info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(info[0], socket.SOCK_STREAM)
+    sock.setblocking(False)
+    err = sock.connect_ex(info[4])
+    if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+        sock.close()
+        raise OSError(err, f"connect to {host}:{port}: {errno.errorcode.get(err, err)}")
+    engine = Connection(Role.CLIENT, config)
+    engine.tick(time.time())
+    return Amqp010Socket(container, sock, engine, on_event, connecting=True,
+                         peer=f"{host}:{port}", trace=trace, tls=ssl_context,
+                         server_hostname=server_hostname or host)
+
+
+
+__all__ = ["Amqp010Socket", "EventHandler", "SocketOwner", "TlsLayer", "connect",
+           "register_selectable"]
