@@ -32,7 +32,7 @@ from .config import (
     Route,
     config_secrets,
 )
-from .containment import faults_of
+from .containment import Part, faults_of
 from .facade import Facade, FacadeConsume, FacadePublish
 from .hosting import Timer
 from .legacy import LegacyConnection
@@ -307,6 +307,18 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         assert self.container is not None
         self.close_taps()
         self.container.stop()
+
+    def fault_part(self, method: str, event: Any) -> Part | None:
+        """The bridge takes the blame only for its own timers (housekeeping, stop);
+        the events it dispatches are other parts' work."""
+        if method == "_housekeeping":
+            return Part("bridge", "the bridge's housekeeping", {}, "housekeeping rescheduled",
+                        lambda reason: self.schedule_housekeeping(0.1))
+        if method == "stop_loop":
+            container = self.container
+            return Part("bridge", "the bridge's stop", {}, "stopping the loop",
+                        lambda reason: container.stop() if container is not None else None)
+        return None
 
 
 def run(config: BridgeConfig) -> int:

@@ -57,6 +57,7 @@ from amqp010.urls import client_config, parse_url
 
 from .config import ConfigError, Reconnect, redact_url
 from .config import Connection as ConnectionSettings
+from .containment import Part
 from .hosting import Amqp010Socket, EndOfBurst, Timer, connect
 from .tls import PermanentFault, TlsFileError, auth_failure, classify_ssl_error, client_context
 
@@ -420,6 +421,25 @@ class LegacyConnection:
             self.failures = 0
         self.socket = None
         self._retry()
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault here closes this connection and reconnects (containment)."""
+        return self.socket_fault_part(self.socket)
+
+    def socket_fault_part(self, sock: Amqp010Socket | None) -> Part:
+        """A fault in this connection's socket: close, then reconnect with backoff; its
+        sessions are discarded, not resumed (the broker requeues what they held)."""
+        peer = sock.peer if sock is not None else self.peer
+
+        def recover(reason: str) -> Callable[[], bool]:
+            old = self.socket
+            self.reset(reason)
+            return lambda: self.stopping or (self.open and self.socket is not old)
+
+        return Part("legacy_connection", f"0-10 connection {self.name}",
+                    {"connection": self.name, "peer": peer},
+                    "connection closed, reconnecting", recover,
+                    back=lambda: self.stopping or self.open)
 
 
 def backoff(settings: Reconnect, failures: int) -> float:

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from proton import Condition, Delivery, Endpoint, Link
 from proton.reactor import Container
 
 from ..config import Reconnect
+from ..containment import Part
 from ..hosting import Timer
 from ..legacy import backoff
 from ..poison import poison_suspected
@@ -340,6 +342,18 @@ class Amqp10Link:
         if not self.closing and self.link is None \
                 and self.connection.state & Endpoint.LOCAL_ACTIVE:
             self._open()
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault here is treated as the link lost: re-attached after a backoff."""
+        def recover(reason: str) -> Callable[[], bool] | None:
+            if not self.recover_from_fault(reason):
+                return None
+            return lambda: self.up or self.closing
+
+        return Part("amqp10_link", f"1.0 link {self.name}",
+                    {"route": self.route, "link": self.name,
+                     "connection": self.connection_name, "address": self.address},
+                    "link lost, re-attaching", recover, back=lambda: self.up or self.closing)
 
 
 __all__ = ["RELINK", "STABLE_LINK", "Amqp10Link", "LinkOwner", "send_raw"]

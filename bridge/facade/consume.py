@@ -33,6 +33,7 @@ from mappings.message import AmqpMessage
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import give_back, reject
 from ..config import Route
+from ..containment import Part
 from ..hosting import Amqp010Socket, Timer
 from ..routes.amqp10_endpoint import redelivered_1_0
 from ..routes.refusals import MAPPING_ERROR, dead_letter_copy, log_refused
@@ -390,6 +391,10 @@ class Subscription:
             self.route.subscriptions.discard(self)
             self.st.cancelled.discard(self)
 
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in a subscription is its client's: that connection is closed."""
+        return self.route.facade.socket_fault_part(self.client_socket)
+
 
 @dataclass(eq=False, slots=True)
 class _DeadLetter:
@@ -567,6 +572,10 @@ class FacadeConsume:
             give_back(original, failed=False)
             self.stats.released += 1
         self.grant()
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in the route's own work is logged."""
+        return Part("route", f"route {self.name}", {"route": self.name}, "logged")
 
 
 __all__ = ["FLUSH_GRACE", "REJECTED_BY_SUBSCRIBER", "SUBSCRIBE_TIMEOUT", "FacadeConsume", "Subscription"]

@@ -33,6 +33,7 @@ from mappings.message import AmqpMessage
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import condition_name, condition_text
 from ..config import Route
+from ..containment import Part
 from ..poison import PoisonGuard
 from ..routes.refusals import (
     MAPPING_ERROR,
@@ -371,6 +372,10 @@ class FacadePublish:
                 and not tap_behind:
             self.throttled = False
             self.facade.update_reading()
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in the route's own work is logged."""
+        return Part("route", f"route {self.name}", {"route": self.name}, "logged")
 
 
 __all__ = ["MAX_RELEASES", "FacadePublish"]

@@ -20,6 +20,7 @@ from amqp010.events import MessageReceived
 from amqp010.session import Session
 
 from ..amqp10.link import Amqp10Link
+from ..containment import Part
 from ..hosting import Amqp010Socket
 
 if TYPE_CHECKING:
@@ -120,6 +121,8 @@ class FacadeHost(Protocol):
     def update_reading(self) -> None: ...
 
     def bound(self, st: SessionState) -> None: ...
+
+    def socket_fault_part(self, sock: Amqp010Socket) -> Part: ...
 
 
 def waiting_for(facade: FacadeHost, links: list[Amqp10Link]) -> list[str]:

@@ -44,6 +44,7 @@ from proton.reactor import Container
 from amqp010.connection import Connection, ConnectionConfig, ConnectionState, Role
 from amqp010.events import Event
 
+from ..containment import Part
 from ..logs import RateLimited
 from .sockets import Amqp010Socket, EventHandler, register_selectable
 
@@ -309,6 +310,12 @@ class Amqp010Listener:
                 self.per_peer[host] = left
             else:
                 self.per_peer.pop(host, None)
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in accepting is logged; the listener keeps listening."""
+        name = getattr(getattr(self.on_event, "__self__", None), "name", "")
+        return Part("facade_listener", f"façade listener {name}", {"listener": name},
+                    "still listening")
 
 
 __all__ = ["ACCEPT_BACKOFF", "FD_SETSIZE", "MAX_REFUSING", "REFUSAL_GRACE", "REFUSED_REASONS",
