@@ -22,7 +22,7 @@ from proton import Url
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from . import faultinject, reactor
+from . import faultinject
 from .amqp10.connection import Amqp10ConnectionHandler, ReconnectDelays
 from .config import (
     BridgeConfig,
@@ -32,15 +32,15 @@ from .config import (
     Route,
     config_secrets,
 )
-from .containment import Part, faults_of
 from .facade import Facade, FacadeConsume, FacadePublish
-from .hosting import Timer
-from .legacy import LegacyConnection
-from .logs import add_secrets
-from .metrics import MetricsServer
+from .legacy.amqp010 import LegacyConnection
+from .ops.logs import add_secrets
+from .ops.metrics import MetricsServer
 from .routes import Amqp10ToLegacy, LegacyToAmqp10, RouteRuntime
+from .runtime import Timer, reactor
+from .runtime.containment import Part, faults_of
+from .security.tls import PERMANENT_EXIT_CODE, proton_domain
 from .taps import BridgeTaps
-from .tls import PERMANENT_EXIT_CODE, proton_domain
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,9 +35,9 @@ from pydantic import (
 from mappings.cloudevents.template import EventTemplate
 from pipeline.bridge_api import TapConfig  # imports neither pyarrow nor Spark
 
-from .logs import redact
-from .passwords import HashFormatError, is_hash, parse_hash, read_users_file
-from .tls import TlsFileError, client_context, server_context
+from .ops.logs import redact
+from .security.passwords import HashFormatError, is_hash, parse_hash, read_users_file
+from .security.tls import TlsFileError, client_context, server_context
 
 Protocol = Literal["amqp0-10", "amqp1.0"]
 _ENV = re.compile(r"\$\{(?:file:([^}]+)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}")
@@ -64,6 +65,11 @@ class Reconnect(_Model):
     max_delay: float = Field(30.0, gt=0, description="Upper bound of the delay, seconds.")
     multiplier: float = Field(2.0, ge=1.0, description="Delay growth per failed attempt.")
     jitter: float = Field(0.2, ge=0, le=1, description="Random +/- fraction applied to each delay.")
+
+    def delay(self, failures: int) -> float:
+        """Seconds to wait after ``failures`` consecutive failures (exponential, with jitter)."""
+        delay = min(self.max_delay, self.initial_delay * self.multiplier ** min(failures, 32))
+        return max(0.0, delay * (1 + random.uniform(-self.jitter, self.jitter)))
 
 
 class ClientTls(_Model):

@@ -21,9 +21,13 @@ from typing import Any, Protocol
 from proton import Endpoint, Handler
 
 from ..config import Connection, Reconnect
-from ..containment import Part
-from ..legacy import backoff
-from ..tls import PermanentFault, classify_proton_error, describe_verify_failure, verify_failure
+from ..runtime.containment import Part
+from ..security.tls import (
+    PermanentFault,
+    classify_proton_error,
+    describe_verify_failure,
+    verify_failure,
+)
 from .outcomes import condition_text
 
 log = logging.getLogger("bridge.app")
@@ -192,7 +196,7 @@ class ReconnectDelays:
         yield 0.0
         failures = 0
         while True:
-            delay = backoff(self.settings, failures)
+            delay = self.settings.delay(failures)
             self.on_delay(delay)
             yield delay
             failures += 1

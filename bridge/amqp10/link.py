@@ -23,12 +23,11 @@ from proton import Condition, Delivery, Endpoint, Link
 from proton.reactor import Container
 
 from ..config import Reconnect
-from ..containment import Part
-from ..hosting import Timer
-from ..legacy import backoff
-from ..poison import poison_suspected
+from ..runtime import Timer
+from ..runtime.containment import Part
 from .connection import Amqp10ConnectionHandler
 from .outcomes import condition_text
+from .poison import poison_suspected
 
 log = logging.getLogger("bridge.routes")
 """Logged under the routes' name, as before the move (operators filter on it)."""
@@ -184,7 +183,7 @@ class Amqp10Link:
             self._lost(reason)
         else:
             self.failures += 1
-            self.container.schedule(backoff(RELINK, self.failures - 1), Timer(self._reopen))
+            self.container.schedule(RELINK.delay(self.failures - 1), Timer(self._reopen))
         return True
 
     # -- proton events (this object is the link's and the session's handler) -------------
@@ -327,11 +326,11 @@ class Amqp10Link:
             self.refusal = None
         if self.explained:
             # a message was to blame, not the link: come back soon, without growing backoff
-            delay = backoff(RELINK, 0)
+            delay = RELINK.delay(0)
         else:
             lived = time.monotonic() - self.up_since if was_up else 0.0
             self.failures = 0 if lived >= STABLE_LINK else self.failures + 1
-            delay = backoff(RELINK, self.failures - 1) if self.failures else 0.0
+            delay = RELINK.delay(self.failures - 1) if self.failures else 0.0
         log.warning("1.0 link %s to %r: %s; re-attaching in %.2fs", self.name, self.address,
                     reason, delay, extra={**self.log_fields("link_lost"), "error": reason,
                                           "delay": round(delay, 3)})

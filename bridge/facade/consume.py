@@ -33,12 +33,12 @@ from mappings.message import AmqpMessage
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import give_back, reject
 from ..config import Route
-from ..containment import Part
-from ..hosting import Amqp010Socket, Timer
 from ..routes.amqp10_endpoint import redelivered_1_0
 from ..routes.refusals import MAPPING_ERROR, dead_letter_copy, log_refused
 from ..routes.stats import RouteStats
-from ..translate import Translator
+from ..routes.translate import Translator
+from ..runtime import Amqp010Socket, Timer
+from ..runtime.containment import Part
 from .state import LATER, FacadeHost, Later, SessionState, forget_link, waiting_for
 
 if TYPE_CHECKING:

@@ -41,12 +41,12 @@ from amqp010.session import Session
 from amqp010.spec import CloseCode, ErrorCode
 
 from ..config import ConfigError, Listener
-from ..containment import Part
-from ..hosting import AcceptLimits, Amqp010Listener, Amqp010Socket, EndOfBurst, LoopCalls, Timer
-from ..logins import REFUSAL_TEXT, LoginChecks, PendingLogin
-from ..logs import WarnLimiter
-from ..passwords import PasswordTable
-from ..tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
+from ..ops.logs import WarnLimiter
+from ..runtime import AcceptLimits, Amqp010Listener, Amqp010Socket, EndOfBurst, LoopCalls, Timer
+from ..runtime.containment import Part
+from ..security.logins import REFUSAL_TEXT, LoginChecks, PendingLogin
+from ..security.passwords import PasswordTable
+from ..security.tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
 from .commands import ServerCommands
 from .consume import FacadeConsume
 from .publish import FacadePublish

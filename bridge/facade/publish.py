@@ -32,9 +32,8 @@ from mappings.message import AmqpMessage
 
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import condition_name, condition_text
+from ..amqp10.poison import PoisonGuard
 from ..config import Route
-from ..containment import Part
-from ..poison import PoisonGuard
 from ..routes.refusals import (
     MAPPING_ERROR,
     dead_letter_copy,
@@ -44,7 +43,8 @@ from ..routes.refusals import (
     too_large,
 )
 from ..routes.stats import RouteStats
-from ..translate import Translator
+from ..routes.translate import Translator
+from ..runtime.containment import Part
 from .consume import FacadeConsume
 from .state import FacadeHost, SessionState, waiting_for
 

@@ -20,8 +20,8 @@ from amqp010.events import MessageReceived
 from amqp010.session import Session
 
 from ..amqp10.link import Amqp10Link
-from ..containment import Part
-from ..hosting import Amqp010Socket
+from ..runtime import Amqp010Socket
+from ..runtime.containment import Part
 
 if TYPE_CHECKING:
     from .consume import FacadeConsume, Subscription

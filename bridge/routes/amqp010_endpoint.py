@@ -37,10 +37,10 @@ from amqp010.spec import AcceptMode, AcquireMode, CreditUnit, ErrorCode, FlowMod
 from mappings.message import AmqpMessage
 
 from ..config import Route
-from ..legacy import LegacyConnection
-from ..translate import Translator
+from ..legacy.amqp010 import LegacyConnection
 from .legacy_endpoint import ACCEPT, REDELIVER, SourceOwner, Taken, TargetOwner, poison_key
 from .refusals import plain_copy
+from .translate import Translator
 
 log = logging.getLogger(__package__)
 

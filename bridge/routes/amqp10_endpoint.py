@@ -26,7 +26,7 @@ from proton.reactor import Container
 from mappings.message import Header
 
 from ..amqp10.link import Amqp10Link
-from ..poison import PoisonGuard
+from ..amqp10.poison import PoisonGuard
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from ..metrics import ObservedRoute
+from ..ops.metrics import ObservedRoute
 from ..taps import RouteTap
 from .stats import RouteStats
 

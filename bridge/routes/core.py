@@ -14,7 +14,7 @@ from typing import Any
 
 from ..amqp10.link import Amqp10Link
 from ..config import Route
-from ..containment import Part
+from ..runtime.containment import Part
 from ..taps import RouteTap
 from .legacy_endpoint import LegacyEndpoint
 from .stats import DeliveredIds, RouteStats

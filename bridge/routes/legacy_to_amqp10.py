@@ -23,7 +23,7 @@ from mappings.message import AmqpMessage
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import condition_text
 from ..config import Route
-from ..legacy import LegacyConnection
+from ..legacy.amqp010 import LegacyConnection
 from .amqp010_endpoint import Amqp010Source
 from .amqp10_endpoint import Amqp10Target
 from .core import RouteCore

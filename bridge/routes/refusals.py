@@ -26,7 +26,7 @@ from mappings.message import AmqpMessage, BodyKind
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import condition_text
 from ..config import Route
-from ..logs import WarnLimiter
+from ..ops.logs import WarnLimiter
 from .stats import RouteStats
 
 log = logging.getLogger(__package__)

@@ -35,7 +35,6 @@ the current burst of reactor events and then writes the socket (the runtime's
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,11 +54,17 @@ from amqp010.events import (
 from amqp010.session import Session, SessionState
 from amqp010.urls import client_config, parse_url
 
-from .config import ConfigError, Reconnect, redact_url
-from .config import Connection as ConnectionSettings
-from .containment import Part
-from .hosting import Amqp010Socket, EndOfBurst, Timer, connect
-from .tls import PermanentFault, TlsFileError, auth_failure, classify_ssl_error, client_context
+from ..config import ConfigError, redact_url
+from ..config import Connection as ConnectionSettings
+from ..runtime import Amqp010Socket, EndOfBurst, Timer, connect
+from ..runtime.containment import Part
+from ..security.tls import (
+    PermanentFault,
+    TlsFileError,
+    auth_failure,
+    classify_ssl_error,
+    client_context,
+)
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +234,7 @@ class LegacyConnection:
     def _retry(self) -> None:
         if self.stopping:
             return
-        delay = backoff(self.settings.reconnect, max(self.failures, self.fault_streak - 1))
+        delay = self.settings.reconnect.delay(max(self.failures, self.fault_streak - 1))
         self.failures += 1
         self.reconnects += 1
         log.info("amqp0-10 %s: reconnecting in %.2fs (%s)", self.name, delay, self.last_error,
@@ -356,7 +361,7 @@ class LegacyConnection:
         slot.failures = 0 if progressed or lived >= STABLE_SESSION else slot.failures + 1
         reason = session.peer_exception.description if session.peer_exception else \
             f"detached with code {event.code}"
-        delay = REATTACH_PAUSE + (backoff(self.settings.reconnect, slot.failures - 1)
+        delay = REATTACH_PAUSE + (self.settings.reconnect.delay(slot.failures - 1)
                                   if slot.failures else 0.0)
         log.warning("amqp0-10 %s: route %s: session ended by the broker (%s); new session in "
                     "%.2fs", self.name, slot.user.name, reason, delay,
@@ -441,11 +446,6 @@ class LegacyConnection:
                     "connection closed, reconnecting", recover,
                     back=lambda: self.stopping or self.open)
 
-
-def backoff(settings: Reconnect, failures: int) -> float:
-    """Seconds to wait after ``failures`` consecutive failures (exponential, with jitter)."""
-    delay = min(settings.max_delay, settings.initial_delay * settings.multiplier ** min(failures, 32))
-    return max(0.0, delay * (1 + random.uniform(-settings.jitter, settings.jitter)))
 
 
 

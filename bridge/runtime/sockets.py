@@ -37,9 +37,9 @@ from amqp010.connection import Connection, ConnectionConfig, Role
 from amqp010.events import Event
 from amqp010.spec import CloseCode
 
-from ..containment import Part
+from .containment import Part
 
-log = logging.getLogger(__package__)  # the package's one logger: "bridge.hosting"
+log = logging.getLogger(__package__)  # the package's one logger: "bridge.runtime"
 
 EventHandler = Callable[["Amqp010Socket", Event], None]
 """Called with each engine event, on the container's thread."""

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 from proton import Handler
 from proton.reactor import Container
 
-from ..containment import contain
+from .containment import contain
 from .sockets import register_selectable
 
 

@@ -36,7 +36,7 @@ from proton.handlers import IOHandler
 from proton.reactor import Container
 
 from .containment import ContainedContainer
-from .hosting import EndOfBurst
+from .loop import EndOfBurst
 
 log = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .logs import WarnLimiter
+from ..ops.logs import WarnLimiter
 
 log = logging.getLogger(__name__)
 

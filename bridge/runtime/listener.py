@@ -44,11 +44,11 @@ from proton.reactor import Container
 from amqp010.connection import Connection, ConnectionConfig, ConnectionState, Role
 from amqp010.events import Event
 
-from ..containment import Part
-from ..logs import RateLimited
+from ..ops.logs import RateLimited
+from .containment import Part
 from .sockets import Amqp010Socket, EventHandler, register_selectable
 
-log = logging.getLogger(__package__)  # the package's one logger: "bridge.hosting"
+log = logging.getLogger(__package__)  # the package's one logger: "bridge.runtime"
 
 FD_SETSIZE = 1024
 """Descriptors from this number on cannot be watched: proton's loop uses ``select``."""
