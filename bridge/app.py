@@ -7,7 +7,7 @@ builds a route runtime per configured route (:mod:`bridge.routes`; each a
 :class:`~bridge.routes.RouteRuntime`).  Everything runs on the container's single thread.
 
 A permanent fault (a certificate or a login refused on every URL of a connection,
-see :mod:`bridge.tls`) stops the bridge gracefully; :func:`run` then returns exit
+see :mod:`bridge.security.tls`) stops the bridge gracefully; :func:`run` then returns exit
 status 3 (``docs/operations.md``, "Security").
 """
 
@@ -179,7 +179,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     def observed_faults(self) -> tuple[dict[str, int], dict[str, str]]:
         """Contained faults by kind, and the parts still down because of one
-        (:mod:`bridge.containment`)."""
+        (:mod:`bridge.runtime.containment`)."""
         return faults_of(self.container).snapshot()
 
     def observed_listeners(self) -> list[tuple[str, int, int]]:
@@ -208,7 +208,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     def observed_listener_limits(self) -> list[tuple[str, Any]]:
         """``(name, ListenerStats)`` per started façade listener (refusals, handshake
-        timeouts, failed accepts: :class:`~bridge.hosting.ListenerStats`)."""
+        timeouts, failed accepts: :class:`~bridge.runtime.ListenerStats`)."""
         return [(name, f.acceptor.stats) for name, f in list(self.facades.items())
                 if f.acceptor is not None]
 

@@ -654,7 +654,7 @@ def _check_files(cfg: BridgeConfig) -> list[str]:
 def config_secrets(cfg: BridgeConfig) -> list[str]:
     """Every secret value of the configuration: URL passwords, façade passwords and hashes,
     TLS key passwords.  The processes that load a configuration (``amqp-bridge run`` and
-    ``check``) register them with :func:`bridge.logs.add_secrets`."""
+    ``check``) register them with :func:`bridge.ops.logs.add_secrets`."""
     out: list[str] = []
     for conn in cfg.connections.values():
         for url in [conn.url, *conn.failover]:

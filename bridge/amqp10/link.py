@@ -173,7 +173,7 @@ class Amqp10Link:
             self.handler.unwatch(self)
 
     def recover_from_fault(self, reason: str) -> bool:
-        """An internal fault hit this link (:mod:`bridge.containment`): treat it as lost
+        """An internal fault hit this link (:mod:`bridge.runtime.containment`): treat it as lost
         (the owner's void deliveries, a fresh link after the usual backoff), or, when the
         fault came while re-creating it, try that again later. False when the link is
         closed for good (nothing to recover)."""
@@ -317,7 +317,7 @@ class Amqp10Link:
         was_up, self.up = self.up, False
         old_link, old_session = self.link, self.session
         self.link = self.session = None
-        # the owner may blame a message in flight for the peer's error (bridge.poison)
+        # the owner may blame a message in flight for the peer's error (bridge.amqp10.poison)
         self.refusal = condition if poison_suspected(condition) else None
         self.explained = False
         try:

@@ -28,7 +28,7 @@ certificate).
 
 Batching: :meth:`LegacyConnection.defer` runs a callback once at the end of
 the current burst of reactor events and then writes the socket (the runtime's
-:class:`~bridge.hosting.EndOfBurst`), so a burst of outcomes becomes one
+:class:`~bridge.runtime.EndOfBurst`), so a burst of outcomes becomes one
 ``message.accept`` and one ``send()``.
 """
 
@@ -197,7 +197,7 @@ class LegacyConnection:
 
     def defer(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once at the end of the current burst of events, then write the socket
-        (:class:`~bridge.hosting.EndOfBurst`: a fault in ``fn`` is contained with ``fn``'s
+        (:class:`~bridge.runtime.EndOfBurst`: a fault in ``fn`` is contained with ``fn``'s
         object as its domain; the rest of the batch still runs)."""
         self.bursts.call_soon(fn)
         self.bursts.flush_soon(self.flush)
@@ -243,7 +243,7 @@ class LegacyConnection:
         self.container.schedule(delay, Timer(self._connect))
 
     def reset(self, reason: str) -> None:
-        """Recover from an internal fault (:mod:`bridge.containment`): close the connection
+        """Recover from an internal fault (:mod:`bridge.runtime.containment`): close the connection
         (connection.close with connection-forced; its sessions are discarded, so the broker
         requeues what they held unsettled) and reconnect as after a loss, with fresh
         sessions."""

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Each endpoint is a :class:`~bridge.legacy.LegacyUser` of one
-:class:`~bridge.legacy.LegacyConnection`, which gives it a session of its own (fresh,
+:class:`~bridge.legacy.amqp010.LegacyConnection`, which gives it a session of its own (fresh,
 or resumed after a transport loss when the broker kept it) and dispatches the engine's
 events about that session to it. The endpoint turns them into the protocol-neutral
 calls of :mod:`bridge.routes.legacy_endpoint`:

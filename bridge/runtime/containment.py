@@ -33,7 +33,7 @@ pays nothing: no wrapper call per event).  When a handler raises:
    locally — the same paths a network fault takes:
 
    * legacy connection: connection.close (connection-forced), transport dropped,
-     reconnect with backoff (:meth:`bridge.legacy.LegacyConnection.reset`); its
+     reconnect with backoff (:meth:`bridge.legacy.amqp010.LegacyConnection.reset`); its
      sessions are discarded, not resumed (the broker requeues what they held
      unsettled: the routes' state may be what failed) and fresh ones attached;
    * façade client: connection.close (connection-forced) and transport dropped; the
@@ -53,11 +53,11 @@ pays nothing: no wrapper call per event).  When a handler raises:
 A part recovering from a fault is *impaired* (:attr:`Faults.impaired`) until it is
 back (the connection open again, the link attached, the route ready on a fresh
 session): ``/readyz`` reports it.  Two inner loops contain faults themselves, so one
-culprit cannot hold up the others: :class:`bridge.hosting.EndOfBurst`'s
+culprit cannot hold up the others: :class:`bridge.runtime.EndOfBurst`'s
 end-of-burst batch (one route's work failing does not drop the others') and
-:class:`bridge.hosting.LoopCalls` (the calls queued after a failing one still run).
+:class:`bridge.runtime.LoopCalls` (the calls queued after a failing one still run).
 
-Only permanent faults (:mod:`bridge.tls`) end the process, as before.
+Only permanent faults (:mod:`bridge.security.tls`) end the process, as before.
 """
 
 from __future__ import annotations

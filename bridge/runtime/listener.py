@@ -24,7 +24,7 @@ clients can take (:class:`AcceptLimits`, ``docs/operations.md#limits``):
 Descriptors from 1024 on cannot be served at all (proton's loop uses ``select``), so
 an accepted socket past that is closed at once.  Every event is counted in
 :class:`ListenerStats` (read by the metrics thread) and logged through
-:class:`~bridge.logs.RateLimited`.
+:class:`~bridge.ops.logs.RateLimited`.
 """
 
 from __future__ import annotations
