@@ -73,6 +73,7 @@ from tests.support.rabbitmq import (
     send_messages,
     unique_queue,
 )
+from tests.support.typed import typed_sections
 
 REASON = symbol("x-amqp-bridge-dead-letter-reason")
 ROUTE = symbol("x-amqp-bridge-route")
@@ -360,22 +361,6 @@ def test_structured_mode_renders_whole_events(
 # --- the bridge's own AMQP 1.0 codec ---------------------------------------------------------
 
 
-def _typed(value: Any) -> Any:
-    """``value`` with the type of every part, so that ``ulong(1)`` differs from ``1``."""
-    if isinstance(value, dict):
-        return ("map", [(_typed(k), _typed(v)) for k, v in value.items()])
-    if isinstance(value, list):
-        return ("list", [_typed(v) for v in value])
-    return (type(value).__name__, value)
-
-
-def _sections(m: AmqpMessage) -> list[Any]:
-    return [_typed([getattr(m.header, f) for f in Header.__slots__]),
-            _typed([getattr(m.properties, f) for f in Properties.__slots__]),
-            _typed(m.delivery_annotations), _typed(m.message_annotations),
-            _typed(m.application_properties), m.body_kind, _typed(m.body), _typed(m.footer)]
-
-
 def test_the_bridge_codec_gives_exactly_what_the_mapping_layer_gives() -> None:
     """``AmqpMessage.encode``/``decode`` (the fast codec, what routes and façade use) against
     the reference (proton) codec: the same bytes, the same typed values."""
@@ -407,13 +392,13 @@ def test_the_bridge_codec_gives_exactly_what_the_mapping_layer_gives() -> None:
     for m in messages:
         raw = encode_reference(m)
         assert m.encode() == raw
-        assert _sections(AmqpMessage.decode(raw)) == _sections(decode_reference(raw))
+        assert typed_sections(AmqpMessage.decode(raw)) == typed_sections(decode_reference(raw))
     for i in range(50):  # as proton (and RabbitMQ) write them
         raw = Message(id=f"r-{i}", correlation_id=uuid.UUID(int=i), durable=i % 2 == 0,
                       priority=i % 10, creation_time=CREATED + i, body=f"r{i}".encode(),
                       properties={"n": i, "big": ulong(2**40 + i), "f": float32(2.5)},
                       annotations={symbol("x-origin"): "cloud"}, inferred=i % 2 == 0).encode()
-        assert _sections(AmqpMessage.decode(raw)) == _sections(decode_reference(raw))
+        assert typed_sections(AmqpMessage.decode(raw)) == typed_sections(decode_reference(raw))
     bad = AmqpMessage(application_properties={"k": object()})
     with pytest.raises(MappingError):  # refused alike: the mapping layer's own error
         bad.encode()

@@ -33,12 +33,12 @@ from mappings.cloudevents.typesystem import (
 from mappings.errors import CloudEventError, MappingError
 from mappings.message import (
     AmqpMessage,
-    Header,
     Properties,
     decode_reference,
     encode_reference,
     new_message,
 )
+from tests.support.typed import typed_sections
 
 from .strategies import ce_text, ce_times, extension_names, extension_values, messages, scalars
 
@@ -139,24 +139,6 @@ def test_new_message_is_the_keyword_constructor(message: AmqpMessage) -> None:
 
 
 # --- AmqpMessage encoding: the fast codec against the reference (proton) codec ---------------
-
-
-def typed_value(value: Any) -> Any:
-    """``value`` with the type of every part, so that ``ulong(1)`` differs from ``1``."""
-    if isinstance(value, dict):
-        return ("map", [(typed_value(k), typed_value(v)) for k, v in value.items()])
-    if isinstance(value, list):
-        return ("list", [typed_value(v) for v in value])
-    return (type(value).__name__, value)
-
-
-def typed_sections(message: AmqpMessage) -> list[Any]:
-    """Every section of ``message`` with the exact type of every value."""
-    return [typed_value([getattr(message.header, f) for f in Header.__slots__]),
-            typed_value([getattr(message.properties, f) for f in Properties.__slots__]),
-            typed_value(message.delivery_annotations), typed_value(message.message_annotations),
-            typed_value(message.application_properties), message.body_kind,
-            typed_value(message.body), typed_value(message.footer)]
 
 
 def decoded(decode: Any, data: bytes) -> Any:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from proton import symbol
 
-from mappings.message import AmqpMessage
+from mappings.message import AmqpMessage, BodyKind, Header, Properties
 from pipeline.archive import ArchiveWriter
 
 if TYPE_CHECKING:
@@ -72,3 +73,18 @@ def archive(tmp_path: Path) -> Callable[[Iterable[Entry]], Path]:
         return write_archive(tmp_path / f"archive-{next(counter)}", entries)
 
     return make
+
+
+def sample_messages(count: int, *, prefix: str = "m-", kind: str = "replay") -> list[AmqpMessage]:
+    """``count`` small JSON messages with a header, properties and application properties."""
+    return [
+        AmqpMessage(
+            header=Header(durable=n % 2 == 0, priority=n % 10),
+            properties=Properties(message_id=f"{prefix}{n}",
+                                  content_type=symbol("application/json")),
+            application_properties={"n": n, "kind": kind},
+            body_kind=BodyKind.DATA,
+            body=[b'{"n": %d}' % n],
+        )
+        for n in range(count)
+    ]

@@ -19,13 +19,12 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from proton import symbol
 from pyspark.sql import SparkSession
 
-from mappings.message import AmqpMessage, BodyKind, Header, Properties
+from mappings.message import AmqpMessage
 from pipeline.cli import pipeline_group
 from pipeline.session import LOG4J2_CONFIG
-from tests.pipeline.conftest import CAPTURES, ROOT, write_archive
+from tests.pipeline.conftest import CAPTURES, ROOT, sample_messages, write_archive
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
 from tests.support.spark import Cluster, executor_path, executor_pythons, standalone_cluster
 
@@ -111,23 +110,10 @@ def test_convert_through_the_python_mapping_on_the_cluster(
     assert found == events(tmp_path / "local")
 
 
-def messages(count: int) -> list[AmqpMessage]:
-    return [
-        AmqpMessage(
-            header=Header(durable=n % 2 == 0, priority=n % 10),
-            properties=Properties(message_id=f"c-{n}", content_type=symbol("application/json")),
-            application_properties={"n": n, "kind": "cluster"},
-            body_kind=BodyKind.DATA,
-            body=[b'{"n": %d}' % n],
-        )
-        for n in range(count)
-    ]
-
-
 def test_replay_from_the_cluster_executors(
     cluster: Cluster, executors: Path, rabbitmq_url: str, tmp_path: Path
 ) -> None:
-    sent = messages(20)
+    sent = sample_messages(20, prefix="c-", kind="cluster")
     archive = write_archive(tmp_path / "archive", [("orders", "received", m) for m in sent])
     address = queue_address(unique_queue("cluster-replay"))
     done = on_cluster(cluster, executors, "replay", str(archive), "--url", rabbitmq_url,

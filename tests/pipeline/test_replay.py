@@ -7,30 +7,17 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
-from proton import symbol
 from pyspark.sql import SparkSession
 
-from mappings.message import AmqpMessage, BodyKind, Header, Properties
+from mappings.message import AmqpMessage
 from pipeline.inputs import load_archive
 from pipeline.replay import ReplayError, replay
 from pipeline.sender import SendError, send_all
 from tests.pipeline.conftest import Entry
+from tests.pipeline.conftest import sample_messages as messages
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
 
 Archive = Callable[[Iterable[Entry]], Path]
-
-
-def messages(count: int) -> list[AmqpMessage]:
-    return [
-        AmqpMessage(
-            header=Header(durable=n % 2 == 0, priority=n % 10),
-            properties=Properties(message_id=f"m-{n}", content_type=symbol("application/json")),
-            application_properties={"n": n, "kind": "replay"},
-            body_kind=BodyKind.DATA,
-            body=[b'{"n": %d}' % n],
-        )
-        for n in range(count)
-    ]
 
 
 def test_every_row_arrives_and_counts_come_back_per_partition(

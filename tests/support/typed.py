@@ -1,0 +1,25 @@
+"""Messages compared with the exact type of every value (``ulong(1)`` is not ``1``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mappings.message import AmqpMessage, Header, Properties
+
+
+def typed_value(value: Any) -> Any:
+    """``value`` with the type of every part, so that ``ulong(1)`` differs from ``1``."""
+    if isinstance(value, dict):
+        return ("map", [(typed_value(k), typed_value(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [typed_value(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def typed_sections(message: AmqpMessage) -> list[Any]:
+    """Every section of ``message`` with the exact type of every value."""
+    return [typed_value([getattr(message.header, f) for f in Header.__slots__]),
+            typed_value([getattr(message.properties, f) for f in Properties.__slots__]),
+            typed_value(message.delivery_annotations), typed_value(message.message_annotations),
+            typed_value(message.application_properties), message.body_kind,
+            typed_value(message.body), typed_value(message.footer)]
