@@ -297,6 +297,26 @@ def test_no_import_cycle_between_modules() -> None:
     assert not found, "import cycles between modules:\n  " + "\n  ".join(found)
 
 
+def bridge_part(module: str) -> str:
+    """The bridge's sub-package (``bridge.routes``) or top-level module a module is in."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "bridge" else parts[0]
+
+
+def test_no_import_cycle_between_the_bridges_subpackages() -> None:
+    """runtime, amqp10, legacy, routes, facade, ops, security, config, app … import
+    downwards only (docs/architecture.md)."""
+    _, edges = import_graph(ROOT)
+    between = {(bridge_part(e.source), bridge_part(e.target)) for e in edges
+               if not e.typing_only and e.source.startswith("bridge")
+               and e.target.startswith("bridge")}
+    between = {(a, b) for a, b in between if a != b}
+    nodes = {node for pair in between for node in pair}
+    found = [f"{' ↔ '.join(c)} (e.g. {' → '.join(shortest_cycle(c, between))})"
+             for c in strongly_connected(nodes, between)]
+    assert not found, "import cycles between the bridge's sub-packages:\n  " + "\n  ".join(found)
+
+
 # --- the reader itself -------------------------------------------------------------------------
 
 
