@@ -9,7 +9,8 @@ accept / reject / release settle the 1.0 delivery as accepted / rejected / relea
 (modified with delivery-failed when set-redelivered and the source supports it:
 :mod:`bridge.outcomes`); what the subscriber leaves unsettled when it goes away is
 given back to the 1.0 broker.  A 1.0 message no subscriber can get (unmappable) is
-dead-lettered or rejected: one section of :class:`FacadeConsume` (``-- dead-lettering``).
+dead-lettered (the routes' :class:`~bridge.routes.deadletter.DeadLetters`) or
+rejected: one section of :class:`FacadeConsume` (``-- dead-lettering``).
 """
 
 from __future__ import annotations
