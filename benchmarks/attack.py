@@ -24,7 +24,7 @@ from pathlib import Path
 import _timing  # noqa: F401  (puts the project root first on sys.path)
 
 from amqp010.testing.server import EngineServer
-from bridge.passwords import hash_password
+from bridge.security.passwords import hash_password
 from tests.security.test_attack_mix import ITERATIONS, LIMIT, canary_batch, config
 from tests.support.bridge import (
     BridgeRun,

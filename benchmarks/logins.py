@@ -25,7 +25,7 @@ from pathlib import Path
 import _timing  # noqa: F401  (puts the project root first on sys.path)
 
 from amqp010.transport import BlockingClient
-from bridge.passwords import hash_password
+from bridge.security.passwords import hash_password
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.logins import RawLogin
 from tests.support.metrics import metrics_port, scrape

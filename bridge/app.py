@@ -7,7 +7,7 @@ builds a route runtime per configured route (:mod:`bridge.routes`; each a
 :class:`~bridge.routes.RouteRuntime`).  Everything runs on the container's single thread.
 
 A permanent fault (a certificate or a login refused on every URL of a connection,
-see :mod:`bridge.tls`) stops the bridge gracefully; :func:`run` then returns exit
+see :mod:`bridge.security.tls`) stops the bridge gracefully; :func:`run` then returns exit
 status 3 (``docs/operations.md``, "Security").
 """
 
@@ -22,7 +22,7 @@ from proton import Url
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from . import faultinject, reactor
+from . import faultinject
 from .amqp10.connection import Amqp10ConnectionHandler, ReconnectDelays
 from .config import (
     BridgeConfig,
@@ -32,15 +32,15 @@ from .config import (
     Route,
     config_secrets,
 )
-from .containment import faults_of
 from .facade import Facade, FacadeConsume, FacadePublish
-from .hosting import Timer
-from .legacy import LegacyConnection
-from .logs import add_secrets
-from .metrics import MetricsServer
+from .legacy.amqp010 import LegacyConnection
+from .ops.logs import add_secrets
+from .ops.metrics import MetricsServer
 from .routes import Amqp10ToLegacy, LegacyToAmqp10, RouteRuntime
+from .runtime import Timer, reactor
+from .runtime.containment import Part, faults_of
+from .security.tls import PERMANENT_EXIT_CODE, proton_domain
 from .taps import BridgeTaps
-from .tls import PERMANENT_EXIT_CODE, proton_domain
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     def observed_faults(self) -> tuple[dict[str, int], dict[str, str]]:
         """Contained faults by kind, and the parts still down because of one
-        (:mod:`bridge.containment`)."""
+        (:mod:`bridge.runtime.containment`)."""
         return faults_of(self.container).snapshot()
 
     def observed_listeners(self) -> list[tuple[str, int, int]]:
@@ -208,7 +208,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     def observed_listener_limits(self) -> list[tuple[str, Any]]:
         """``(name, ListenerStats)`` per started façade listener (refusals, handshake
-        timeouts, failed accepts: :class:`~bridge.hosting.ListenerStats`)."""
+        timeouts, failed accepts: :class:`~bridge.runtime.ListenerStats`)."""
         return [(name, f.acceptor.stats) for name, f in list(self.facades.items())
                 if f.acceptor is not None]
 
@@ -307,6 +307,18 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         assert self.container is not None
         self.close_taps()
         self.container.stop()
+
+    def fault_part(self, method: str, event: Any) -> Part | None:
+        """The bridge takes the blame only for its own timers (housekeeping, stop);
+        the events it dispatches are other parts' work."""
+        if method == "_housekeeping":
+            return Part("bridge", "the bridge's housekeeping", {}, "housekeeping rescheduled",
+                        lambda reason: self.schedule_housekeeping(0.1))
+        if method == "stop_loop":
+            container = self.container
+            return Part("bridge", "the bridge's stop", {}, "stopping the loop",
+                        lambda reason: container.stop() if container is not None else None)
+        return None
 
 
 def run(config: BridgeConfig) -> int:

@@ -57,7 +57,7 @@ def check(config_path: str) -> None:
     Exits 2 with one line per problem (each naming the key path) if it is invalid.
     """
     from .config import ConfigError, config_secrets, describe, load_config
-    from .logs import add_secrets, redact
+    from .ops.logs import add_secrets, redact
 
     try:
         cfg = load_config(config_path)
@@ -85,9 +85,9 @@ def run(config_path: str, log_level: str | None, log_format: str | None) -> None
     login refused, see docs/operations.md), 1 on an unexpected error."""
     import logging
 
-    from . import logs
     from .app import run as run_bridge
     from .config import ConfigError, load_config
+    from .ops import logs
 
     try:
         cfg = load_config(config_path)
@@ -113,7 +113,7 @@ def hash_password_command(iterations: int) -> None:
     The password is read from standard input (first line) or, on a terminal, prompted
     for twice without echo; it is never taken from the command line.
     """
-    from .passwords import hash_password
+    from .security.passwords import hash_password
 
     if sys.stdin.isatty():
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
@@ -141,7 +141,7 @@ def demo(amqp10_url: str, messages: int, keep_running: bool) -> None:
     import logging
 
     from .demo import run_demo
-    from .logs import configure
+    from .ops.logs import configure
 
     configure("warning")
     logging.getLogger("proton").setLevel(logging.ERROR)

@@ -45,9 +45,9 @@ from amqp010.transport import BlockingClient
 from mappings.cloudevents import from_message
 from mappings.message import AmqpMessage
 
-from . import reactor
 from .app import Bridge
 from .config import parse_config, redact_url
+from .runtime import reactor
 
 PREFIX = "/queue/amqp-bridge-demo"
 """AMQP 1.0 addresses the demo uses (RabbitMQ declares ``/queue/NAME`` on first use)."""

@@ -34,9 +34,10 @@ import signal
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import facade, hosting, legacy, routes
+from . import facade, routes, runtime
 from .amqp10 import link as amqp10_link
 from .config import ConfigError
+from .legacy import amqp010 as legacy
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ def install_from_environment(environ: Mapping[str, str] = os.environ) -> list[tu
             injector.patch(cls, "end_of_burst", "route",
                            lambda name, route: route.name == name)
     if "timer" in kinds:
-        injector.patch(hosting.Timer, "on_timer_task", "timer",
+        injector.patch(runtime.Timer, "on_timer_task", "timer",
                        lambda name, task, ev: getattr(task.fn, "__name__", "") == name)
     signal.signal(signal.SIGUSR1, injector.arm)
     log.warning("fault injection enabled (%s): SIGUSR1 arms %s", ENV,

@@ -51,7 +51,7 @@ from pipeline.bridge_api import (  # light: the writer's process imports pyarrow
 )
 
 from .config import ConfigError, Route
-from .hosting import Timer
+from .runtime import Timer
 
 if TYPE_CHECKING:
     from proton.reactor import Container

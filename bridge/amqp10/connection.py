@@ -21,8 +21,13 @@ from typing import Any, Protocol
 from proton import Endpoint, Handler
 
 from ..config import Connection, Reconnect
-from ..legacy import backoff
-from ..tls import PermanentFault, classify_proton_error, describe_verify_failure, verify_failure
+from ..runtime.containment import Part
+from ..security.tls import (
+    PermanentFault,
+    classify_proton_error,
+    describe_verify_failure,
+    verify_failure,
+)
 from .outcomes import condition_text
 
 log = logging.getLogger("bridge.app")
@@ -158,6 +163,21 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         for link in list(self.watchers):
             link.on_disconnected()
 
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault here drops the connection's transport; proton reconnects."""
+        def recover(reason: str) -> Callable[[], bool] | None:
+            attempts = self.attempts
+            transport = getattr(event, "transport", None) if event is not None else None
+            if transport is None:
+                return None
+            transport.close_tail()
+            transport.close_head()
+            return lambda: self.up and self.attempts > attempts
+
+        return Part("amqp10_connection", f"1.0 connection {self.name}",
+                    {"connection": self.name, "peer": self.peer},
+                    "transport dropped, reconnecting", recover, back=lambda: self.up)
+
 
 class ReconnectDelays:
     """Proton's reconnect schedule: at once, then exponential backoff with jitter.
@@ -176,7 +196,7 @@ class ReconnectDelays:
         yield 0.0
         failures = 0
         while True:
-            delay = backoff(self.settings, failures)
+            delay = self.settings.delay(failures)
             self.on_delay(delay)
             yield delay
             failures += 1

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from proton import Condition, Delivery, Endpoint, Link
 from proton.reactor import Container
 
 from ..config import Reconnect
-from ..hosting import Timer
-from ..legacy import backoff
-from ..poison import poison_suspected
+from ..runtime import Timer
+from ..runtime.containment import Part
 from .connection import Amqp10ConnectionHandler
 from .outcomes import condition_text
+from .poison import poison_suspected
 
 log = logging.getLogger("bridge.routes")
 """Logged under the routes' name, as before the move (operators filter on it)."""
@@ -172,7 +173,7 @@ class Amqp10Link:
             self.handler.unwatch(self)
 
     def recover_from_fault(self, reason: str) -> bool:
-        """An internal fault hit this link (:mod:`bridge.containment`): treat it as lost
+        """An internal fault hit this link (:mod:`bridge.runtime.containment`): treat it as lost
         (the owner's void deliveries, a fresh link after the usual backoff), or, when the
         fault came while re-creating it, try that again later. False when the link is
         closed for good (nothing to recover)."""
@@ -182,7 +183,7 @@ class Amqp10Link:
             self._lost(reason)
         else:
             self.failures += 1
-            self.container.schedule(backoff(RELINK, self.failures - 1), Timer(self._reopen))
+            self.container.schedule(RELINK.delay(self.failures - 1), Timer(self._reopen))
         return True
 
     # -- proton events (this object is the link's and the session's handler) -------------
@@ -316,7 +317,7 @@ class Amqp10Link:
         was_up, self.up = self.up, False
         old_link, old_session = self.link, self.session
         self.link = self.session = None
-        # the owner may blame a message in flight for the peer's error (bridge.poison)
+        # the owner may blame a message in flight for the peer's error (bridge.amqp10.poison)
         self.refusal = condition if poison_suspected(condition) else None
         self.explained = False
         try:
@@ -325,11 +326,11 @@ class Amqp10Link:
             self.refusal = None
         if self.explained:
             # a message was to blame, not the link: come back soon, without growing backoff
-            delay = backoff(RELINK, 0)
+            delay = RELINK.delay(0)
         else:
             lived = time.monotonic() - self.up_since if was_up else 0.0
             self.failures = 0 if lived >= STABLE_LINK else self.failures + 1
-            delay = backoff(RELINK, self.failures - 1) if self.failures else 0.0
+            delay = RELINK.delay(self.failures - 1) if self.failures else 0.0
         log.warning("1.0 link %s to %r: %s; re-attaching in %.2fs", self.name, self.address,
                     reason, delay, extra={**self.log_fields("link_lost"), "error": reason,
                                           "delay": round(delay, 3)})
@@ -340,6 +341,18 @@ class Amqp10Link:
         if not self.closing and self.link is None \
                 and self.connection.state & Endpoint.LOCAL_ACTIVE:
             self._open()
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault here is treated as the link lost: re-attached after a backoff."""
+        def recover(reason: str) -> Callable[[], bool] | None:
+            if not self.recover_from_fault(reason):
+                return None
+            return lambda: self.up or self.closing
+
+        return Part("amqp10_link", f"1.0 link {self.name}",
+                    {"route": self.route, "link": self.name,
+                     "connection": self.connection_name, "address": self.address},
+                    "link lost, re-attaching", recover, back=lambda: self.up or self.closing)
 
 
 __all__ = ["RELINK", "STABLE_LINK", "Amqp10Link", "LinkOwner", "send_raw"]

@@ -34,12 +34,13 @@ from mappings.message import AmqpMessage
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import accept, give_back, reject
 from ..config import Route
-from ..hosting import Amqp010Socket, Timer
 from ..routes.amqp10_endpoint import redelivered_1_0
 from ..routes.deadletter import DeadLetters
 from ..routes.refusals import MAPPING_ERROR, log_refused, report_poison
 from ..routes.stats import RouteStats
-from ..translate import Translator
+from ..routes.translate import Translator
+from ..runtime import Amqp010Socket, Timer
+from ..runtime.containment import Part
 from .state import LATER, FacadeHost, Later, SessionState, waiting_for
 
 if TYPE_CHECKING:
@@ -392,6 +393,10 @@ class Subscription:
             self.route.subscriptions.discard(self)
             self.st.cancelled.discard(self)
 
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in a subscription is its client's: that connection is closed."""
+        return self.route.facade.socket_fault_part(self.client_socket)
+
 
 @dataclass(eq=False, slots=True)
 class _DeadLetter:
@@ -556,6 +561,10 @@ class FacadeConsume:
             reject(culprit.original, condition, reason)
             self.stats.rejected += 1
         return False
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in the route's own work is logged."""
+        return Part("route", f"route {self.name}", {"route": self.name}, "logged")
 
 
 __all__ = ["FLUSH_GRACE", "REJECTED_BY_SUBSCRIBER", "SUBSCRIBE_TIMEOUT", "FacadeConsume", "Subscription"]

@@ -41,11 +41,12 @@ from amqp010.session import Session
 from amqp010.spec import CloseCode, ErrorCode
 
 from ..config import ConfigError, Listener
-from ..hosting import AcceptLimits, Amqp010Listener, Amqp010Socket, EndOfBurst, LoopCalls, Timer
-from ..logins import REFUSAL_TEXT, LoginChecks, PendingLogin
-from ..logs import WarnLimiter
-from ..passwords import PasswordTable
-from ..tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
+from ..ops.logs import WarnLimiter
+from ..runtime import AcceptLimits, Amqp010Listener, Amqp010Socket, EndOfBurst, LoopCalls, Timer
+from ..runtime.containment import Part
+from ..security.logins import REFUSAL_TEXT, LoginChecks, PendingLogin
+from ..security.passwords import PasswordTable
+from ..security.tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
 from .commands import ServerCommands
 from .consume import FacadeConsume
 from .publish import FacadePublish
@@ -422,6 +423,30 @@ class Facade:
         st.binds_pending -= 1
         while not st.binds_pending and st.held_publishes and st.live:
             self._on_publish(st, st.held_publishes.popleft())
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in the listener's own work is logged (its shutdown poll rescheduled)."""
+        names = {"listener": self.name}
+        if method == "close_when_drained":
+            return Part("facade_listener", f"façade listener {self.name}", names,
+                        "shutdown poll rescheduled",
+                        lambda reason: self._reschedule_close())
+        return Part("facade_listener", f"façade listener {self.name}", names, "logged")
+
+    def _reschedule_close(self) -> None:
+        self.container.schedule(0.1, Timer(self.close_when_drained))
+
+    def socket_fault_part(self, sock: Amqp010Socket) -> Part:
+        """A fault in one client's connection closes that connection; the façade's
+        cleanup gives what the client left unsettled back to the AMQP 1.0 broker."""
+        def recover(reason: str) -> None:
+            sock.abort(reason)
+            if not sock.closed:
+                sock.close_transport()
+
+        return Part("facade_client", f"façade {self.name} client {sock.peer}",
+                    {"listener": self.name, "peer": sock.peer},
+                    "client connection closed", recover)
 
 
 def _busy_refusal(error: object) -> bool:

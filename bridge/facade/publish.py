@@ -39,7 +39,8 @@ from ..routes.amqp10_endpoint import Amqp10Target
 from ..routes.deadletter import DeadLetters
 from ..routes.refusals import MAPPING_ERROR, log_refused, plain_copy, report_poison, too_large
 from ..routes.stats import RouteStats
-from ..translate import Translator
+from ..routes.translate import Translator
+from ..runtime.containment import Part
 from .consume import FacadeConsume
 from .state import FacadeHost, SessionState, waiting_for
 
@@ -367,6 +368,10 @@ class FacadePublish:
                 and not tap_behind:
             self.throttled = False
             self.facade.update_reading()
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in the route's own work is logged."""
+        return Part("route", f"route {self.name}", {"route": self.name}, "logged")
 
 
 __all__ = ["MAX_RELEASES", "FacadePublish"]

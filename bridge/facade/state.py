@@ -20,7 +20,8 @@ from amqp010.events import MessageReceived
 from amqp010.session import Session
 
 from ..amqp10.link import Amqp10Link
-from ..hosting import Amqp010Socket
+from ..runtime import Amqp010Socket
+from ..runtime.containment import Part
 
 if TYPE_CHECKING:
     from .consume import FacadeConsume, Subscription
@@ -120,6 +121,8 @@ class FacadeHost(Protocol):
     def update_reading(self) -> None: ...
 
     def bound(self, st: SessionState) -> None: ...
+
+    def socket_fault_part(self, sock: Amqp010Socket) -> Part: ...
 
 
 def waiting_for(facade: FacadeHost, links: list[Amqp10Link]) -> list[str]:

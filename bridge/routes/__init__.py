@@ -33,7 +33,7 @@ broker keeps them (:mod:`bridge.legacy`). Optional duplicate suppression remembe
 the message-ids of the last ``dedupe.window`` delivered messages.
 
 Legacy dispositions, credit and flushes are batched per burst of reactor events
-(:meth:`~bridge.legacy.LegacyConnection.defer`, through :meth:`.core.RouteCore.kick`).
+(:meth:`~bridge.legacy.amqp010.LegacyConnection.defer`, through :meth:`.core.RouteCore.kick`).
 """
 
 from .amqp10_to_legacy import Amqp10ToLegacy

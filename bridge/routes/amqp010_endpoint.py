@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Each endpoint is a :class:`~bridge.legacy.LegacyUser` of one
-:class:`~bridge.legacy.LegacyConnection`, which gives it a session of its own (fresh,
+:class:`~bridge.legacy.amqp010.LegacyConnection`, which gives it a session of its own (fresh,
 or resumed after a transport loss when the broker kept it) and dispatches the engine's
 events about that session to it. The endpoint turns them into the protocol-neutral
 calls of :mod:`bridge.routes.legacy_endpoint`:
@@ -37,10 +37,10 @@ from amqp010.spec import AcceptMode, AcquireMode, CreditUnit, ErrorCode, FlowMod
 from mappings.message import AmqpMessage
 
 from ..config import Route
-from ..legacy import LegacyConnection
-from ..translate import Translator
+from ..legacy.amqp010 import LegacyConnection
 from .legacy_endpoint import ACCEPT, REDELIVER, SourceOwner, Taken, TargetOwner, poison_key
 from .refusals import plain_copy
+from .translate import Translator
 
 log = logging.getLogger(__package__)
 

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 :class:`Amqp10Target` is a sender :class:`~bridge.amqp10.link.Amqp10Link` plus what
 every route sending to 1.0 needs: the items in flight by delivery, and a
-:class:`~bridge.poison.PoisonGuard`. It owns its link; its owner (a route, or the
+:class:`~bridge.amqp10.poison.PoisonGuard`. It owns its link; its owner (a route, or the
 dead-letter component) hears of the sender being ready, of each item's outcome, and
 of the items made void by a lost link, with the one to convict as poison when the
 peer's refusal proves it (:class:`TargetOwner`).
@@ -26,7 +26,7 @@ from proton.reactor import Container
 from mappings.message import Header
 
 from ..amqp10.link import Amqp10Link
-from ..poison import PoisonGuard
+from ..amqp10.poison import PoisonGuard
 
 T = TypeVar("T")
 
@@ -112,7 +112,7 @@ class Amqp10Target(Generic[T]):
 
     def on_link_down(self, link: Amqp10Link) -> None:
         # what was in flight may or may not have arrived; unless the peer ended the link
-        # over one of them once too often (bridge.poison), the owner sends it again
+        # over one of them once too often (bridge.amqp10.poison), the owner sends it again
         lost = self.in_flight
         culprit: T | None = None
         if link.refusal is not None and lost:

@@ -24,7 +24,7 @@ from mappings.message import AmqpMessage
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import accept, give_back, reject
 from ..config import Route
-from ..legacy import LegacyConnection
+from ..legacy.amqp010 import LegacyConnection
 from .amqp010_endpoint import Amqp010Target
 from .amqp10_endpoint import Amqp10Source, redelivered_1_0
 from .core import RouteCore

@@ -4,7 +4,7 @@ Every route runtime — the two bridge routes of this package and the façade's 
 and consume routes — is a :class:`RouteRuntime`: what the metrics collector reads
 (:class:`bridge.metrics.ObservedRoute`), plus what the bridge calls to log, tap, drain
 and stop it. Routes with a legacy session also satisfy :class:`LegacyRoute`, which
-fault containment (:mod:`bridge.containment`) uses to restart that session.
+fault containment (:mod:`bridge.runtime.containment`) uses to restart that session.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from ..metrics import ObservedRoute
+from ..ops.metrics import ObservedRoute
 from ..taps import RouteTap
 from .stats import RouteStats
 

@@ -10,9 +10,11 @@ containment asks for (:class:`~bridge.routes.contract.LegacyRoute`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..amqp10.link import Amqp10Link
 from ..config import Route
+from ..runtime.containment import Part
 from ..taps import RouteTap
 from .legacy_endpoint import LegacyEndpoint
 from .stats import DeliveredIds, RouteStats
@@ -97,6 +99,14 @@ class RouteCore:
         stats.in_flight = self.pending
         stats.in_flight_bytes = self.bytes
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in the route's work restarts its 0-10 session: the broker requeues
+        what the session held unsettled, a fresh one follows after the re-attach pause."""
+        return Part("route", f"route {self.name}",
+                    {"route": self.name, "connection": self.connection_name},
+                    "0-10 session restarted", lambda reason: self.restart_session(),
+                    back=lambda: self.paused or self.ready)
 
 
 __all__ = ["RouteCore"]

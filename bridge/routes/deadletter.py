@@ -8,7 +8,7 @@ and settles the original at its source only with the copy's outcome:
 
 * :meth:`DeadLetters.put` queues the copy; copies are sent while the dead-letter
   link is up, has credit, and fewer than the route's window are in flight (one at a
-  time while the address is being probed for poison, :mod:`bridge.poison`);
+  time while the address is being probed for poison, :mod:`bridge.amqp10.poison`);
 * the address *accepted* the copy → the owner's :meth:`~DeadLetterOwner.dead_lettered`
   (settle the original as done); any other outcome →
   :meth:`~DeadLetterOwner.dead_letter_refused` (give the original back, or refuse it);

@@ -52,7 +52,7 @@ class Taken:
     t0: float = 0.0
     """When it was received (``time.monotonic()``), for the latency histogram."""
     suspect: Any = None
-    """Its :class:`~bridge.poison.PoisonGuard` key (the same when the legacy broker
+    """Its :class:`~bridge.amqp10.poison.PoisonGuard` key (the same when the legacy broker
     redelivers it): see :func:`poison_key`."""
 
 

@@ -6,7 +6,7 @@ in-flight bound has room; sends each message unsettled; the 1.0 outcome decides 
 legacy fate: accepted → accept; rejected → dead-letter (then accept) or reject;
 released → release; modified(delivery-failed) → release marked redelivered. A lost
 sender makes what was in flight void: released marked redelivered, unless the peer
-ended the link over one message too often (:mod:`bridge.poison`).
+ended the link over one message too often (:mod:`bridge.amqp10.poison`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from mappings.message import AmqpMessage
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import condition_text
 from ..config import Route
-from ..legacy import LegacyConnection
+from ..legacy.amqp010 import LegacyConnection
 from .amqp010_endpoint import Amqp010Source
 from .amqp10_endpoint import Amqp10Target
 from .core import RouteCore

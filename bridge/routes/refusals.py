@@ -2,7 +2,7 @@
 
 Every route (and the façade) refuses a message the same way: an unmappable message,
 one over the size limit, one the target rejected or ended its link over too often
-(:mod:`bridge.poison`) is dead-lettered when the route has a dead-letter address
+(:mod:`bridge.amqp10.poison`) is dead-lettered when the route has a dead-letter address
 (:mod:`bridge.routes.deadletter`), else rejected at its source. The helpers here
 build the copy (:func:`dead_letter_copy`, :func:`plain_copy`), phrase the reason
 (:func:`too_large`, :func:`report_poison`) and log it (:func:`log_refused`, rate
@@ -26,7 +26,7 @@ from mappings.message import AmqpMessage, BodyKind
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import condition_text
 from ..config import Route
-from ..logs import WarnLimiter
+from ..ops.logs import WarnLimiter
 from .stats import RouteStats
 
 log = logging.getLogger(__package__)
@@ -86,7 +86,7 @@ def log_refused(route: str, reason: str, *, dead_lettered: bool) -> None:
 
 
 def report_poison(route: Route, stats: RouteStats, link: Amqp10Link, **fields: Any) -> str:
-    """Count and log a poison message ``link``'s peer refused (bridge.poison); returns the
+    """Count and log a poison message ``link``'s peer refused (bridge.amqp10.poison); returns the
     reason to settle it with."""
     stats.poison_messages += 1
     refusal = condition_text(link.refusal)

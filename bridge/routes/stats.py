@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..metrics import LatencyHistogram
+from ..ops.metrics import LatencyHistogram
 
 
 @dataclass

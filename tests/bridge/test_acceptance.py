@@ -40,7 +40,7 @@ from amqp010.spec import DeliveryProperties, MessageProperties
 from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
 from bridge.config import parse_config
-from bridge.translate import Translator
+from bridge.routes.translate import Translator
 from mappings.amqp010 import message_id_uuid
 from mappings.errors import MappingError
 from mappings.message import (

@@ -8,9 +8,8 @@ from typing import Any
 
 from proton.reactor import Container
 
-from bridge import reactor
-from bridge.containment import faults_of
-from bridge.hosting import EndOfBurst
+from bridge.runtime import EndOfBurst, reactor
+from bridge.runtime.containment import faults_of
 
 
 class _Part:

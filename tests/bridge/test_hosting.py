@@ -18,7 +18,7 @@ from amqp010.events import (
     SessionAttached,
 )
 from amqp010.spec import QueueDeclare
-from bridge.hosting import Amqp010Listener, Amqp010Socket, connect
+from bridge.runtime import Amqp010Listener, Amqp010Socket, connect
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
 
 

@@ -17,7 +17,7 @@ from proton import Condition, symbol
 from amqp010.spec import DeliveryProperties, MessageProperties
 from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
-from bridge.poison import SUSPECTS, PoisonGuard, poison_suspected
+from bridge.amqp10.poison import SUSPECTS, PoisonGuard, poison_suspected
 from tests.support.bridge import (
     BridgeRun,
     bridge_config,

@@ -8,7 +8,7 @@ from proton import Collector, Connection, Delivery, Event, Transport
 from proton._events import EventBase
 from proton.handlers import IOHandler
 
-from bridge import reactor
+from bridge.runtime import reactor
 
 
 def _pair() -> tuple[Any, Any, Any, Any]:

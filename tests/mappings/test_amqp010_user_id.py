@@ -19,7 +19,7 @@ from proton import symbol
 from amqp010 import types as t
 from amqp010.spec import DeliveryProperties, MessageProperties
 from bridge.config import parse_config
-from bridge.translate import Translator
+from bridge.routes.translate import Translator
 from mappings.amqp010 import USER_ID_RULES, from_amqp10, to_amqp10
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage, Properties

@@ -23,7 +23,7 @@ from bridge.amqp10.connection import Amqp10ConnectionHandler
 from bridge.amqp10.link import Amqp10Link
 from bridge.app import Bridge
 from bridge.config import parse_config
-from bridge.metrics import wsgi_app
+from bridge.ops.metrics import wsgi_app
 from tests.support.bridge import (
     BridgeRun,
     bridge_config,

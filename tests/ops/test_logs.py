@@ -7,7 +7,7 @@ import logging
 import orjson
 import pytest
 
-from bridge import logs
+from bridge.ops import logs
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from pathlib import Path
 from amqp010.spec import DeliveryProperties, MessageProperties
 from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
-from bridge.passwords import hash_password
+from bridge.security.passwords import hash_password
 from tests.support.bridge import (
     BridgeRun,
     collect,

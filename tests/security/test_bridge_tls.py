@@ -207,7 +207,7 @@ routes:
     log = run.log()
     assert status == 0 and bytes(got[0].message.body) == b"via the second url", log
     assert error_lines(log) == [
-        "bridge.legacy amqp0-10 legacy: TLS certificate verify failed: certificate has expired "
+        "bridge.legacy.amqp010 amqp0-10 legacy: TLS certificate verify failed: certificate has expired "
         "(check tls.ca_file / the broker's certificate)"], log
     assert bad.attempts == 1, log
 
@@ -273,7 +273,7 @@ def test_legacy_permanent_fault_exits_with_the_documented_message(
     finally:
         server.stop()
     assert status == 3, log
-    assert error_lines(log) == [f"bridge.legacy {expected}"], log
+    assert error_lines(log) == [f"bridge.legacy.amqp010 {expected}"], log
     assert attempts == 1, f"{attempts} connection attempts:\n{log}"  # no retry storm
     assert "not-the-password" not in log
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from bridge.cli import main
 from bridge.config import ConfigError, describe, parse_config
-from bridge.passwords import PasswordTable, hash_password, parse_hash, verify_password
+from bridge.security.passwords import PasswordTable, hash_password, parse_hash, verify_password
 from tests.support.certs import Pki
 
 ROUTE = """

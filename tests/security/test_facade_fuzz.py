@@ -34,7 +34,7 @@ from amqp010.spec import CloseCode, DeliveryProperties, ErrorCode, MessageProper
 from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
 from amqp010.transport import BlockingClient, ClientError
-from bridge.passwords import MIN_ITERATIONS, hash_password
+from bridge.security.passwords import MIN_ITERATIONS, hash_password
 from tests.support.bridge import (
     BridgeRun,
     collect,

@@ -17,7 +17,7 @@ from proton import Message
 from amqp010.events import ConnectionClosed
 from amqp010.spec import CloseCode
 from amqp010.transport import BlockingClient, ClientError
-from bridge.passwords import hash_password
+from bridge.security.passwords import hash_password
 from tests.security.conftest import EXTERNAL_USER
 from tests.support.bridge import BridgeRun, free_port
 from tests.support.certs import Issued, Pki

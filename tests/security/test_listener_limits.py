@@ -311,7 +311,7 @@ routes:
 def test_rate_limited_lines_count_what_they_leave_out(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from bridge.logs import RateLimited
+    from bridge.ops.logs import RateLimited
 
     now = [100.0]
     limited = RateLimited(logging.getLogger("test.limits"), interval=10.0, clock=lambda: now[0])

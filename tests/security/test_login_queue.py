@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from bridge.logins import (
+from bridge.ops.logs import WarnLimiter
+from bridge.security.logins import (
     LISTENER_FULL,
     PEER_FULL,
     REFUSAL_TEXT,
@@ -21,8 +22,7 @@ from bridge.logins import (
     PendingLogin,
     peer_address,
 )
-from bridge.logs import WarnLimiter
-from bridge.passwords import PasswordTable, hash_password
+from bridge.security.passwords import PasswordTable, hash_password
 
 
 class Client:
@@ -147,7 +147,7 @@ def test_workers_only_hash_what_the_loop_hands_them(caplog: pytest.LogCaptureFix
         c = clients[name]
         return checks.submit(peer, name, "pw", c.answers.append, lambda: c.closed)
 
-    caplog.set_level(logging.WARNING, logger="bridge.logins")
+    caplog.set_level(logging.WARNING, logger="bridge.security.logins")
     started = [submit("10.0.0.66:1", n) for n in ("a1", "a2", "a3")]
     assert all(refusal is None for _, refusal in started)
     assert submit("10.0.0.66:5", "a4")[1] == REFUSAL_TEXT[PEER_FULL]

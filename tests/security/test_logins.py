@@ -10,7 +10,7 @@ from pathlib import Path
 from amqp010.events import ConnectionClosed
 from amqp010.spec import CloseCode
 from amqp010.transport import BlockingClient, ClientError
-from bridge.passwords import hash_password
+from bridge.security.passwords import hash_password
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.logins import RawLogin
 from tests.support.logs import records
@@ -77,7 +77,7 @@ routes:
 
 def test_quick_check_answers_only_what_costs_microseconds() -> None:
     """The worker-thread check and the quick check agree with the hash."""
-    from bridge.passwords import PasswordTable
+    from bridge.security.passwords import PasswordTable
 
     table = PasswordTable({USER: hash_password(PASSWORD, iterations=10_000), "plain": "pw"})
     assert table.quick_check(USER, PASSWORD) is None  # needs PBKDF2: off the loop

@@ -18,7 +18,7 @@ import pytest
 from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
 from amqp010.transport import BlockingClient, ClientError
-from bridge.passwords import hash_password
+from bridge.security.passwords import hash_password
 from tests.support.bridge import BridgeRun, free_port
 from tests.support.certs import Pki
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue

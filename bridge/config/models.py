@@ -1,32 +1,22 @@
-"""The bridge's YAML configuration, validated with pydantic.
-
-``load_config(path)`` reads YAML, substitutes ``${NAME}`` / ``${NAME:-default}``
-from the environment and ``${file:/path}`` with a file's content (secrets),
-validates, and cross-checks references (a route's endpoints name existing
-connections/listeners of a fitting protocol) and TLS files (readable, keys
-matching).  Every problem is reported as a :class:`ConfigError` whose lines
-name the key path, e.g. ``routes[0].from.queue: required for an amqp0-10
-connection``; a secret value never appears in one (:func:`config_secrets`).
+"""What a valid configuration is: the pydantic models of every key, and the checks
+across keys (a route's endpoints name existing connections or listeners of a fitting
+protocol; TLS files are readable and their keys match). Each problem names its key path.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-import re
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Literal
+import random
+from typing import Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
     SecretStr,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -34,12 +24,11 @@ from pydantic import (
 from mappings.cloudevents.template import EventTemplate
 from pipeline.bridge_api import TapConfig  # imports neither pyarrow nor Spark
 
-from .logs import redact
-from .passwords import HashFormatError, is_hash, parse_hash, read_users_file
-from .tls import TlsFileError, client_context, server_context
+from ..ops.logs import redact
+from ..security.passwords import HashFormatError, is_hash, parse_hash, read_users_file
+from ..security.tls import TlsFileError, client_context, server_context
 
 Protocol = Literal["amqp0-10", "amqp1.0"]
-_ENV = re.compile(r"\$\{(?:file:([^}]+)|([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?)\}")
 SaslMechanism = Literal["PLAIN", "ANONYMOUS", "EXTERNAL"]
 UserIdRule = Literal["authenticated", "keep", "carry", "drop"]
 
@@ -64,6 +53,11 @@ class Reconnect(_Model):
     max_delay: float = Field(30.0, gt=0, description="Upper bound of the delay, seconds.")
     multiplier: float = Field(2.0, ge=1.0, description="Delay growth per failed attempt.")
     jitter: float = Field(0.2, ge=0, le=1, description="Random +/- fraction applied to each delay.")
+
+    def delay(self, failures: int) -> float:
+        """Seconds to wait after ``failures`` consecutive failures (exponential, with jitter)."""
+        delay = min(self.max_delay, self.initial_delay * self.multiplier ** min(failures, 32))
+        return max(0.0, delay * (1 + random.uniform(-self.jitter, self.jitter)))
 
 
 class ClientTls(_Model):
@@ -510,7 +504,7 @@ class BridgeConfig(_Model):
         if not problems:
             problems = _check_files(self)
         if problems:
-            raise ValueError("\n".join([_REFERENCES, *problems]))
+            raise ValueError("\n".join([REFERENCE_PROBLEMS, *problems]))
         return self
 
     @model_validator(mode="after")
@@ -528,7 +522,7 @@ class BridgeConfig(_Model):
     def _taps(self) -> BridgeConfig:
         problems = list(_check_taps(self))
         if problems:
-            raise ValueError("\n".join([_REFERENCES, *problems]))
+            raise ValueError("\n".join([REFERENCE_PROBLEMS, *problems]))
         return self
 
     def protocol_of(self, endpoint: Endpoint | DeadLetter) -> str:
@@ -648,7 +642,7 @@ def _check_files(cfg: BridgeConfig) -> list[str]:
 def config_secrets(cfg: BridgeConfig) -> list[str]:
     """Every secret value of the configuration: URL passwords, façade passwords and hashes,
     TLS key passwords.  The processes that load a configuration (``amqp-bridge run`` and
-    ``check``) register them with :func:`bridge.logs.add_secrets`."""
+    ``check``) register them with :func:`bridge.ops.logs.add_secrets`."""
     out: list[str] = []
     for conn in cfg.connections.values():
         for url in [conn.url, *conn.failover]:
@@ -664,123 +658,8 @@ def config_secrets(cfg: BridgeConfig) -> list[str]:
     return [s for s in out if s]
 
 
-# --- loading -------------------------------------------------------------------------------
-
-
-def substitute_env(value: Any, env: Mapping[str, str], path: str = "",
-                   secrets: list[str] | None = None) -> Any:
-    """Replace ``${NAME}`` / ``${NAME:-default}`` (environment) and ``${file:/path}`` (the
-    file's content without its final line break) in every string; an unknown name or an
-    unreadable file is an error.  File contents are added to ``secrets``."""
-    if isinstance(value, str):
-        def repl(m: re.Match[str]) -> str:
-            file, name, default = m.group(1), m.group(2), m.group(3)
-            if file is not None:
-                try:
-                    content = Path(file).read_text(encoding="utf-8").removesuffix("\n")
-                except (OSError, UnicodeDecodeError) as exc:
-                    reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-                    raise ConfigError([f"{path or '<root>'}: cannot read secret file "
-                                       f"{file!r}: {reason}"]) from None
-                if secrets is not None:
-                    secrets.append(content)
-                return content.removesuffix("\r")
-            if name in env:
-                return env[name]
-            if default is not None:
-                return default
-            raise ConfigError([f"{path or '<root>'}: environment variable {name} is not set"])
-        return _ENV.sub(repl, value)
-    if isinstance(value, dict):
-        return {k: substitute_env(v, env, f"{path}.{k}" if path else str(k), secrets)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [substitute_env(v, env, f"{path}[{i}]", secrets) for i, v in enumerate(value)]
-    return value
-
-
-def _raw_secrets(raw: Any) -> list[str]:
-    """Secret values of a configuration that may not validate (for error messages)."""
-    out: list[str] = []
-    if not isinstance(raw, dict):
-        return out
-    for section in ("connections", "listeners"):
-        entries = raw.get(section)
-        for entry in entries.values() if isinstance(entries, dict) else ():
-            if not isinstance(entry, dict):
-                continue
-            urls = [entry.get("url"), *(entry.get("failover") or [])] \
-                if isinstance(entry.get("failover", []), list) else [entry.get("url")]
-            for url in urls:
-                if isinstance(url, str):
-                    try:
-                        password = urlsplit(url).password
-                    except ValueError:
-                        password = None
-                    if password:
-                        out += [password, unquote(password)]
-            users = entry.get("users")
-            if isinstance(users, dict):
-                out += [str(v) for v in users.values() if v is not None]
-            tls = entry.get("tls")
-            if isinstance(tls, dict) and tls.get("key_password") is not None:
-                out.append(str(tls["key_password"]))
-    return out
-
-
-def parse_config(text: str, *, source: str = "config", env: Mapping[str, str] | None = None) -> BridgeConfig:
-    """Validate YAML text; raises :class:`ConfigError` naming every bad key."""
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"not valid YAML: {exc}"], source) from None
-    if not isinstance(raw, dict):
-        raise ConfigError(["the top level must be a mapping with 'routes'"], source)
-    file_secrets: list[str] = []
-    try:
-        raw = substitute_env(raw, os.environ if env is None else env, secrets=file_secrets)
-    except ConfigError as exc:
-        raise ConfigError(exc.problems, source) from None
-    try:
-        return BridgeConfig.model_validate(raw)
-    except ValidationError as exc:
-        # a secret never appears in a problem, even one put where a value is echoed
-        raise ConfigError(_problems(exc), source, [*file_secrets, *_raw_secrets(raw)]) from None
-
-
-def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> BridgeConfig:
-    """Read and validate a configuration file."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise ConfigError([f"cannot read: {exc.strerror}"], str(path)) from None
-    return parse_config(text, source=str(path), env=env)
-
-
-_ALIASES = {"source": "from", "target": "to"}
-_REFERENCES = "reference problems:"
-
-
-def _problems(exc: ValidationError) -> list[str]:
-    out = []
-    for err in exc.errors():
-        parts: list[str] = []
-        for item in err["loc"]:
-            if isinstance(item, int):
-                parts.append(f"[{item}]")
-            else:
-                parts.append(("." if parts else "") + _ALIASES.get(str(item), str(item)))
-        path = "".join(parts)
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif err["type"] == "missing":
-            msg = "required key is missing"
-        if msg.startswith(_REFERENCES + "\n"):  # cross-reference problems carry their own paths
-            out += msg.split("\n")[1:]
-        else:
-            out.append(f"{path or '<root>'}: {msg}")
-    return out
+REFERENCE_PROBLEMS = "reference problems:"
+"""First line of a validation message that carries its own key paths."""
 
 
 def redact_url(url: str) -> str:
@@ -790,82 +669,3 @@ def redact_url(url: str) -> str:
         return url
     netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def describe(cfg: BridgeConfig) -> list[str]:
-    """Human-readable lines for the resolved routes (secrets redacted)."""
-    lines = []
-    for name, conn in cfg.connections.items():
-        urls = ", ".join(redact_url(u) for u in [conn.url, *conn.failover])
-        lines.append(f"connection {name}: {conn.protocol} {urls}{_client_security(conn)}")
-    for name, lst in cfg.listeners.items():
-        anon = ", anonymous allowed" if lst.allow_anonymous else ""
-        lines.append(f"listener {name}: {lst.protocol} on {lst.bind}{anon}{_listener_security(lst)}"
-                     f"; {lst.limits_text()}")
-    for route in cfg.routes:
-        text = f"route {route.name}: {_endpoint(cfg, route.source)} -> {_endpoint(cfg, route.target)}"
-        if route.cloudevents is not None:
-            ce = route.cloudevents
-            text += f"; cloudevents {ce.mode}" + (f" ({ce.prefix})" if ce.mode == "binary" else "")
-            if ce.source is not None:
-                text += f" type={ce.type} source={ce.source}"
-        if route.dead_letter is not None:
-            text += f"; dead-letter {_endpoint(cfg, route.dead_letter)}"
-        mif = route.max_in_flight
-        text += f"; max in flight {mif.messages} messages / {mif.bytes} bytes"
-        if route.target.connection is not None and \
-                cfg.connections[route.target.connection].protocol == "amqp1.0":
-            size = (f"{route.max_message_size} bytes" if route.max_message_size is not None
-                    else "the target's max-message-size")
-            text += f"; messages up to {size}; poison after {route.poison_attempts} link ends"
-        if route.dedupe is not None:
-            text += f"; dedupe window {route.dedupe.window}"
-        text += f"; user-id {_user_id_rule(route)}"
-        if route.tap is not None:
-            text += f"; tap {route.tap.side} -> {route.tap.path} (overflow {route.tap.overflow})"
-        lines.append(text)
-    if cfg.metrics is not None:
-        lines.append(f"metrics: http://{cfg.metrics.bind}/metrics, /healthz, /readyz")
-    lines.append(f"logging: {cfg.logging.format} lines at {cfg.logging.level}")
-    return lines
-
-
-def _user_id_rule(route: Route) -> str:
-    rule = route.effective_user_id
-    if rule != route.user_id:
-        return f"{rule} (listener target: {route.user_id} is {rule})"
-    if rule == "authenticated":
-        login = route.target_login_user
-        return (f"authenticated (only {login!r}, others carried)" if login is not None
-                else "authenticated (login user not known: carried)")
-    if rule == "drop":
-        return "drop (user-ids are lost)"
-    return rule
-
-
-def _client_security(conn: Connection) -> str:
-    text = f"; sasl {'/'.join(conn.mechanisms)}"
-    if conn.tls is None:
-        return text + ("; tls (system CAs)" if conn.url.startswith("amqps:") else "")
-    tls = conn.tls
-    text += f"; tls ca {tls.ca_file or 'system'}"
-    if tls.cert_file:
-        text += f", client cert {tls.cert_file}"
-    if tls.server_name:
-        text += f", server name {tls.server_name}"
-    return text + ("" if tls.verify_hostname else ", hostname NOT verified")
-
-
-def _listener_security(lst: Listener) -> str:
-    users = len(lst.users) + (len(read_users_file(lst.users_file)) if lst.users_file else 0)
-    text = f"; {users} users"
-    if lst.tls is not None:
-        text += f"; tls cert {lst.tls.cert_file}, client certs {lst.tls.client_certs}"
-    return text
-
-
-def _endpoint(cfg: BridgeConfig, ep: Endpoint | DeadLetter) -> str:
-    owner = getattr(ep, "listener", None) or ep.connection
-    node = [f"{k} {v!r}" for k in ("queue", "address", "exchange", "routing_key")
-            if (v := getattr(ep, k, None)) is not None]
-    return f"{owner}({cfg.protocol_of(ep)}) {' '.join(node)}"

@@ -16,10 +16,10 @@ then the writes (:meth:`EndOfBurst.flush_soon`), so a socket is written once aft
 every piece of work that queued output on it.  Each callable is queued once per burst
 however often it is asked for (bound methods of the same object compare equal).  The
 burst's end is told by the container's global handler
-(:class:`bridge.reactor.SkipDeliveries` calls :meth:`EndOfBurst.quiesced`); until
-that has happened once (a container not built by :func:`bridge.reactor.container`),
+(:class:`bridge.runtime.reactor.SkipDeliveries` calls :meth:`EndOfBurst.quiesced`); until
+that has happened once (a container not built by :func:`bridge.runtime.reactor.container`),
 a zero-delay timer stands in.  A callable that raises is contained
-(:func:`bridge.containment.contain`, ``entry=end_of_burst``, the callable's object
+(:func:`bridge.runtime.containment.contain`, ``entry=end_of_burst``, the callable's object
 as the fault domain): the others of the batch still run.
 """
 
@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 from proton import Handler
 from proton.reactor import Container
 
-from ..containment import contain
+from .containment import contain
 from .sockets import register_selectable
 
 

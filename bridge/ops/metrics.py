@@ -114,7 +114,7 @@ class ObservedBridge(Protocol):
 
     def observed_faults(self) -> tuple[dict[str, int], dict[str, str]]:
         """Contained faults by kind, and ``part -> reason`` of the parts still down
-        because of one (:mod:`bridge.containment`)."""
+        because of one (:mod:`bridge.runtime.containment`)."""
         ...
 
     def observed_links(self) -> Iterable[tuple[str, int]]:

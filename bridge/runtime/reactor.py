@@ -20,7 +20,7 @@ handler, which has nothing to do for it, and :func:`tune_gc` makes the garbage
 collector run in fewer, larger batches. Together with the read-ahead they took the
 bridge's CPU per 1 KiB message (1.0 → 0-10) from about 140 µs to about 85 µs.
 
-The same global handler tells the container's :class:`~bridge.hosting.EndOfBurst` when
+The same global handler tells the container's :class:`~bridge.runtime.EndOfBurst` when
 a round of events is over (``reactor_quiesced``): the bridge's per-burst work and
 writes run then, once, before the loop waits for I/O again.
 """
@@ -36,7 +36,7 @@ from proton.handlers import IOHandler
 from proton.reactor import Container
 
 from .containment import ContainedContainer
-from .hosting import EndOfBurst
+from .loop import EndOfBurst
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class SkipDeliveries(Handler):  # type: ignore[misc]
     logic and to the IO handler. Neither handles deliveries — by far the most frequent
     event — so :meth:`on_delivery` ends there; every other event goes on to ``inner``.
     ``reactor_quiesced`` also runs the container's end-of-burst batch
-    (:meth:`EndOfBurst.quiesced <bridge.hosting.EndOfBurst.quiesced>`).
+    (:meth:`EndOfBurst.quiesced <bridge.runtime.EndOfBurst.quiesced>`).
     """
 
     def __init__(self, inner: Any) -> None:
@@ -125,7 +125,7 @@ class SkipDeliveries(Handler):  # type: ignore[misc]
 def container(handler: Any) -> Container:
     """A proton container running ``handler``, reading with :class:`ReadAheadIO`, sparing
     deliveries the global handler (:class:`SkipDeliveries`) and containing the handlers'
-    faults (:class:`~bridge.containment.ContainedContainer`)."""
+    faults (:class:`~bridge.runtime.containment.ContainedContainer`)."""
     reactor = ContainedContainer(handler, global_handler=ReadAheadIO())
     reactor.global_handler = SkipDeliveries(reactor.global_handler)
     return reactor

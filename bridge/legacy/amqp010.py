@@ -28,14 +28,13 @@ certificate).
 
 Batching: :meth:`LegacyConnection.defer` runs a callback once at the end of
 the current burst of reactor events and then writes the socket (the runtime's
-:class:`~bridge.hosting.EndOfBurst`), so a burst of outcomes becomes one
+:class:`~bridge.runtime.EndOfBurst`), so a burst of outcomes becomes one
 ``message.accept`` and one ``send()``.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,10 +54,17 @@ from amqp010.events import (
 from amqp010.session import Session, SessionState
 from amqp010.urls import client_config, parse_url
 
-from .config import ConfigError, Reconnect, redact_url
-from .config import Connection as ConnectionSettings
-from .hosting import Amqp010Socket, EndOfBurst, Timer, connect
-from .tls import PermanentFault, TlsFileError, auth_failure, classify_ssl_error, client_context
+from ..config import ConfigError, redact_url
+from ..config import Connection as ConnectionSettings
+from ..runtime import Amqp010Socket, EndOfBurst, Timer, connect
+from ..runtime.containment import Part
+from ..security.tls import (
+    PermanentFault,
+    TlsFileError,
+    auth_failure,
+    classify_ssl_error,
+    client_context,
+)
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +197,7 @@ class LegacyConnection:
 
     def defer(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` once at the end of the current burst of events, then write the socket
-        (:class:`~bridge.hosting.EndOfBurst`: a fault in ``fn`` is contained with ``fn``'s
+        (:class:`~bridge.runtime.EndOfBurst`: a fault in ``fn`` is contained with ``fn``'s
         object as its domain; the rest of the batch still runs)."""
         self.bursts.call_soon(fn)
         self.bursts.flush_soon(self.flush)
@@ -228,7 +234,7 @@ class LegacyConnection:
     def _retry(self) -> None:
         if self.stopping:
             return
-        delay = backoff(self.settings.reconnect, max(self.failures, self.fault_streak - 1))
+        delay = self.settings.reconnect.delay(max(self.failures, self.fault_streak - 1))
         self.failures += 1
         self.reconnects += 1
         log.info("amqp0-10 %s: reconnecting in %.2fs (%s)", self.name, delay, self.last_error,
@@ -237,7 +243,7 @@ class LegacyConnection:
         self.container.schedule(delay, Timer(self._connect))
 
     def reset(self, reason: str) -> None:
-        """Recover from an internal fault (:mod:`bridge.containment`): close the connection
+        """Recover from an internal fault (:mod:`bridge.runtime.containment`): close the connection
         (connection.close with connection-forced; its sessions are discarded, so the broker
         requeues what they held unsettled) and reconnect as after a loss, with fresh
         sessions."""
@@ -355,7 +361,7 @@ class LegacyConnection:
         slot.failures = 0 if progressed or lived >= STABLE_SESSION else slot.failures + 1
         reason = session.peer_exception.description if session.peer_exception else \
             f"detached with code {event.code}"
-        delay = REATTACH_PAUSE + (backoff(self.settings.reconnect, slot.failures - 1)
+        delay = REATTACH_PAUSE + (self.settings.reconnect.delay(slot.failures - 1)
                                   if slot.failures else 0.0)
         log.warning("amqp0-10 %s: route %s: session ended by the broker (%s); new session in "
                     "%.2fs", self.name, slot.user.name, reason, delay,
@@ -421,11 +427,25 @@ class LegacyConnection:
         self.socket = None
         self._retry()
 
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault here closes this connection and reconnects (containment)."""
+        return self.socket_fault_part(self.socket)
 
-def backoff(settings: Reconnect, failures: int) -> float:
-    """Seconds to wait after ``failures`` consecutive failures (exponential, with jitter)."""
-    delay = min(settings.max_delay, settings.initial_delay * settings.multiplier ** min(failures, 32))
-    return max(0.0, delay * (1 + random.uniform(-settings.jitter, settings.jitter)))
+    def socket_fault_part(self, sock: Amqp010Socket | None) -> Part:
+        """A fault in this connection's socket: close, then reconnect with backoff; its
+        sessions are discarded, not resumed (the broker requeues what they held)."""
+        peer = sock.peer if sock is not None else self.peer
+
+        def recover(reason: str) -> Callable[[], bool]:
+            old = self.socket
+            self.reset(reason)
+            return lambda: self.stopping or (self.open and self.socket is not old)
+
+        return Part("legacy_connection", f"0-10 connection {self.name}",
+                    {"connection": self.name, "peer": peer},
+                    "connection closed, reconnecting", recover,
+                    back=lambda: self.stopping or self.open)
+
 
 
 

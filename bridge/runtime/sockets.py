@@ -37,7 +37,9 @@ from amqp010.connection import Connection, ConnectionConfig, Role
 from amqp010.events import Event
 from amqp010.spec import CloseCode
 
-log = logging.getLogger(__package__)  # the package's one logger: "bridge.hosting"
+from .containment import Part
+
+log = logging.getLogger(__package__)  # the package's one logger: "bridge.runtime"
 
 EventHandler = Callable[["Amqp010Socket", Event], None]
 """Called with each engine event, on the container's thread."""
@@ -368,7 +370,16 @@ class Amqp010Socket:
         sel.deadline = deadline if deadline is not None else 0
         sel.update()
 
-
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault here is its owner's (a legacy connection, a façade client), else
+        this connection's alone: it is closed."""
+        owner = getattr(self.on_event, "__self__", None)
+        describe = getattr(owner, "socket_fault_part", None)
+        if callable(describe):
+            part: Part = describe(self)
+            return part
+        return Part("handler", f"0-10 connection {self.peer}", {"peer": self.peer},
+                    "connection closed", lambda reason: self.abort(reason))
 
 
 def register_selectable(container: Container, handler: Any, sock: socket.socket) -> Any:

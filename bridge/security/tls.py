@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .config import ClientTls, ListenerTls
+    from ..config import ClientTls, ListenerTls
 
 PERMANENT_EXIT_CODE = 3
 """Exit status of ``amqp-bridge run`` after a permanent fault."""

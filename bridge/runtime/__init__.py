@@ -1,4 +1,4 @@
-"""Hosting sans-IO AMQP 0-10 connections inside python-qpid-proton's event loop.
+"""The runtime: one python-qpid-proton event loop that hosts everything, and its faults.
 
 The bridge runs one thread: proton's :class:`~proton.reactor.Container` owns the
 AMQP 1.0 connections, and every AMQP 0-10 socket is registered with the same
@@ -15,15 +15,22 @@ touched from the container's thread only.
 
 Modules, by job:
 
-- :mod:`~bridge.hosting.sockets`: :class:`Amqp010Socket`, one hosted connection (engine,
+- :mod:`~bridge.runtime.sockets`: :class:`Amqp010Socket`, one hosted connection (engine,
   non-blocking socket, TLS over memory buffers), and :func:`connect` for client ones;
-- :mod:`~bridge.hosting.listener`: :class:`Amqp010Listener`, the listening socket and the
+- :mod:`~bridge.runtime.listener`: :class:`Amqp010Listener`, the listening socket and the
   limits it puts on its clients (:class:`AcceptLimits`, :class:`ListenerStats`);
-- :mod:`~bridge.hosting.loop`: work on the loop's thread — :class:`Timer` (the one timer
+- :mod:`~bridge.runtime.loop`: work on the loop's thread — :class:`Timer` (the one timer
   of the bridge), :class:`LoopCalls` (calls from other threads) and :class:`EndOfBurst`
-  (the one end-of-burst batch: work, then writes, once per round of events).
+  (the one end-of-burst batch: work, then writes, once per round of events);
+- :mod:`~bridge.runtime.reactor`: the container, tuned for throughput (large reads, no
+  global dispatch of delivery events, batched garbage collection), and what starts the
+  end-of-burst batch when the loop goes quiet;
+- :mod:`~bridge.runtime.containment`: an exception in one part (connection, link,
+  route, timer) is logged, counted and recovered locally; every part says how through
+  :class:`~bridge.runtime.containment.FaultDomain`.
 
-Its users import from ``bridge.hosting``.
+This package imports nothing of the bridge above it but its logging helpers
+(:mod:`bridge.ops.logs`); everything else builds on it.
 """
 
 from .listener import (

@@ -24,7 +24,7 @@ clients can take (:class:`AcceptLimits`, ``docs/operations.md#limits``):
 Descriptors from 1024 on cannot be served at all (proton's loop uses ``select``), so
 an accepted socket past that is closed at once.  Every event is counted in
 :class:`ListenerStats` (read by the metrics thread) and logged through
-:class:`~bridge.logs.RateLimited`.
+:class:`~bridge.ops.logs.RateLimited`.
 """
 
 from __future__ import annotations
@@ -44,10 +44,11 @@ from proton.reactor import Container
 from amqp010.connection import Connection, ConnectionConfig, ConnectionState, Role
 from amqp010.events import Event
 
-from ..logs import RateLimited
+from ..ops.logs import RateLimited
+from .containment import Part
 from .sockets import Amqp010Socket, EventHandler, register_selectable
 
-log = logging.getLogger(__package__)  # the package's one logger: "bridge.hosting"
+log = logging.getLogger(__package__)  # the package's one logger: "bridge.runtime"
 
 FD_SETSIZE = 1024
 """Descriptors from this number on cannot be watched: proton's loop uses ``select``."""
@@ -309,6 +310,12 @@ class Amqp010Listener:
                 self.per_peer[host] = left
             else:
                 self.per_peer.pop(host, None)
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in accepting is logged; the listener keeps listening."""
+        name = getattr(getattr(self.on_event, "__self__", None), "name", "")
+        return Part("facade_listener", f"façade listener {name}", {"listener": name},
+                    "still listening")
 
 
 __all__ = ["ACCEPT_BACKOFF", "FD_SETSIZE", "MAX_REFUSING", "REFUSAL_GRACE", "REFUSED_REASONS",

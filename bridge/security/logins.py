@@ -26,7 +26,7 @@ the worker threads only hash:
    to a :class:`~concurrent.futures.ThreadPoolExecutor` of as many threads, so the
    executor's own (unbounded) queue stays empty and what runs next is decided
    on the loop at the last moment.  A finished check comes back through
-   :class:`~bridge.hosting.LoopCalls`; the loop answers the client (if still
+   :class:`~bridge.runtime.LoopCalls`; the loop answers the client (if still
    there) and starts the next waiting login.
 
 Refused and abandoned logins are counted (``refused`` by reason, ``abandoned``:
@@ -47,7 +47,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .logs import WarnLimiter
+from ..ops.logs import WarnLimiter
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +199,7 @@ class LoginChecks:
     threads running ``verify(user, password)``; everything but the hash on the loop.
 
     ``call_soon`` brings a finished check back to the loop thread
-    (:meth:`bridge.hosting.LoopCalls.call_soon`); made on first use by ``make_call_soon``.
+    (:meth:`bridge.runtime.LoopCalls.call_soon`); made on first use by ``make_call_soon``.
     """
 
     def __init__(self, listener: str, verify: Callable[[str, str], bool], *,

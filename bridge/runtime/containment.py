@@ -19,19 +19,21 @@ pays nothing: no wrapper call per event).  When a handler raises:
    ``EventBase.dispatch`` was called with); an exception raised anywhere else, and any
    exception while the container starts (``reactor_init``: configuration errors),
    propagates as before.
-2. The *fault domain* is the outermost object of the traceback that is one of the
-   bridge's parts (:func:`_describe`): a hosted 0-10 socket (its owner: a legacy
-   connection or a façade listener, so a legacy connection or a façade client), an
-   AMQP 1.0 link, a route, a façade subscription, the AMQP 1.0 connection handler, the
-   bridge itself.  Frames of generic dispatchers (proton, timer and call wrappers,
-   lambdas) are skipped.
+2. The *fault domain* is the outermost object of the traceback that takes the blame:
+   each part of the bridge implements :class:`FaultDomain` (``fault_part(method,
+   event)``, returning a :class:`Part`: its kind, names and how it recovers) — a hosted
+   0-10 socket (its owner's: a legacy connection or a façade client), an AMQP 1.0
+   link, a route, a façade subscription, the AMQP 1.0 connection handler, the
+   bridge's own timers.  Frames of generic dispatchers (proton, timer and call
+   wrappers, lambdas) have none and are skipped.  This module imports none of the
+   parts (they import it), so it sits below all of them.
 3. :func:`contain` logs one ERROR line with the traceback (``event=handler_fault``,
    ``kind``, ``entry``, the names), counts it (``amqp_bridge_faults_total{kind}``,
    plain ints in :class:`Faults`, read by the metrics thread) and recovers the domain
    locally — the same paths a network fault takes:
 
    * legacy connection: connection.close (connection-forced), transport dropped,
-     reconnect with backoff (:meth:`bridge.legacy.LegacyConnection.reset`); its
+     reconnect with backoff (:meth:`bridge.legacy.amqp010.LegacyConnection.reset`); its
      sessions are discarded, not resumed (the broker requeues what they held
      unsettled: the routes' state may be what failed) and fresh ones attached;
    * façade client: connection.close (connection-forced) and transport dropped; the
@@ -51,11 +53,11 @@ pays nothing: no wrapper call per event).  When a handler raises:
 A part recovering from a fault is *impaired* (:attr:`Faults.impaired`) until it is
 back (the connection open again, the link attached, the route ready on a fresh
 session): ``/readyz`` reports it.  Two inner loops contain faults themselves, so one
-culprit cannot hold up the others: :class:`bridge.hosting.EndOfBurst`'s
+culprit cannot hold up the others: :class:`bridge.runtime.EndOfBurst`'s
 end-of-burst batch (one route's work failing does not drop the others') and
-:class:`bridge.hosting.LoopCalls` (the calls queued after a failing one still run).
+:class:`bridge.runtime.LoopCalls` (the calls queued after a failing one still run).
 
-Only permanent faults (:mod:`bridge.tls`) end the process, as before.
+Only permanent faults (:mod:`bridge.security.tls`) end the process, as before.
 """
 
 from __future__ import annotations
@@ -63,16 +65,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from proton import Event, Handler
 from proton import _events as proton_events
 from proton._events import EventBase
 from proton.reactor import Container
-
-if TYPE_CHECKING:  # links and routes import this module (through bridge.legacy)
-    from .amqp10.link import Amqp10Link
-    from .routes import LegacyRoute
 
 log = logging.getLogger(__name__)
 
@@ -215,10 +213,7 @@ def contain(container: Any, exc: BaseException, *, entry: str, domain: Any = Non
 
 
 def _contain(container: Any, exc: BaseException, entry: str, domain: Any, event: Any) -> None:
-    frame_name = ""
-    if domain is None:
-        domain, frame_name = _find_domain(exc.__traceback__)
-    part = _describe(domain, frame_name, event, entry)
+    part = _describe(domain, exc.__traceback__, event, entry)
     kind = "timer" if entry == "timer" else part.kind
     faults = faults_of(container)
     faults.counts[kind] = faults.counts.get(kind, 0) + 1
@@ -238,52 +233,14 @@ def _contain(container: Any, exc: BaseException, entry: str, domain: Any, event:
         faults.impair(container, part.label, f"{kind}: {exc!r}"[:200], recovered)
 
 
-def _find_domain(tb: TracebackType | None) -> tuple[Any, str]:
-    """The outermost part of the bridge in the traceback, and the name of its function
-    there: a handler proton dispatched to (for a timer task, the owner of the timer's
-    function), else a method's ``self``. The bridge object itself counts only as a
-    timer's owner (its own events, such as the end of a burst, are other parts' work)."""
-    from .app import Bridge
-
-    kinds = _domain_types()
-    while tb is not None:
-        frame = tb.tb_frame
-        code = frame.f_code
-        if code is _DISPATCH or code is _DISPATCH_ONE:
-            handler = frame.f_locals.get("handler")
-            fn = getattr(handler, "fn", None)  # a timer task's handler
-            for obj, name in ((handler, ""), (getattr(fn, "__self__", None),
-                                              getattr(fn, "__name__", ""))):
-                if isinstance(obj, kinds) and (name or not isinstance(obj, Bridge)):
-                    return obj, name
-        else:
-            obj = frame.f_locals.get("self")
-            if isinstance(obj, kinds) and not isinstance(obj, Bridge):
-                return obj, code.co_name
-        tb = tb.tb_next
-    return None, ""
-
-
-def _domain_types() -> tuple[type, ...]:
-    from .amqp10.connection import Amqp10ConnectionHandler
-    from .amqp10.link import Amqp10Link
-    from .app import Bridge
-    from .facade import Facade, FacadeConsume, FacadePublish, Subscription
-    from .hosting import Amqp010Listener, Amqp010Socket
-    from .legacy import LegacyConnection
-    from .routes import RouteCore
-
-    return (Amqp010Socket, Amqp010Listener, LegacyConnection, Amqp10Link, RouteCore,
-            FacadePublish, FacadeConsume, Subscription, Facade,
-            Amqp10ConnectionHandler, Bridge)
-
-
-class _Part:
+class Part:
     """A fault domain: what to call it, and how it recovers.
 
-    ``recover(reason)`` does the local recovery and returns a check that tells when
-    the part is back (the part is impaired until then), or None when nothing stays
-    down; ``back`` is that check when the recovery itself failed.
+    ``kind`` is the ``kind`` label of ``amqp_bridge_faults_total`` (:data:`KINDS`),
+    ``label`` and ``names`` what the log line says; ``recover(reason)`` does the local
+    recovery and returns a check that tells when the part is back (the part is
+    impaired until then), or None when nothing stays down; ``back`` is that check when
+    the recovery itself failed.
     """
 
     def __init__(self, kind: str, label: str, names: dict[str, str], action: str,
@@ -297,136 +254,58 @@ class _Part:
         self.back = back
 
 
-def _describe(obj: Any, frame_name: str, event: Any, entry: str) -> _Part:
-    from .amqp10.connection import Amqp10ConnectionHandler
-    from .amqp10.link import Amqp10Link
-    from .app import Bridge
-    from .facade import Facade, FacadeConsume, FacadePublish, Subscription
-    from .hosting import Amqp010Listener, Amqp010Socket
-    from .legacy import LegacyConnection
-    from .routes import RouteCore
+class FaultDomain(Protocol):
+    """A part of the bridge that can be blamed for a fault and recover from it.
 
-    if isinstance(obj, Amqp010Socket):
-        owner = getattr(obj.on_event, "__self__", None)
-        if isinstance(owner, LegacyConnection):
-            return _legacy_connection(owner, obj)
-        if isinstance(owner, Facade):
-            return _facade_client(owner, obj)
-        return _Part("handler", f"0-10 connection {obj.peer}", {"peer": obj.peer},
-                     "connection closed", lambda reason: obj.abort(reason))
-    if isinstance(obj, LegacyConnection):
-        return _legacy_connection(obj, obj.socket)
-    if isinstance(obj, Amqp10Link):
-        return _amqp10_link(obj)
-    if isinstance(obj, RouteCore):
-        return _route(obj)
-    if isinstance(obj, Subscription):
-        return _facade_client(obj.route.facade, obj.client_socket)
-    if isinstance(obj, FacadePublish | FacadeConsume):
-        return _Part("route", f"route {obj.name}", {"route": obj.name}, "logged")
-    if isinstance(obj, Amqp010Listener):
-        name = getattr(getattr(obj.on_event, "__self__", None), "name", "")
-        return _Part("facade_listener", f"façade listener {name}", {"listener": name},
-                     "still listening")
-    if isinstance(obj, Facade):
-        if frame_name == "close_when_drained":
-            return _Part("facade_listener", f"façade listener {obj.name}",
-                         {"listener": obj.name}, "shutdown poll rescheduled",
-                         lambda reason: _reschedule(obj.container, 0.1, obj.close_when_drained))
-        return _Part("facade_listener", f"façade listener {obj.name}", {"listener": obj.name},
-                     "logged")
-    if isinstance(obj, Amqp10ConnectionHandler):
-        return _amqp10_connection(obj, event)
-    if isinstance(obj, Bridge):
-        if frame_name == "_housekeeping":
-            return _Part("bridge", "the bridge's housekeeping", {}, "housekeeping rescheduled",
-                         lambda reason: obj.schedule_housekeeping(0.1))
-        if frame_name == "stop_loop":
-            return _Part("bridge", "the bridge's stop", {}, "stopping the loop",
-                         lambda reason: _stop(obj.container))
-        return _Part("bridge", "the bridge", {}, "logged")
-    if event is not None and getattr(event, "transport", None) is not None and \
-            getattr(event, "connection", None) is not None:
-        handler = getattr(event.connection, "handler", None)
-        if isinstance(handler, Amqp10ConnectionHandler):
-            return _amqp10_connection(handler, event)
-    if obj is None:
-        return _Part("io" if entry == "io" else "bridge", "the event loop", {}, "logged")
-    return _Part("handler", type(obj).__name__, {}, "logged")
+    Connections, links, routes, façade clients and listeners implement it; this module
+    imports none of them (they import it), so a new kind of part needs no change here.
+    """
+
+    def fault_part(self, method: str, event: Any) -> Part | None:
+        """The part to blame for a fault raised in this object's ``method`` (``""``
+        when proton dispatched ``event`` to the object itself), or None when the fault
+        is another part's work (look further in)."""
 
 
-def _reschedule(container: Any, delay: float, fn: Callable[[], None]) -> None:
-    from .hosting import Timer
-
-    container.schedule(delay, Timer(fn))
-
-
-def _stop(container: Any) -> None:
-    container.stop()
-
-
-def _legacy_connection(conn: Any, sock: Any) -> _Part:
-    peer = sock.peer if sock is not None else conn.peer
-
-    def recover(reason: str) -> Callable[[], bool]:
-        old = conn.socket
-        conn.reset(reason)
-        return lambda: conn.stopping or (conn.open and conn.socket is not old)
-
-    return _Part("legacy_connection", f"0-10 connection {conn.name}",
-                 {"connection": conn.name, "peer": peer},
-                 "connection closed, reconnecting", recover,
-                 back=lambda: conn.stopping or conn.open)
+def _find_part(tb: TracebackType | None, event: Any) -> Part | None:
+    """The outermost part of the bridge in the traceback that takes the blame: a
+    handler proton dispatched to (for a timer task, the owner of the timer's
+    function), else a method's ``self``."""
+    while tb is not None:
+        frame = tb.tb_frame
+        code = frame.f_code
+        if code is _DISPATCH or code is _DISPATCH_ONE:
+            handler = frame.f_locals.get("handler")
+            fn = getattr(handler, "fn", None)  # a timer task's handler
+            candidates = [(handler, ""), (getattr(fn, "__self__", None),
+                                          getattr(fn, "__name__", ""))]
+        else:
+            candidates = [(frame.f_locals.get("self"), code.co_name)]
+        for obj, method in candidates:
+            part = _part_of(obj, method, event)
+            if part is not None:
+                return part
+        tb = tb.tb_next
+    return None
 
 
-def _facade_client(facade: Any, sock: Any) -> _Part:
-    def recover(reason: str) -> None:
-        sock.abort(reason)  # the façade's ConnectionClosed/SessionDetached cleanup runs
-        if not sock.closed:
-            sock.close_transport()
-
-    return _Part("facade_client", f"façade {facade.name} client {sock.peer}",
-                 {"listener": facade.name, "peer": sock.peer},
-                 "client connection closed", recover)
+def _part_of(obj: Any, method: str, event: Any) -> Part | None:
+    describe = getattr(type(obj), "fault_part", None) if obj is not None else None
+    return describe(obj, method, event) if callable(describe) else None
 
 
-def _amqp10_link(link: Amqp10Link) -> _Part:
-    def recover(reason: str) -> Callable[[], bool] | None:
-        if not link.recover_from_fault(reason):  # the route's re-attach path, with its backoff
-            return None
-        return lambda: link.up or link.closing
-
-    return _Part("amqp10_link", f"1.0 link {link.name}",
-                 {"route": link.route, "link": link.name, "connection": link.connection_name,
-                  "address": link.address},
-                 "link lost, re-attaching", recover, back=lambda: link.up or link.closing)
-
-
-def _route(route: LegacyRoute) -> _Part:
-    def recover(reason: str) -> Callable[[], bool]:
-        # the broker requeues what the session holds unsettled at once; the connection
-        # starts a fresh session after its re-attach pause
-        return route.restart_session()
-
-    return _Part("route", f"route {route.name}",
-                 {"route": route.name, "connection": route.connection_name},
-                 "0-10 session restarted", recover,
-                 back=lambda: route.paused or route.ready)
+def _describe(domain: Any, tb: TracebackType | None, event: Any, entry: str) -> Part:
+    """The part ``domain`` (given by the caller, else found in the traceback) stands
+    for; failing both, the 1.0 connection of the event, else the loop itself."""
+    part = _part_of(domain, "", event) if domain is not None else _find_part(tb, event)
+    if part is None and event is not None and getattr(event, "transport", None) is not None:
+        connection = getattr(event, "connection", None)
+        part = _part_of(getattr(connection, "handler", None), "", event)
+    if part is None:
+        kind = "io" if entry == "io" else "bridge" if domain is None else "handler"
+        label = "the event loop" if domain is None else type(domain).__name__
+        part = Part(kind, label, {}, "logged")
+    return part
 
 
-def _amqp10_connection(handler: Any, event: Any) -> _Part:
-    def recover(reason: str) -> Callable[[], bool] | None:
-        attempts = handler.attempts
-        transport = getattr(event, "transport", None) if event is not None else None
-        if transport is None:
-            return None
-        transport.close_tail()  # proton reconnects
-        transport.close_head()
-        return lambda: handler.up and handler.attempts > attempts
-
-    return _Part("amqp10_connection", f"1.0 connection {handler.name}",
-                 {"connection": handler.name, "peer": handler.peer},
-                 "transport dropped, reconnecting", recover, back=lambda: handler.up)
-
-
-__all__ = ["KINDS", "ContainedContainer", "Faults", "contain", "faults_of"]
+__all__ = ["KINDS", "ContainedContainer", "FaultDomain", "Faults", "Part", "contain", "faults_of"]
