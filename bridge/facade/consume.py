@@ -9,7 +9,8 @@ accept / reject / release settle the 1.0 delivery as accepted / rejected / relea
 (modified with delivery-failed when set-redelivered and the source supports it:
 :mod:`bridge.outcomes`); what the subscriber leaves unsettled when it goes away is
 given back to the 1.0 broker.  A 1.0 message no subscriber can get (unmappable) is
-dead-lettered or rejected: one section of :class:`FacadeConsume` (``-- dead-lettering``).
+dead-lettered (the routes' :class:`~bridge.routes.deadletter.DeadLetters`) or
+rejected: one section of :class:`FacadeConsume` (``-- dead-lettering``).
 """
 
 from __future__ import annotations
@@ -31,15 +32,16 @@ from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 
 from ..amqp10.link import Amqp10Link
-from ..amqp10.outcomes import give_back, reject
+from ..amqp10.outcomes import accept, give_back, reject
 from ..config import Route
 from ..routes.amqp10_endpoint import redelivered_1_0
-from ..routes.refusals import MAPPING_ERROR, dead_letter_copy, log_refused
+from ..routes.deadletter import DeadLetters
+from ..routes.refusals import MAPPING_ERROR, log_refused, report_poison
 from ..routes.stats import RouteStats
 from ..routes.translate import Translator
 from ..runtime import Amqp010Socket, Timer
 from ..runtime.containment import Part
-from .state import LATER, FacadeHost, Later, SessionState, forget_link, waiting_for
+from .state import LATER, FacadeHost, Later, SessionState, waiting_for
 
 if TYPE_CHECKING:
     from ..taps import RouteTap
@@ -387,7 +389,7 @@ class Subscription:
         if not self.closed and not self.unsettled:
             self.closed = True
             self.release_held()
-            forget_link(self.link)  # detaches and ends the link's session
+            self.link.forget()  # detaches and ends the link's session
             self.route.subscriptions.discard(self)
             self.st.cancelled.discard(self)
 
@@ -398,12 +400,11 @@ class Subscription:
 
 @dataclass(eq=False, slots=True)
 class _DeadLetter:
-    """An unmappable 1.0 message on its way to the dead-letter address."""
+    """An unmappable 1.0 message whose copy is on its way to the dead-letter address."""
 
     sub: Subscription
     original: Delivery | None
     """None once void: the link it came on was lost."""
-    copy: bytes
 
 
 class FacadeConsume:
@@ -435,12 +436,10 @@ class FacadeConsume:
         self.paused = False
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
-        self.dlq_waiting: deque[_DeadLetter] = deque()
-        self.dlq_in_flight: dict[Delivery, _DeadLetter] = {}
-        self.dlq: Amqp10Link | None = None
+        self.dead_letters: DeadLetters[_DeadLetter] | None = None
         if dead_letter is not None:
-            self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
-                                  owner=self, name=f"{route.name}.dead-letter", route=route.name)
+            self.dead_letters = DeadLetters(container, dead_letter[0], dead_letter[1],
+                                            route=route, owner=self)
 
     @property
     def exclusive(self) -> bool:
@@ -448,15 +447,13 @@ class FacadeConsume:
 
     @property
     def busy(self) -> int:
-        return sum(s.busy for s in self.subscriptions) + len(self.dlq_in_flight) \
-            + len(self.dlq_waiting)
+        return sum(s.busy for s in self.subscriptions) + self._dead_letters_pending
 
     @property
     def pending(self) -> int:
         """Messages a subscriber (or the dead-letter address) has and has not settled yet;
         held ones go back to the 1.0 broker with their link."""
-        return sum(len(s.unsettled) for s in self.subscriptions) + len(self.dlq_in_flight) \
-            + len(self.dlq_waiting)
+        return sum(len(s.unsettled) for s in self.subscriptions) + self._dead_letters_pending
 
     def pause(self) -> None:
         """Graceful stop: no more credit, no more transfers; outcomes still settle."""
@@ -506,72 +503,64 @@ class FacadeConsume:
         stats.in_flight_bytes = self.bytes_in_flight
         stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
 
-    # -- dead-lettering ------------------------------------------------------------------------
-    # The one place to swap for a shared dead-letter component (with the dead-letter
-    # link's handlers below; busy and pending count its queue and in-flight map).
+    # -- dead-lettering (DeadLetterOwner) -----------------------------------------------------
+
+    @property
+    def _dead_letters_pending(self) -> int:
+        """Copies on their way to the dead-letter address (waiting or in flight)."""
+        return len(self.dead_letters) if self.dead_letters is not None else 0
 
     def unmappable(self, sub: Subscription, delivery: Delivery, data: bytes,
                    exc: MappingError) -> None:
         """A 1.0 message no 0-10 subscriber can get: dead-letter it, or reject it."""
         reason = f"cannot translate: {exc}"
-        log_refused(self.name, reason, dead_lettered=self.dlq is not None)
-        if self.dlq is None:
+        dead_letters = self.dead_letters
+        log_refused(self.name, reason, dead_lettered=dead_letters is not None)
+        if dead_letters is None:
             reject(delivery, str(MAPPING_ERROR), reason)
             self.stats.rejected += 1
             return
-        try:
-            copy = dead_letter_copy(AmqpMessage.decode(data), self.name, reason)
-        except MappingError:
-            copy = data  # not even decodable: forward the bytes as they came
-        self.dlq_waiting.append(_DeadLetter(sub, delivery, copy))
-        self._send_dead_letters()
+        dead_letters.put(_DeadLetter(sub, delivery), data, reason)
 
     def forget_dead_letters(self, sub: Subscription) -> None:
         """``sub``'s link is lost: its messages on their way to the dead-letter address
         are void (the source redelivers them)."""
-        for entry in [*self.dlq_waiting, *self.dlq_in_flight.values()]:
-            if entry.sub is sub:
-                entry.original = None
+        if self.dead_letters is not None:
+            for entry in self.dead_letters.items():
+                if entry.sub is sub:
+                    entry.original = None
 
-    def _send_dead_letters(self) -> None:
-        dlq = self.dlq
-        while self.dlq_waiting and dlq is not None and dlq.up and dlq.credit > 0:
-            entry = self.dlq_waiting.popleft()
-            self.dlq_in_flight[dlq.send(entry.copy)] = entry
+    def dead_lettered(self, entry: _DeadLetter) -> None:
+        if entry.original is None:
+            return
+        accept(entry.original)
+        self.stats.dead_lettered += 1
+        self.grant()
 
-    # -- dead-letter link (Amqp10Link owner) -------------------------------------------------
+    def dead_letter_refused(self, entry: _DeadLetter, delivery: Delivery) -> None:
+        if entry.original is None:
+            return
+        give_back(entry.original, failed=False)
+        self.stats.released += 1
+        self.grant()
 
-    def on_link_up(self, link: Amqp10Link) -> None:
-        self._send_dead_letters()
-
-    def on_link_down(self, link: Amqp10Link) -> None:
+    def dead_letters_void(self, items: list[_DeadLetter], culprit: _DeadLetter | None,
+                          link: Amqp10Link) -> bool:
         # copies in flight may or may not have arrived: have the originals redelivered
-        for entry in self.dlq_in_flight.values():
+        for entry in items:
             if entry.original is not None:
                 give_back(entry.original, failed=False)
                 self.stats.released += 1
-        self.dlq_in_flight.clear()
-
-    def on_credit(self, link: Amqp10Link) -> None:
-        self._send_dead_letters()
-
-    def on_delivery(self, link: Amqp10Link, dlq_delivery: Delivery) -> None:
-        if not dlq_delivery.remote_state:
-            return
-        entry = self.dlq_in_flight.pop(dlq_delivery, None)
-        state = dlq_delivery.remote_state
-        dlq_delivery.settle()
-        original = entry.original if entry is not None else None
-        if original is None:
-            return
-        if state == Delivery.ACCEPTED:
-            original.update(Delivery.ACCEPTED)
-            original.settle()
-            self.stats.dead_lettered += 1
-        else:
-            give_back(original, failed=False)
-            self.stats.released += 1
-        self.grant()
+        if culprit is not None and culprit.original is not None:
+            # the address ended its link over this copy too often: refuse the original
+            reason = report_poison(self.route, self.stats, link)
+            condition = str(link.refusal.name) if link.refusal is not None \
+                else "amqp:internal-error"
+            reason = f"{reason} (as a dead-letter copy)"
+            log_refused(self.name, reason, dead_lettered=False)
+            reject(culprit.original, condition, reason)
+            self.stats.rejected += 1
+        return False
 
     def fault_part(self, method: str, event: Any) -> Part:
         """A fault in the route's own work is logged."""

@@ -9,8 +9,10 @@ condition mapped to a 0-10 error code).  Publishers are throttled as qpidd throt
 them: completion is withheld, and past the route's ``max_in_flight`` the listener
 stops reading from their sockets.  What was in flight on a lost link is sent again
 when a link is back (at-least-once), unless the target ended the link over it once
-too often (:mod:`bridge.poison`).  The dead-letter handling is one section of the
-class (``-- dead-lettering``).
+too often (:mod:`bridge.poison`).  The route's sender is an
+:class:`~bridge.routes.amqp10_endpoint.Amqp10Target`; the dead-letter address is the
+routes' :class:`~bridge.routes.deadletter.DeadLetters`, within the same in-flight bound
+(one section of the class: ``-- refusals and dead-lettering``).
 """
 
 from __future__ import annotations
@@ -32,16 +34,10 @@ from mappings.message import AmqpMessage
 
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import condition_name, condition_text
-from ..amqp10.poison import PoisonGuard
 from ..config import Route
-from ..routes.refusals import (
-    MAPPING_ERROR,
-    dead_letter_copy,
-    log_refused,
-    plain_copy,
-    report_poison,
-    too_large,
-)
+from ..routes.amqp10_endpoint import Amqp10Target
+from ..routes.deadletter import DeadLetters
+from ..routes.refusals import MAPPING_ERROR, log_refused, plain_copy, report_poison, too_large
 from ..routes.stats import RouteStats
 from ..routes.translate import Translator
 from ..runtime.containment import Part
@@ -81,7 +77,7 @@ class _Publish:
     command_id: int
     command: Command
     data: bytes
-    """The encoded 1.0 message (its dead-letter copy once it is being dead-lettered)."""
+    """The encoded 1.0 message."""
     size: int
     releases: int = 0
     t0: float = 0.0
@@ -104,21 +100,21 @@ class FacadePublish:
         self.limit_messages = route.max_in_flight.messages
         self.limit_bytes = route.max_in_flight.bytes
         self.waiting: deque[_Publish] = deque()
-        self.in_flight: dict[Delivery, _Publish] = {}
-        self.dlq_waiting: deque[_Publish] = deque()
-        self.dlq_in_flight: dict[Delivery, _Publish] = {}
         self.bytes = 0
         self.throttled = False
-        self.poison = PoisonGuard(route.poison_attempts)
-        self.dlq_poison = PoisonGuard(route.poison_attempts)
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
-        self.sender = Amqp10Link(container, amqp10, route.target.address, sender=True,
-                                 owner=self, name=f"{route.name}.target", route=route.name)
-        self.dlq: Amqp10Link | None = None
+        self.target: Amqp10Target[_Publish] = Amqp10Target(
+            container, amqp10, route.target.address, owner=self, name=f"{route.name}.target",
+            route=route.name, poison_attempts=route.poison_attempts)
+        self.sender = self.target.link
+        """The 1.0 sender link."""
+        self.dead_letters: DeadLetters[_Publish] | None = None
         if dead_letter is not None:
-            self.dlq = Amqp10Link(container, dead_letter[0], dead_letter[1], sender=True,
-                                  owner=self, name=f"{route.name}.dead-letter", route=route.name)
+            # the copies share the route's in-flight bound with the sender's messages
+            self.dead_letters = DeadLetters(
+                container, dead_letter[0], dead_letter[1], route=route, owner=self,
+                window=lambda: self.limit_messages - len(self.target.in_flight))
 
     @classmethod
     def into_queue(cls, consume: FacadeConsume) -> FacadePublish:
@@ -138,8 +134,7 @@ class FacadePublish:
     @property
     def pending(self) -> int:
         """Publishes taken from clients and not yet completed or refused."""
-        return (len(self.waiting) + len(self.in_flight) + len(self.dlq_waiting)
-                + len(self.dlq_in_flight))
+        return len(self.waiting) + len(self.target.in_flight) + self._dead_letters_pending
 
     def pause(self) -> None:
         """Graceful stop: take no new publishes (those taken still complete)."""
@@ -171,10 +166,12 @@ class FacadePublish:
         except MappingError as exc:
             self.stats.mapping_errors += 1
             reason = f"cannot translate: {exc}"
-            plain = plain_copy(ev, self.route) if self.dlq is not None or tap is not None else None
+            dead_letters = self.dead_letters
+            plain = plain_copy(ev, self.route) if dead_letters is not None or tap is not None \
+                else None
             if tap is not None and plain is not None:
                 tap.received_message(plain)
-            if self.dlq is None or plain is None:
+            if dead_letters is None or plain is None:
                 self.stats.rejected += 1
                 self._fail(entry, ErrorCode.INVALID_ARGUMENT, reason)
             else:
@@ -196,77 +193,61 @@ class FacadePublish:
     def forget(self, st: SessionState) -> None:
         """``st`` ended: its publishes not sent yet are dropped (never completed, so the
         client knows they were not taken)."""
-        for queue in (self.waiting, self.dlq_waiting):
-            gone = [e for e in queue if e.st is st]
-            if gone:
-                self.bytes -= sum(e.size for e in gone)
-                kept = [e for e in queue if e.st is not st]
-                queue.clear()
-                queue.extend(kept)
+        gone = [e for e in self.waiting if e.st is st]
+        if gone:
+            kept = [e for e in self.waiting if e.st is not st]
+            self.waiting.clear()
+            self.waiting.extend(kept)
+        if self.dead_letters is not None:
+            gone += self.dead_letters.discard(lambda e: e.st is st)
+        self.bytes -= sum(e.size for e in gone)
         self._recount()
 
-    # -- 1.0 side (Amqp10Link owner) ------------------------------------------------------
+    # -- the 1.0 target (TargetOwner) -------------------------------------------------------
 
-    def on_link_up(self, link: Amqp10Link) -> None:
+    def on_target_ready(self) -> None:
         self._send()
 
-    def on_link_down(self, link: Amqp10Link) -> None:
+    def on_void(self, items: list[_Publish], culprit: _Publish | None,
+                link: Amqp10Link) -> None:
         # the outcomes of what was in flight on the lost link will never come: send it
         # again, in order, when a link is back (the target may get it twice: at-least-once),
         # unless the peer ended the link over it once too often (bridge.poison)
-        to_send, in_flight, guard = (
-            (self.waiting, self.in_flight, self.poison) if link is self.sender
-            else (self.dlq_waiting, self.dlq_in_flight, self.dlq_poison))
-        culprit = None
-        if link.refusal is not None and in_flight:
-            link.explained = True
-            culprit = guard.refused(in_flight.values())
-        to_send.extendleft(reversed([e for e in in_flight.values() if e is not culprit]))
-        in_flight.clear()
-        if link is self.sender:
-            self.stats.credit = 0
+        self.waiting.extendleft(reversed(items))
+        self.stats.credit = 0
         if culprit is not None:
             self._poisoned(culprit, link)
             self._recount()
 
-    def on_credit(self, link: Amqp10Link) -> None:
-        self._send()
-
-    def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
-        if not delivery.remote_state:
-            return
-        if link is self.sender:
-            self._on_outcome(delivery)
-        else:
-            self._on_dead_letter_outcome(delivery)
+    def on_outcome(self, entry: _Publish, delivery: Delivery) -> None:
+        self._on_outcome(entry, delivery)
         self._send()
         self._recount()
 
     def _send(self) -> None:
         """Send what waits, in order, within the 1.0 credit and ``max_in_flight`` (which so
-        bounds what a crash can duplicate; what waits is bounded by the throttling)."""
-        for link, queue, in_flight, guard in (
-                (self.sender, self.waiting, self.in_flight, self.poison),
-                (self.dlq, self.dlq_waiting, self.dlq_in_flight, self.dlq_poison)):
-            window = guard.window(self.limit_messages)  # 1 while probing for poison
-            while queue and link is not None and link.up and link.credit > 0 \
-                    and len(self.in_flight) + len(self.dlq_in_flight) < self.limit_messages \
-                    and len(in_flight) < window:
-                entry = queue.popleft()
-                in_flight[link.send(entry.data)] = entry
-        self.stats.credit = self.sender.credit
+        bounds what a crash can duplicate; what waits is bounded by the throttling): the
+        sender's messages first, then the dead-letter copies."""
+        self._send_messages()
+        if self.dead_letters is not None:
+            self.dead_letters.flush()
 
-    def _on_outcome(self, delivery: Delivery) -> None:
-        entry = self.in_flight.pop(delivery, None)
+    def _send_messages(self) -> None:
+        target = self.target
+        window = target.window(self.limit_messages)  # 1 while probing for poison
+        in_flight = target.in_flight
+        others = self._dead_letters_in_flight
+        while self.waiting and target.up and target.credit > 0 \
+                and len(in_flight) + others < self.limit_messages and len(in_flight) < window:
+            entry = self.waiting.popleft()
+            target.send(entry, entry.data)
+        self.stats.credit = target.credit
+
+    def _on_outcome(self, entry: _Publish, delivery: Delivery) -> None:
         state = delivery.remote_state
-        delivery.settle()
-        if entry is None:
-            return
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
             self.stats.latency.observe(time.monotonic() - entry.t0)
-            if self.poison.probe:
-                self.poison.accepted(entry)
             if self.tap is not None:
                 self.tap.delivered(entry.data)
             self._complete(entry)
@@ -288,17 +269,22 @@ class FacadePublish:
         else:
             self.bytes -= entry.size
 
-    # -- refusals and dead-lettering ---------------------------------------------------------
-    # The one place to swap for a shared dead-letter component: the queue and in-flight
-    # map of the dead-letter link (dlq_waiting, dlq_in_flight, dlq_poison) are also
-    # served by _send, on_link_down and on_delivery, with the sender's.
+    # -- refusals and dead-lettering (DeadLetterOwner) -----------------------------------------
+
+    @property
+    def _dead_letters_pending(self) -> int:
+        return len(self.dead_letters) if self.dead_letters is not None else 0
+
+    @property
+    def _dead_letters_in_flight(self) -> int:
+        return self.dead_letters.in_flight if self.dead_letters is not None else 0
 
     def _poisoned(self, entry: _Publish, link: Amqp10Link) -> None:
         """The target ended ``link`` too often while ``entry`` was alone in flight on it:
         dead-letter it, or refuse it to its publisher (execution.exception)."""
         reason = report_poison(self.route, self.stats, link, peer=entry.st.client.sock.peer)
         condition = str(link.refusal.name) if link.refusal is not None else None
-        if link is self.sender:
+        if link is self.target.link:
             self._refused(entry, condition, reason)
         else:  # the dead-letter address refuses the copy too
             self.stats.rejected += 1
@@ -306,33 +292,42 @@ class FacadePublish:
                        f"{reason} (as a dead-letter copy)")
 
     def _refused(self, entry: _Publish, condition: str | None, reason: str) -> None:
-        if self.dlq is not None and entry.st.live:
+        if self.dead_letters is not None and entry.st.live:
             self._dead_letter(entry, AmqpMessage.decode(entry.data), reason)
             return
         self.stats.rejected += 1
         self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR), reason)
 
     def _dead_letter(self, entry: _Publish, message: AmqpMessage, reason: str) -> None:
+        dead_letters = self.dead_letters
+        assert dead_letters is not None
         log_refused(self.name, reason, dead_lettered=True)
-        entry.data = dead_letter_copy(message, self.name, reason)
-        self.dlq_waiting.append(entry)
-        self._send()
+        self._send_messages()  # what waits for the sender keeps its turn in the bound
+        dead_letters.put(entry, message, reason)
 
-    def _on_dead_letter_outcome(self, delivery: Delivery) -> None:
-        entry = self.dlq_in_flight.pop(delivery, None)
-        state = delivery.remote_state
-        delivery.settle()
-        if entry is None:
-            return
-        if state == Delivery.ACCEPTED:
-            self.dlq_poison.accepted(entry)
-            self.stats.dead_lettered += 1
-            self._complete(entry)
-        else:
-            self.stats.rejected += 1
-            text = condition_text(delivery.remote.condition)
-            self._fail(entry, ErrorCode.INTERNAL_ERROR,
-                       f"the dead-letter address refused the message: {text}")
+    def dead_lettered(self, entry: _Publish) -> None:
+        self.stats.dead_lettered += 1
+        self._complete(entry)
+        self._send()
+        self._recount()
+
+    def dead_letter_refused(self, entry: _Publish, delivery: Delivery) -> None:
+        self.stats.rejected += 1
+        text = condition_text(delivery.remote.condition)
+        self._fail(entry, ErrorCode.INTERNAL_ERROR,
+                   f"the dead-letter address refused the message: {text}")
+        self._send()
+        self._recount()
+
+    def dead_letters_void(self, items: list[_Publish], culprit: _Publish | None,
+                          link: Amqp10Link) -> bool:
+        # the copies in flight are sent again, in order, when the link is back (right
+        # after this returns: counted as pending meanwhile), unless the address ended
+        # the link over one of them once too often
+        if culprit is not None:
+            self._poisoned(culprit, link)
+            self._recount(also_pending=len(items))
+        return True
 
     # -- answering the publisher -----------------------------------------------------------
 
@@ -356,10 +351,11 @@ class FacadePublish:
         """The tap's writer caught up: read the publishers again (unless otherwise throttled)."""
         self._recount()
 
-    def _recount(self) -> None:
+    def _recount(self, also_pending: int = 0) -> None:
         """Update the statistics; throttle the publishers past the in-flight bound (or while
-        the tap's writer is behind), and let them go again below three quarters of it."""
-        pending, stats = self.pending, self.stats
+        the tap's writer is behind), and let them go again below three quarters of it
+        (``also_pending``: publishes momentarily in none of the route's queues)."""
+        pending, stats = self.pending + also_pending, self.stats
         stats.in_flight = pending
         stats.in_flight_bytes = self.bytes
         stats.peak_in_flight = max(stats.peak_in_flight, pending)

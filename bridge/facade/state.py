@@ -6,8 +6,8 @@ connection and a :class:`SessionState` per attached session; the command model
 them.  A command handler that completes its command later (once a 1.0 link is
 attached, a flush's grace is over) returns :data:`LATER`; one the façade answers with
 an execution.exception raises :class:`Refused`.  :class:`FacadeHost` is what the
-routes see of their listener; :func:`waiting_for` and :func:`forget_link` are the
-routes' shared 1.0-link helpers.
+routes see of their listener; :func:`waiting_for` is the routes' shared 1.0-link
+helper.
 """
 
 from __future__ import annotations
@@ -132,13 +132,5 @@ def waiting_for(facade: FacadeHost, links: list[Amqp10Link]) -> list[str]:
     return out
 
 
-def forget_link(link: Amqp10Link) -> None:
-    """Close a link for good and stop its connection from telling it about reconnects."""
-    link.close()
-    watchers = getattr(link.connection.handler, "watchers", None)
-    if watchers is not None and link in watchers:
-        watchers.remove(link)
-
-
 __all__ = ["LATER", "Client", "FacadeHost", "Later", "Refused", "SessionState", "TemporaryQueue",
-           "forget_link", "waiting_for"]
+           "waiting_for"]

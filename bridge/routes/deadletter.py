@@ -131,7 +131,7 @@ class DeadLetters(Generic[T]):
         target = self.target
         waiting = self.waiting
         limit = self.room() if self.room is not None else self.limit
-        window = target.window(limit)
+        window = min(limit, target.window(limit))  # 1 while probing, within the window
         while waiting and target.link.up and target.link.credit > 0 \
                 and len(target.in_flight) < window:
             entry = waiting.popleft()
