@@ -1,15 +1,15 @@
 """The façade's listener: accepting legacy 0-10 applications, their logins and events.
 
 A :class:`Facade` is one configured listener.  Its sockets are the runtime's
-(:class:`~bridge.hosting.Amqp010Listener` accepts, within the listener's limits, and
-hosts each client as an :class:`~bridge.hosting.Amqp010Socket` whose reading the
+(:class:`~bridge.runtime.Amqp010Listener` accepts, within the listener's limits, and
+hosts each client as an :class:`~bridge.runtime.Amqp010Socket` whose reading the
 façade pauses while the client publishes to a throttled route).  PLAIN logins are
 checked on worker threads (:mod:`bridge.logins`); each client's engine events are
 dispatched here: publishes to the publish routes, model commands to the command
 model (:class:`~bridge.facade.commands.ServerCommands`), credit and completions to
 the subscriptions.  Output the routes queue on a client's session is written once
 per burst of loop events (:meth:`Facade.flush_later`, the runtime's
-:class:`~bridge.hosting.EndOfBurst`).  A graceful stop accepts nothing new and
+:class:`~bridge.runtime.EndOfBurst`).  A graceful stop accepts nothing new and
 closes the clients once the routes drained (:meth:`Facade.close_when_drained`).
 """
 
@@ -270,7 +270,7 @@ class Facade:
 
     def flush_later(self, sock: Amqp010Socket) -> None:
         """Write what ``sock``'s engine produced, once the current burst of events is done
-        (:class:`~bridge.hosting.EndOfBurst`: one write per client per burst)."""
+        (:class:`~bridge.runtime.EndOfBurst`: one write per client per burst)."""
         self.bursts.flush_soon(sock.flush)
 
     def update_reading(self) -> None:

@@ -9,7 +9,7 @@ condition mapped to a 0-10 error code).  Publishers are throttled as qpidd throt
 them: completion is withheld, and past the route's ``max_in_flight`` the listener
 stops reading from their sockets.  What was in flight on a lost link is sent again
 when a link is back (at-least-once), unless the target ended the link over it once
-too often (:mod:`bridge.poison`).  The route's sender is an
+too often (:mod:`bridge.amqp10.poison`).  The route's sender is an
 :class:`~bridge.routes.amqp10_endpoint.Amqp10Target`; the dead-letter address is the
 routes' :class:`~bridge.routes.deadletter.DeadLetters`, within the same in-flight bound
 (one section of the class: ``-- refusals and dead-lettering``).
@@ -212,7 +212,7 @@ class FacadePublish:
                 link: Amqp10Link) -> None:
         # the outcomes of what was in flight on the lost link will never come: send it
         # again, in order, when a link is back (the target may get it twice: at-least-once),
-        # unless the peer ended the link over it once too often (bridge.poison)
+        # unless the peer ended the link over it once too often (bridge.amqp10.poison)
         self.waiting.extendleft(reversed(items))
         self.stats.credit = 0
         if culprit is not None:
