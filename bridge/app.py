@@ -2,7 +2,7 @@
 
 :class:`Bridge` is the container's handler.  At start it opens the AMQP 1.0
 connections (proton, with its reconnect/failover), the AMQP 0-10 client
-connections (our engine, hosted as selectables, see :mod:`bridge.hosting`) and
+connections (our engine, hosted as selectables, see :mod:`bridge.runtime`) and
 builds a route runtime per configured route (:mod:`bridge.routes`; each a
 :class:`~bridge.routes.RouteRuntime`).  Everything runs on the container's single thread.
 
