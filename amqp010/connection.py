@@ -533,22 +533,15 @@ class Connection:
             return
         if self.state is ConnectionState.CLOSING:
             return  # sent before the peer saw our close: nobody is listening any more
-        if isinstance(op, Control):
-            if self.state is not ConnectionState.OPEN:
-                self._fatal(CloseCode.FRAMING_ERROR, f"{op.NAME} before the connection is open")
-                return
-            if asm.channel >= self.channel_max:
-                self._fatal(CloseCode.FRAMING_ERROR, f"channel {asm.channel} is past the "
-                                                     f"negotiated channel-max {self.channel_max}")
-                return
-            self._on_session_control(asm.channel, op)
-            return
         if self.state is not ConnectionState.OPEN:
             self._fatal(CloseCode.FRAMING_ERROR, f"{op.NAME} before the connection is open")
             return
         if asm.channel >= self.channel_max:
             self._fatal(CloseCode.FRAMING_ERROR, f"channel {asm.channel} is past the "
                                                  f"negotiated channel-max {self.channel_max}")
+            return
+        if isinstance(op, Control):
+            self._on_session_control(asm.channel, op)
             return
         session = self.sessions.get(asm.channel)
         if session is None or session.state is not SessionState.ATTACHED:
