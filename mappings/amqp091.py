@@ -534,7 +534,9 @@ def from_amqp10(
         headers[H_MESSAGE_ANNOTATIONS] = _encoded_body(_KIND_VALUE, rest)
     if headers:
         if empty_table:
-            rest_marker: dict[Any, Any] = {A_HEADERS: {}}  # beside other headers the marker is 1.0 data
+            rest_marker: dict[Any, Any] = {
+                A_HEADERS: {}
+            }  # beside other headers the marker is 1.0 data
             headers[H_MESSAGE_ANNOTATIONS] = _encoded_body(_KIND_VALUE, {**rest, **rest_marker})
         p.headers = headers
     elif empty_table:

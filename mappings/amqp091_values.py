@@ -258,6 +258,8 @@ def property_from_amqp10(value: Any) -> tuple[Any, str | None]:
         return str(value), "uuid"
     if kind is ulong:
         return str(int(value)), "ulong"
+    if kind is decimal128:
+        return bytes(value), "decimal128"
     if kind in _DECIMAL_SIZES:
         return int(value).to_bytes(_DECIMAL_SIZES[kind], "big"), kind.__name__
     raise MappingError(
@@ -293,5 +295,7 @@ def apply_property_type(name: str, value: Any) -> Any:
     elif kind is bytes:
         for decimal_type, size in _DECIMAL_SIZES.items():
             if name == decimal_type.__name__ and len(value) == size:
+                if decimal_type is decimal128:
+                    return decimal128(value)
                 return decimal_type(int.from_bytes(value, "big"))
     raise Unrepresentable(f"{kind.__name__} {value!r:.40} is not a recorded {name}")
