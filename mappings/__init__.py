@@ -5,9 +5,12 @@
   (:mod:`~mappings.fast_codec`) with proton's codec (:mod:`~mappings.proton_codec`)
   as the reference and the fallback for rarer types;
 - :mod:`~mappings.amqp010` (with :mod:`~mappings.amqp010_values`): AMQP 0-10 ⇄ 1.0;
+- :mod:`~mappings.amqp091` (with :mod:`~mappings.amqp091_values`): AMQP 0-9-1 ⇄ 1.0, on
+  pamqp's property and method types (not yet wired into the bridge: issue 14);
 - :mod:`~mappings.cloudevents`: CloudEvents over AMQP 1.0, both modes, and templates.
 
-The package imports only itself and the AMQP 0-10 codec modules (``amqp010``'s
-values, structs and frames), never the engine, the bridge or the pipeline
+Of our code the package imports only itself and the AMQP 0-10 codec modules
+(``amqp010``'s values, structs and frames; of other libraries proton's types and
+pamqp's), never the engine, the bridge or the pipeline
 (``tests/test_layering.py``).
 """
