@@ -289,7 +289,8 @@ class Connection:
         if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
             return
         self.close_code, self.close_text = code, text
-        self._send(0, C.Connection.Close(reply_code=code, reply_text=_short(text)))
+        self._send(0, C.Connection.Close(reply_code=code, reply_text=_short(text),
+                                         class_id=0, method_id=0))
         self.state = ConnectionState.CLOSING
 
     def abort(self, code: int = ReplyCode.CONNECTION_FORCED, text: str = "") -> None:
@@ -328,7 +329,7 @@ class Connection:
         if t not in SENT_BY[self.role]:
             raise ProtocolError(f"a {self.role.value} does not send {method.name}")
         if t in (C.Channel.Open, C.Channel.Close, C.Channel.CloseOk) or t in CONTENT_METHODS \
-                or (t.frame_id == CONNECTION_CLASS and t is not C.Connection.UpdateSecret):
+                or (t.index >> 16 == CONNECTION_CLASS and t is not C.Connection.UpdateSecret):
             raise ProtocolError(f"{method.name} is sent by the engine: use its own call")
         if t is C.Connection.UpdateSecret:
             if channel != 0:
@@ -512,7 +513,7 @@ class Connection:
         if t not in SENT_BY[self.peer_role]:
             raise FrameError(ReplyCode.COMMAND_INVALID,
                              f"a {self.peer_role.value} does not send {method.name}")
-        if t.frame_id == CONNECTION_CLASS:
+        if t.index >> 16 == CONNECTION_CLASS:
             if channel != 0:
                 raise FrameError(ReplyCode.COMMAND_INVALID,
                                  f"{method.name} on channel {channel} (connection methods "
