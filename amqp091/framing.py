@@ -88,10 +88,10 @@ class FrameReader:
                         if buf[pos:pos + 4] != constants.AMQP[:len(buf) - pos][:4]:
                             raise FrameError(ReplyCode.FRAME_ERROR, "not an AMQP protocol header")
                         return
-                    ph = self._decode(bytes(buf[pos:pos + 8]))
+                    _, _, protocol_header = self._decode(bytes(buf[pos:pos + 8]))
                     pos += 8
                     self._expect_header = False
-                    yield 0, ph[1]
+                    yield 0, protocol_header
                     continue
                 if len(buf) - pos < constants.FRAME_HEADER_SIZE:
                     return
