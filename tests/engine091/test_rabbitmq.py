@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import uuid
+from collections.abc import Callable
 
 import pika
 from pamqp import commands as C
@@ -25,7 +26,7 @@ FRAME_MAX = 8192
 COUNT = 1000
 
 
-def reply(kind: type) -> object:
+def reply(kind: type) -> Callable[[Event], bool]:
     return lambda e: isinstance(e, MethodReceived) and isinstance(e.method, kind)
 
 
