@@ -43,7 +43,6 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -52,8 +51,8 @@ from pamqp import commands as C
 from pamqp import header as pheader
 from pamqp import heartbeat as pheartbeat
 from pamqp.base import Frame
-from pamqp.common import Arguments, FieldTable
 
+from .calls import ChannelCalls
 from .channel import Channel, ChannelError, ChannelState
 from .events import (
     ChannelClosed,
@@ -77,6 +76,7 @@ from .framing import (
     encode_content,
     encode_method,
 )
+from .handshake import CLIENT_CAPABILITIES, ConnectionConfig, start_ok, tune_ok
 from .methods import (
     CONNECTION_CLASS,
     CONTENT_METHODS,
@@ -87,20 +87,9 @@ from .methods import (
     class_method,
     expects_reply,
 )
-from .sasl import AuthenticationError, ClientCredentials
+from .sasl import AuthenticationError
 
 log = logging.getLogger(__name__)
-
-CLIENT_CAPABILITIES: dict[str, Any] = {
-    "publisher_confirms": True,
-    "consumer_cancel_notify": True,
-    "basic.nack": True,
-    "connection.blocked": True,
-    "exchange_exchange_bindings": True,
-    "authentication_failure_close": True,
-    "per_consumer_qos": True,
-}
-"""What a client tells the broker it understands (client-properties ``capabilities``)."""
 
 CHANNEL_LIMIT = 0xFFFF
 """The highest channel number the wire allows (channel-max 0 means this)."""
@@ -125,35 +114,13 @@ class ProtocolError(Exception):
     """An API call that the connection's (or channel's) state does not allow."""
 
 
-@dataclass(slots=True)
-class ConnectionConfig:
-    """Settings of one connection."""
-
-    properties: dict[str, Any] = field(default_factory=lambda: {
-        "product": "amqp-bridge", "platform": "Python"})
-    """client-properties (``capabilities`` is added from :data:`CLIENT_CAPABILITIES`)."""
-    credentials: ClientCredentials = field(default_factory=ClientCredentials)
-    virtual_host: str = "/"
-    locale: str = "en_US"
-    channel_max: int = 2047
-    """The most channels we accept (the lower of this and the peer's wins)."""
-    frame_max: int = 131072
-    """The largest frame we accept (the lower of this and the peer's wins)."""
-    heartbeat: int | None = 60
-    """Seconds; None: take the server's proposal; 0: no heartbeat. Otherwise the
-    lower of this and the server's (or this, if the server proposes none)."""
-    max_message_size: int = 128 << 20
-    """Largest message body accepted: a bigger one closes its channel (311) before a
-    byte of its body is buffered."""
-
-
 def _short(text: str) -> str:
     """``text`` cut to a shortstr (255 octets of UTF-8)."""
     raw = text.encode("utf-8")
     return text if len(raw) <= 255 else raw[:255].decode("utf-8", "ignore")
 
 
-class Connection:
+class Connection(ChannelCalls):
     """One AMQP 0-9-1 connection (sans-IO); see the module docstring."""
 
     def __init__(self, role: Role = Role.CLIENT, config: ConnectionConfig | None = None) -> None:
@@ -367,72 +334,6 @@ class Connection:
     def unconfirmed(self, channel: int) -> tuple[int, ...]:
         """Delivery tags published on ``channel`` in confirm mode and not yet confirmed."""
         return self._channel(channel).unconfirmed
-
-    # typed shorthands for send_method
-
-    def confirm_select(self, channel: int) -> None:
-        """Put the channel in confirm mode (publishes are numbered from 1)."""
-        self.send_method(channel, C.Confirm.Select())
-
-    def qos(self, channel: int, prefetch_count: int, prefetch_size: int = 0,
-            global_: bool = False) -> None:
-        """basic.qos: at most ``prefetch_count`` unacknowledged deliveries."""
-        self.send_method(channel, C.Basic.Qos(prefetch_size, prefetch_count, global_))
-
-    def consume(self, channel: int, queue: str, consumer_tag: str = "", *,
-                no_ack: bool = False, exclusive: bool = False,
-                arguments: Arguments = None) -> None:
-        """basic.consume (basic.consume-ok names the consumer tag)."""
-        self.send_method(channel, C.Basic.Consume(queue=queue, consumer_tag=consumer_tag,
-                                                  no_ack=no_ack, exclusive=exclusive,
-                                                  arguments=arguments))
-
-    def cancel(self, channel: int, consumer_tag: str) -> None:
-        """basic.cancel (basic.cancel-ok follows)."""
-        self.send_method(channel, C.Basic.Cancel(consumer_tag=consumer_tag))
-
-    def get(self, channel: int, queue: str, *, no_ack: bool = False) -> None:
-        """basic.get: a MessageReceived (get-ok) or MethodReceived (get-empty) follows."""
-        self.send_method(channel, C.Basic.Get(queue=queue, no_ack=no_ack))
-
-    def ack(self, channel: int, delivery_tag: int, multiple: bool = False) -> None:
-        """basic.ack of a delivery (``multiple``: every one up to this tag)."""
-        self.send_method(channel, C.Basic.Ack(delivery_tag, multiple))
-
-    def nack(self, channel: int, delivery_tag: int, multiple: bool = False,
-             requeue: bool = True) -> None:
-        """basic.nack of deliveries (RabbitMQ's extension)."""
-        self.send_method(channel, C.Basic.Nack(delivery_tag, multiple, requeue))
-
-    def reject(self, channel: int, delivery_tag: int, requeue: bool = True) -> None:
-        """basic.reject of one delivery."""
-        self.send_method(channel, C.Basic.Reject(delivery_tag, requeue))
-
-    def queue_declare(self, channel: int, queue: str = "", *, passive: bool = False,
-                      durable: bool = False, exclusive: bool = False,
-                      auto_delete: bool = False, arguments: Arguments = None) -> None:
-        """queue.declare (queue.declare-ok follows)."""
-        self.send_method(channel, C.Queue.Declare(
-            queue=queue, passive=passive, durable=durable, exclusive=exclusive,
-            auto_delete=auto_delete, arguments=arguments))
-
-    def exchange_declare(self, channel: int, exchange: str, exchange_type: str = "direct", *,
-                         passive: bool = False, durable: bool = False,
-                         auto_delete: bool = False, arguments: Arguments = None) -> None:
-        """exchange.declare (exchange.declare-ok follows)."""
-        self.send_method(channel, C.Exchange.Declare(
-            exchange=exchange, exchange_type=exchange_type, passive=passive, durable=durable,
-            auto_delete=auto_delete, arguments=arguments))
-
-    def queue_bind(self, channel: int, queue: str, exchange: str, routing_key: str = "",
-                   arguments: Arguments = None) -> None:
-        """queue.bind (queue.bind-ok follows)."""
-        self.send_method(channel, C.Queue.Bind(queue=queue, exchange=exchange,
-                                               routing_key=routing_key, arguments=arguments))
-
-    def flow(self, channel: int, active: bool) -> None:
-        """channel.flow: ask the peer to stop / resume sending content."""
-        self.send_method(channel, C.Channel.Flow(active))
 
     # ------------------------------------------------------ engine internals
 
@@ -658,28 +559,15 @@ class Connection:
                                f"{method.version_minor}, not 0-9", by_peer=False)
             return
         self.peer_properties = dict(method.server_properties or {})
-        creds = self.config.credentials
-        offered = str(method.mechanisms or "").split()
         try:
-            mech = creds.choose(offered)
-            response = creds.response(mech)
+            answer = start_ok(self.config, method)
         except AuthenticationError as exc:
             self.auth_error = str(exc)
-            self._finish(None, str(exc), by_peer=False)  # the spec: close the socket
+            self._finish(None, str(exc), by_peer=False)  # the spec: just close the socket
             return
-        self.mechanism = mech
-        self.user = None if mech == "EXTERNAL" else creds.username
-        locales = str(method.locales or "").split()
-        locale = self.config.locale if self.config.locale in locales or not locales \
-            else locales[0]
-        props: FieldTable = dict(self.config.properties)
-        caps = dict(CLIENT_CAPABILITIES)
-        extra = props.get("capabilities")
-        if isinstance(extra, dict):
-            caps.update(extra)
-        props["capabilities"] = caps
-        self._send(0, C.Connection.StartOk(client_properties=props, mechanism=mech,
-                                           response=response, locale=locale))
+        self.mechanism = answer.mechanism
+        self.user = None if answer.mechanism == "EXTERNAL" else self.config.credentials.username
+        self._send(0, answer)
         self.state = ConnectionState.AWAIT_TUNE
 
     def _c_secure(self, method: C.Connection.Secure) -> None:
@@ -687,28 +575,12 @@ class Connection:
                          f"SASL {self.mechanism} takes no challenge (connection.secure)")
 
     def _c_tune(self, method: C.Connection.Tune) -> None:
-        cfg = self.config
-
-        def lower(ours: int, theirs: int) -> int:
-            return min(ours, theirs) if ours and theirs else ours or theirs
-
-        channel_max = lower(cfg.channel_max, method.channel_max or 0)
-        frame_max = lower(cfg.frame_max, method.frame_max or 0)
-        if frame_max < FRAME_MIN_SIZE:
-            raise FrameError(ReplyCode.FRAME_ERROR,
-                             f"frame-max {frame_max} is below the minimum {FRAME_MIN_SIZE}")
-        proposed = method.heartbeat or 0
-        if cfg.heartbeat is None:
-            heartbeat = proposed
-        elif cfg.heartbeat == 0:
-            heartbeat = 0
-        else:
-            heartbeat = lower(cfg.heartbeat, proposed)
-        self.channel_max, self.frame_max, self.heartbeat = channel_max, frame_max, heartbeat
-        self._reader.frame_max = frame_max
-        self._send(0, C.Connection.TuneOk(channel_max=channel_max, frame_max=frame_max,
-                                          heartbeat=heartbeat))
-        self._send(0, C.Connection.Open(virtual_host=cfg.virtual_host))
+        answer = tune_ok(self.config, method)
+        self.channel_max, self.frame_max = answer.channel_max, answer.frame_max
+        self.heartbeat = answer.heartbeat
+        self._reader.frame_max = answer.frame_max
+        self._send(0, answer)
+        self._send(0, C.Connection.Open(virtual_host=self.config.virtual_host))
         self.state = ConnectionState.AWAIT_OPEN_OK
 
     def _c_open_ok(self, method: C.Connection.OpenOk) -> None:
