@@ -11,7 +11,8 @@ Theory of operation
 Received bytes go through :class:`~amqp091.framing.FrameReader` (frames cut and
 checked against frame-max, decoded by pamqp).  Each frame is dispatched:
 
-- heartbeats only refresh the liveness clock (on channel 0; elsewhere 501);
+- heartbeats only refresh the liveness clock (on channel 0; elsewhere 505, as
+  RabbitMQ answers);
 - a method the peer's role may not send (:data:`~amqp091.methods.SENT_BY`) is
   503 command-invalid; a method id pamqp does not know is 540 not-implemented;
   anything pamqp cannot decode is 501 frame-error;
@@ -401,7 +402,8 @@ class Connection(ChannelCalls):
             self._on_method(channel, frame)
         elif isinstance(frame, pheartbeat.Heartbeat):
             if channel != 0:
-                raise FrameError(ReplyCode.FRAME_ERROR, f"heartbeat on channel {channel}")
+                raise FrameError(ReplyCode.UNEXPECTED_FRAME,  # as RabbitMQ answers it
+                                 f"heartbeat on channel {channel}")
         elif isinstance(frame, (pheader.ContentHeader, pbody.ContentBody)):
             self._on_content(channel, frame)
         elif isinstance(frame, pheader.ProtocolHeader):

@@ -180,7 +180,6 @@ def test_handshake_method_out_of_order_is_command_invalid() -> None:
     struct.pack(">BHI", 1, 0, 2) + b"\x00\x0a\xce",  # no room for a method id
     struct.pack(">BHI", 9, 0, 0) + b"\xce",  # unknown frame type
     struct.pack(">BHI", 8, 0, 1) + b"\x00\xce",  # heartbeat with a payload
-    struct.pack(">BHI", 8, 1, 0) + b"\xce",  # heartbeat off channel 0
     struct.pack(">BHI", 2, 1, 3) + b"\x00\x3c\x00\xce",  # truncated content header
 ])
 def test_malformed_frames_are_frame_errors_never_exceptions(data: bytes) -> None:
@@ -188,6 +187,12 @@ def test_malformed_frames_are_frame_errors_never_exceptions(data: bytes) -> None
     open_channel(conn)
     conn.receive_data(data)
     closed_with(conn, ReplyCode.FRAME_ERROR)
+
+
+def test_heartbeat_off_channel_zero_is_an_unexpected_frame() -> None:
+    conn = open_client()
+    conn.receive_data(struct.pack(">BHI", 8, 1, 0) + b"\xce")
+    closed_with(conn, ReplyCode.UNEXPECTED_FRAME)
 
 
 def test_garbage_in_any_state_never_raises() -> None:
