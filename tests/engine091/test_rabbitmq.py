@@ -274,3 +274,27 @@ def test_engine_reads_what_pika_published(rabbitmq_url: str) -> None:
         assert_same(msg.properties, pika_props(i))
     delete(client, ch, queue)
     client.close()
+
+
+def test_message_over_the_size_bound_closes_the_channel_and_is_not_lost(rabbitmq_url: str) -> None:
+    queue = f"engine091-big-{uuid.uuid4()}"
+    big = bytes(range(256)) * 1000  # 256,000 octets
+    small = EngineClient(rabbitmq_url, max_message_size=100_000)
+    ch = open_channel(small)
+    declare(small, ch, queue)
+    small.conn.publish(ch, "", queue, big, C.Basic.Properties(message_id="big"))
+    small.conn.consume(ch, queue)
+    closed = small.wait_for(lambda e: isinstance(e, ChannelClosed))
+    assert isinstance(closed, ChannelClosed) and closed.code == 311 and not closed.by_peer
+    assert "256000 octets is over max_message_size 100000" in closed.text
+    assert not [e for e in small.backlog if isinstance(e, MessageReceived)]
+    assert small.conn.is_open and small.conn.buffered == 0
+    large = EngineClient(rabbitmq_url)  # the broker requeued it: a roomier client gets it
+    lch = open_channel(large)
+    large.conn.get(lch, queue)
+    got = large.wait_for(lambda e: isinstance(e, MessageReceived))
+    assert isinstance(got, MessageReceived) and got.body == big
+    assert got.properties.message_id == "big" and got.method.redelivered
+    delete(large, lch, queue)
+    large.close()
+    small.close()
