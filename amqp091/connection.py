@@ -256,6 +256,9 @@ class Connection(ChannelCalls):
         """Start a negotiated close (ConnectionClosed follows the peer's close-ok)."""
         if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
             return
+        if self.state in (ConnectionState.AWAIT_START, ConnectionState.AWAIT_TUNE):
+            self._finish(None, text or "closed before the handshake", by_peer=False)
+            return  # no close to negotiate before tune: just drop the transport
         self.close_code, self.close_text = code, text
         self._send(0, C.Connection.Close(reply_code=code, reply_text=_short(text),
                                          class_id=0, method_id=0))

@@ -258,6 +258,13 @@ def test_close_by_us_discards_until_close_ok() -> None:
                       ConnectionClosed(200, "bye", by_peer=False)]
 
 
+def test_close_before_tune_just_ends() -> None:
+    conn = client()
+    conn.close(text="changed my mind")
+    assert conn.closed and conn.data_to_send() == b""
+    assert list(conn.events()) == [ConnectionClosed(None, "changed my mind", by_peer=False)]
+
+
 def test_close_by_peer_is_answered_and_reported() -> None:
     conn = open_client()
     conn.receive_data(wire(0, C.Connection.Close(320, "CONNECTION_FORCED - shutdown", 0, 0)))
