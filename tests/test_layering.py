@@ -10,6 +10,7 @@ The layers, bottom up (docs/architecture.md):
 
 - ``amqp010``: the AMQP 0-10 library imports nothing else of ours, and its
   core never imports its ``testing`` part (in-memory broker, test server);
+- ``amqp091``: the AMQP 0-9-1 engine (on pamqp) imports nothing else of ours;
 - ``mappings``: imports only ``mappings`` and the 0-10 codec modules
   (:data:`AMQP010_CODEC`);
 - ``pipeline``: imports ``pipeline``, ``mappings`` and ``amqp010`` (not its
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("amqp010", "bridge", "mappings", "pipeline", "tools")
+PACKAGES = ("amqp010", "amqp091", "bridge", "mappings", "pipeline", "tools")
 """Our top-level packages (``tools`` is a folder of scripts, read as one)."""
 
 AMQP010_CODEC = frozenset({
@@ -157,7 +158,10 @@ def forbidden(source: str, target: str) -> str | None:
     top, target_top = source.split(".")[0], target.split(".")[0]
     if target_top == "tools" and top != "tools":
         return "nothing imports tools/ (scripts)"
-    if top == "amqp010":
+    if top == "amqp091":
+        if target_top != "amqp091":
+            return "amqp091 imports nothing else of ours"
+    elif top == "amqp010":
         if target_top != "amqp010":
             return "amqp010 imports nothing else of ours"
         if within(target, "amqp010.testing") and not within(source, "amqp010.testing"):
