@@ -13,6 +13,7 @@ FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY amqp010 ./amqp010
+COPY amqp091 ./amqp091
 COPY bridge ./bridge
 COPY mappings ./mappings
 COPY pipeline ./pipeline
