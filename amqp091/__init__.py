@@ -8,7 +8,9 @@ the frame size against the negotiated frame-max *before* buffering a payload,
 and hands each whole frame to ``pamqp.frame.unmarshal``; anything pamqp cannot
 decode becomes a :class:`~amqp091.framing.FrameError` carrying the reply code
 a broker would close with (501 frame-error, 540 not-implemented for an unknown
-method).
+method).  The one structure pamqp does not decode is a message's ``headers``
+table: :mod:`~amqp091.tables` reads and writes it with its field types intact
+(pamqp's table codec collapses integer widths and float sizes).
 
 :class:`~amqp091.connection.Connection` is the state machine, in the role given
 to it (client now; the server role plugs into the same dispatch tables).  It
@@ -29,5 +31,6 @@ See ``docs/amqp091-engine.md``.
 
 from .framing import FrameError
 from .methods import ReplyCode
+from .tables import FieldTypes, TableError
 
-__all__ = ["FrameError", "ReplyCode"]
+__all__ = ["FieldTypes", "FrameError", "ReplyCode", "TableError"]

@@ -148,7 +148,8 @@ class Connection(ChannelCalls):
         self.channels: dict[int, Channel] = {}
         self._out: list[bytes] = []
         self._events: deque[Event] = deque()
-        self._reader = FrameReader(FRAME_MIN_SIZE, expect_protocol_header=role is Role.SERVER)
+        self._reader = FrameReader(FRAME_MIN_SIZE, expect_protocol_header=role is Role.SERVER,
+                                   field_types=self.config.field_types)
         self._last_recv: float | None = None
         self._last_send: float | None = None
         self._recv_flag = False
@@ -330,7 +331,7 @@ class Connection(ChannelCalls):
             exchange=exchange, routing_key=routing_key, mandatory=mandatory,
             immediate=immediate))]
         frames += encode_content(channel, properties or C.Basic.Properties(), body,
-                                 self.frame_max)
+                                 self.frame_max, self.config.field_types)
         self._out.extend(frames)
         self._send_flag = True
         return chan.publish_tag()

@@ -9,10 +9,17 @@ reply code a broker closes the connection with.
 
 Encoding (:func:`encode_method`, :func:`encode_content`) is ``pamqp.frame.marshal``;
 content bodies are split into body frames that fit frame-max.
+
+The ``headers`` property of a content header is the one exception: it goes through
+the typed codec of :mod:`amqp091.tables` in both directions (:func:`cut_headers`
+takes it out of a received header payload before pamqp decodes the rest;
+:func:`insert_headers` splices it into the payload pamqp marshalled without it),
+so that header values keep their 0-9-1 field types.
 """
 
 from __future__ import annotations
 
+import copy
 import struct
 from collections.abc import Iterator
 
@@ -24,6 +31,7 @@ from pamqp import header as pheader
 from pamqp.base import Frame
 
 from .methods import ReplyCode
+from .tables import DEFAULT_FIELD_TYPES, FieldTypes, TableError, read_table, write_table
 
 FRAME_OVERHEAD = constants.FRAME_HEADER_SIZE + 1
 """Octets of a frame that are not payload: type, channel, size (7) and frame-end (1)."""
@@ -39,6 +47,11 @@ FRAME_TYPES = (constants.FRAME_METHOD, constants.FRAME_HEADER, constants.FRAME_B
 
 _HEADER = struct.Struct(">BHI")
 _INDEX = struct.Struct(">I")
+_FLAGS = struct.Struct(">H")
+_HEADER_FIXED = 12
+"""Octets of a content-header payload before its property flags: class, weight, body size."""
+_CONTENT_TYPE_FLAG, _CONTENT_ENCODING_FLAG, _HEADERS_FLAG = 1 << 15, 1 << 14, 1 << 13
+_FRAME_END = constants.FRAME_END_CHAR
 
 DecodedFrame = (Frame | pheader.ContentHeader | pbody.ContentBody | pheader.ProtocolHeader
                 | object)
@@ -58,8 +71,11 @@ class FrameError(Exception):
 class FrameReader:
     """Buffers received bytes and yields whole frames decoded by pamqp."""
 
-    def __init__(self, frame_max: int = FRAME_MIN_SIZE, *, expect_protocol_header: bool) -> None:
+    def __init__(self, frame_max: int = FRAME_MIN_SIZE, *, expect_protocol_header: bool,
+                 field_types: FieldTypes = DEFAULT_FIELD_TYPES) -> None:
         self.frame_max = frame_max
+        self.field_types = field_types
+        """The classes message-header values are decoded into (:mod:`amqp091.tables`)."""
         """Largest frame accepted (header and frame-end included)."""
         self._buf = bytearray()
         self._expect_header = expect_protocol_header
@@ -117,14 +133,32 @@ class FrameReader:
                         raise FrameError(ReplyCode.NOT_IMPLEMENTED,
                                          f"unknown method: class {index >> 16}, "
                                          f"method {index & 0xFFFF}")
-                consumed, ch, value = self._decode(bytes(buf[pos:pos + total]))
-                if consumed != total or ch != channel:
+                data = bytes(buf[pos:pos + total])
+                headers: dict[str, object] | None = None
+                if ftype == constants.FRAME_HEADER:
+                    data, headers = self._cut_headers(data)
+                consumed, ch, value = self._decode(data)
+                if consumed != len(data) or ch != channel:
                     raise FrameError(ReplyCode.FRAME_ERROR, "frame boundaries do not match")
+                if headers is not None and isinstance(value, pheader.ContentHeader):
+                    value.properties.headers = headers
                 pos += total
                 yield channel, value
         finally:
             if pos:
                 del buf[:pos]
+
+    def _cut_headers(self, frame: bytes) -> tuple[bytes, dict[str, object] | None]:
+        """The header frame without its headers table (for pamqp) and the table, decoded."""
+        payload = frame[constants.FRAME_HEADER_SIZE:-1]
+        try:
+            rest, table = cut_headers(payload)
+            headers = None if table is None else read_table(table, self.field_types)[1]
+        except TableError as exc:
+            raise FrameError(ReplyCode.FRAME_ERROR, f"malformed message headers: {exc}") from exc
+        if table is None:
+            return frame, None
+        return frame[:3] + _INDEX.pack(len(rest)) + rest + _FRAME_END, headers
 
     @staticmethod
     def _decode(data: bytes) -> tuple[int, int, DecodedFrame]:
@@ -142,11 +176,69 @@ def encode_method(channel: int, method: Frame) -> bytes:
     return pframe.marshal(method, channel)
 
 
+def _property_offset(payload: bytes) -> tuple[int, int, int]:
+    """(offset of the first flag word, first flag word, offset of the headers property)."""
+    if len(payload) < _HEADER_FIXED + 2:
+        raise TableError("content header is truncated before its property flags")
+    (flags,) = _FLAGS.unpack_from(payload, _HEADER_FIXED)
+    pos, word = _HEADER_FIXED, flags
+    while word & 1:  # continuation flag words (none defined for basic, but allowed)
+        pos += 2
+        if len(payload) < pos + 2:
+            raise TableError("content header property flags are truncated")
+        (word,) = _FLAGS.unpack_from(payload, pos)
+    pos += 2
+    for flag in (_CONTENT_TYPE_FLAG, _CONTENT_ENCODING_FLAG):
+        if flags & flag:
+            if len(payload) <= pos:
+                raise TableError("content header properties are truncated")
+            pos += 1 + payload[pos]
+    return _HEADER_FIXED, flags, pos
+
+
+def cut_headers(payload: bytes) -> tuple[bytes, bytes | None]:
+    """A content-header payload without its ``headers`` property (flag cleared) and the
+    length-prefixed table cut out, or ``(payload, None)`` when it has none."""
+    flags_at, flags, pos = _property_offset(payload)
+    if not flags & _HEADERS_FLAG:
+        return payload, None
+    if len(payload) < pos + 4:
+        raise TableError("content header is truncated in its headers table")
+    (size,) = _INDEX.unpack_from(payload, pos)
+    end = pos + 4 + size
+    if end > len(payload):
+        raise TableError(f"headers table of {size} octets runs past the content header")
+    rest = (payload[:flags_at] + _FLAGS.pack(flags & ~_HEADERS_FLAG)
+            + payload[flags_at + 2:pos] + payload[end:])
+    return rest, payload[pos:end]
+
+
+def insert_headers(payload: bytes, table: bytes) -> bytes:
+    """A content-header payload (marshalled without ``headers``) with the length-prefixed
+    ``table`` spliced in as its ``headers`` property."""
+    flags_at, flags, pos = _property_offset(payload)
+    if flags & _HEADERS_FLAG:
+        raise ValueError("the content header already has a headers property")
+    return (payload[:flags_at] + _FLAGS.pack(flags | _HEADERS_FLAG)
+            + payload[flags_at + 2:pos] + table + payload[pos:])
+
+
 def encode_content(channel: int, properties: commands.Basic.Properties, body: bytes,
-                   frame_max: int) -> list[bytes]:
+                   frame_max: int, field_types: FieldTypes = DEFAULT_FIELD_TYPES) -> list[bytes]:
     """The content header frame and the body frames of one message, each within
-    ``frame_max`` (``ValueError`` if the properties alone do not fit)."""
-    out = [pframe.marshal(pheader.ContentHeader(0, len(body), properties), channel)]
+    ``frame_max`` (``ValueError`` if the properties alone do not fit, or a header
+    value has no field type: :class:`~amqp091.tables.TableError`)."""
+    headers = properties.headers
+    if headers is None:
+        out = [pframe.marshal(pheader.ContentHeader(0, len(body), properties), channel)]
+    else:
+        if not isinstance(headers, dict):
+            raise TableError(f"headers must be a dict, not {type(headers).__name__}")
+        table = write_table(headers, field_types)
+        bare = copy.copy(properties)
+        bare.headers = None
+        payload = insert_headers(pheader.ContentHeader(0, len(body), bare).marshal(), table)
+        out = [_HEADER.pack(constants.FRAME_HEADER, channel, len(payload)) + payload + _FRAME_END]
     if len(out[0]) > frame_max:
         raise ValueError(f"the message properties need a {len(out[0])}-octet header frame, "
                          f"over frame-max {frame_max}")
@@ -164,6 +256,8 @@ __all__ = [
     "DecodedFrame",
     "FrameError",
     "FrameReader",
+    "cut_headers",
     "encode_content",
     "encode_method",
+    "insert_headers",
 ]

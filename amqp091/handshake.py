@@ -18,6 +18,7 @@ from pamqp.common import FieldTable
 from .framing import FRAME_MIN_SIZE, FrameError
 from .methods import ReplyCode
 from .sasl import ClientCredentials
+from .tables import DEFAULT_FIELD_TYPES, FieldTypes
 
 CLIENT_CAPABILITIES: dict[str, Any] = {
     "publisher_confirms": True,
@@ -51,6 +52,9 @@ class ConnectionConfig:
     max_message_size: int = 128 << 20
     """Largest message body accepted: a bigger one closes its channel (311) before a
     byte of its body is buffered."""
+    field_types: FieldTypes = DEFAULT_FIELD_TYPES
+    """The classes message-header values are decoded into and encoded from
+    (:mod:`amqp091.tables`); a bridge to AMQP 1.0 passes proton's width types."""
 
 
 def start_ok(config: ConnectionConfig, start: C.Connection.Start) -> C.Connection.StartOk:
