@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import struct
 from collections.abc import Iterator
+from typing import Any
 
 from pamqp import body as pbody
 from pamqp import commands, constants
@@ -134,7 +135,7 @@ class FrameReader:
                                          f"unknown method: class {index >> 16}, "
                                          f"method {index & 0xFFFF}")
                 data = bytes(buf[pos:pos + total])
-                headers: dict[str, object] | None = None
+                headers: dict[str, Any] | None = None
                 if ftype == constants.FRAME_HEADER:
                     data, headers = self._cut_headers(data)
                 consumed, ch, value = self._decode(data)
@@ -148,7 +149,7 @@ class FrameReader:
             if pos:
                 del buf[:pos]
 
-    def _cut_headers(self, frame: bytes) -> tuple[bytes, dict[str, object] | None]:
+    def _cut_headers(self, frame: bytes) -> tuple[bytes, dict[str, Any] | None]:
         """The header frame without its headers table (for pamqp) and the table, decoded."""
         payload = frame[constants.FRAME_HEADER_SIZE:-1]
         try:

@@ -292,7 +292,7 @@ class _Writer:
     def table(self, value: dict[str, Any], depth: int, path: str) -> bytes:
         if depth > MAX_DEPTH:
             raise TableError(f"{path}: field tables nested deeper than {MAX_DEPTH}")
-        parts = []
+        parts: list[bytes] = []
         for key, item in value.items():
             if type(key) is not str:
                 raise TableError(f"{path}: table key {key!r:.40} is not a str")
