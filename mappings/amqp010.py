@@ -52,6 +52,7 @@ from mappings.amqp010_values import (
 )
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage, BodyKind, Header, Properties, new_message
+from mappings.user_id import CARRY, FIELD, USER_ID_RULES, user_id_place
 
 # Enum members as module constants: reading one from its class is slow on Python 3.11.
 _KIND_DATA, _KIND_VALUE = BodyKind.DATA, BodyKind.VALUE
@@ -149,21 +150,6 @@ ANNOTATIONS = frozenset({
     A_IMMEDIATE, A_RESUME_ID, A_RESUME_TTL, A_CONTENT_LENGTH, A_USER_ID,
 })  # fmt: skip
 
-USER_ID_RULES = ("authenticated", "keep", "carry", "drop")
-"""What a target's user-id field may hold (a route's ``user_id`` option):
-
-- ``keep``: the user-id as it is (the default of :func:`to_amqp10` / :func:`from_amqp10`);
-- ``authenticated``: only the user the bridge logs into the target as (``login_user``;
-  ``None``: unknown, so never);
-- ``carry``: nothing;
-- ``drop``: nothing, and the user-id is not carried either (it is lost).
-
-A user-id the field may not hold (``authenticated``, ``carry``) travels in a carrier
-instead: 1.0 annotation ``x-amqp-0-10.user-id`` or 0-10 header ``x-amqp-1.0.user-id``
-(binary). A carrier is read back as the user-id when the field it stands for is
-absent (or empty), and placed by the rule of the route it crosses then.
-"""
-_FIELD, _CARRY, _DROP = 0, 1, 2
 
 _REINTERPRETED = frozenset({MAP_CONTENT_TYPE, LIST_CONTENT_TYPE, BODY_CONTENT_TYPE})
 _BODY_DATA, _BODY_VALUE, _BODY_BINARY = "data", "amqp-value", "amqp-value-binary"
@@ -307,21 +293,6 @@ def _check_side(side: dict[str, Any]) -> None:
     marker = side.get(H_BODY, _MISSING)
     if marker is not _MISSING and marker not in (_BODY_DATA, _BODY_VALUE, _BODY_BINARY):
         raise _side_error(H_BODY, "'data', 'amqp-value' or 'amqp-value-binary'", marker)
-
-
-def _user_id_place(rule: str, user_id: bytes, login_user: str | None) -> int:
-    """Where a (non-empty) user-id goes on the target: its field, a carrier, or nowhere."""
-    if rule == "keep":
-        return _FIELD
-    if rule == "authenticated":
-        if login_user is not None and user_id == login_user.encode("utf-8"):
-            return _FIELD
-        return _CARRY
-    if rule == "carry":
-        return _CARRY
-    if rule == "drop":
-        return _DROP
-    raise ValueError(f"unknown user-id rule {rule!r} (one of {', '.join(USER_ID_RULES)})")
 
 
 # --- reply-to -----------------------------------------------------------------------------------
@@ -641,10 +612,10 @@ def to_amqp10(
         if user_id == "keep":
             properties.user_id = uid
         else:
-            place = _user_id_place(user_id, uid, login_user)
-            if place == _FIELD:
+            place = user_id_place(user_id, uid, login_user)
+            if place == FIELD:
                 properties.user_id = uid
-            elif place == _CARRY:
+            elif place == CARRY:
                 annotations[A_USER_ID] = bytes(uid)
     if mp.message_id is not None:
         properties.message_id = mp.message_id
@@ -1003,10 +974,10 @@ def from_amqp10(
         if user_id == "keep":
             mp.user_id = _binary(uid, _STR16_MAX, "properties.user_id")
         else:
-            place = _user_id_place(user_id, uid, login_user)
-            if place == _FIELD:
+            place = user_id_place(user_id, uid, login_user)
+            if place == FIELD:
                 mp.user_id = _binary(uid, _STR16_MAX, "properties.user_id")
-            elif place == _CARRY:
+            elif place == CARRY:
                 headers[H_USER_ID] = _binary(uid, _STR16_MAX, "properties.user_id")
     if properties.to is not None:
         headers[H_TO] = _str(properties.to, _STR16_MAX, "properties.to")

@@ -31,7 +31,6 @@ from typing import Any
 from pamqp.commands import Basic
 from proton import symbol, timestamp, ubyte, uint, ulong
 
-from mappings.amqp010 import USER_ID_RULES
 from mappings.amqp091_values import (
     HEADER_TYPE_NAMES,
     Unrepresentable,
@@ -46,6 +45,7 @@ from mappings.amqp091_values import (
 )
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage, BodyKind, Header, Properties
+from mappings.user_id import CARRY, DROP, FIELD, USER_ID_RULES, user_id_place
 
 __all__ = [
     "AMQP10_BODY_TYPE",
@@ -121,21 +121,6 @@ _SHORTSTR = 255
 _UINT_MAX = 2**32 - 1
 _KIND_DATA, _KIND_VALUE = BodyKind.DATA, BodyKind.VALUE
 _MISSING: Any = object()
-_FIELD, _CARRY, _DROP = 0, 1, 2
-
-
-def _user_id_place(rule: str, user_id: bytes, login_user: str | None) -> int:
-    if rule == "keep":
-        return _FIELD
-    if rule == "authenticated":
-        if login_user is not None and user_id == login_user.encode("utf-8"):
-            return _FIELD
-        return _CARRY
-    if rule == "carry":
-        return _CARRY
-    if rule == "drop":
-        return _DROP
-    raise ValueError(f"unknown user-id rule {rule!r} (one of {', '.join(USER_ID_RULES)})")
 
 
 def _fits_shortstr(value: str) -> bool:
@@ -239,10 +224,10 @@ def to_amqp10(
     if not uid and carried:
         uid = bytes(carried)
     if uid:
-        place = _user_id_place(user_id, uid, login_user)
-        if place == _FIELD:
+        place = user_id_place(user_id, uid, login_user)
+        if place == FIELD:
             props.user_id = uid
-        elif place == _CARRY:
+        elif place == CARRY:
             annotations[A_USER_ID] = uid
 
     body_kind, body_value = _body_to_amqp10(p, body, side, annotations)
@@ -496,11 +481,11 @@ def from_amqp10(
         else:
             uid = carried
     if uid:
-        place = _user_id_place(user_id, uid, login_user)
+        place = user_id_place(user_id, uid, login_user)
         text = _utf8(uid)
-        if place == _FIELD and text is not None and _fits_shortstr(text):
+        if place == FIELD and text is not None and _fits_shortstr(text):
             p.user_id = text
-        elif place != _DROP:
+        elif place != DROP:
             headers[H_USER_ID] = bytes(uid)
 
     mtype = ours.pop(A_TYPE, _MISSING)
