@@ -290,19 +290,10 @@ def facade_publish(url: str, n: int, workdir: Path) -> tuple[float, float]:
     """A 0-10 client (a child process) publishes n messages through the façade listener;
     the rate is how fast the façade completes them (= RabbitMQ accepted them)."""
     target = unique_queue("bench-facade-out")
-    port = free_port()
-    bridge = Bridge(None, url, f"""
+    return _through_facade(url, n, workdir, "publish", "bench-out", target, f"""
   - name: facade-out
-    from: {{listener: facade, exchange: bench-out}}
-    to:   {{connection: cloud, address: /queue/{target}}}
-    {CE}
-    max_in_flight: {{messages: {WINDOW}}}""", workdir, facade_port=port)
-    try:
-        bridge.wait_ready()
-        with legacy_client_child("publish", port, "bench-out", n) as progress:
-            return timed(progress, n, bridge)
-    finally:
-        finish(bridge, None, url, target)
+    from: {{{{listener: facade, exchange: bench-out}}}}
+    to:   {{{{connection: cloud, address: /queue/{target}}}}}""")
 
 
 def facade_consume(url: str, n: int, workdir: Path) -> tuple[float, float]:
@@ -310,19 +301,26 @@ def facade_consume(url: str, n: int, workdir: Path) -> tuple[float, float]:
     process, window credit 1000, accepting in batches of 100) receives them from the façade."""
     source = unique_queue("bench-facade-in")
     child("fill", url, f"/queue/{source}", n)
-    port = free_port()
-    bridge = Bridge(None, url, f"""
+    return _through_facade(url, n, workdir, "consume", "bench-in", source, f"""
   - name: facade-in
-    from: {{connection: cloud, address: /queue/{source}}}
-    to:   {{listener: facade, queue: bench-in}}
+    from: {{{{connection: cloud, address: /queue/{source}}}}}
+    to:   {{{{listener: facade, queue: bench-in}}}}""")
+
+
+def _through_facade(url: str, n: int, workdir: Path, mode: str, node: str, queue: str,
+                    route: str) -> tuple[float, float]:
+    """One façade route (``route``, its ``to``/``from`` lines) and a 0-10 client child that
+    publishes to or consumes from ``node`` on the façade; the queue is deleted after."""
+    port = free_port()
+    bridge = Bridge(None, url, route.format() + f"""
     {CE}
     max_in_flight: {{messages: {WINDOW}}}""", workdir, facade_port=port)
     try:
         bridge.wait_ready()
-        with legacy_client_child("consume", port, "bench-in", n) as progress:
+        with legacy_client_child(mode, port, node, n) as progress:
             return timed(progress, n, bridge)
     finally:
-        finish(bridge, None, url, source)
+        finish(bridge, None, url, queue)
 
 
 def tapped(run: Any, n: int, workdir: Path, taps: list[TapRun]) -> tuple[float, float]:
