@@ -233,6 +233,11 @@ class Connection:
         return self.state is ConnectionState.OPEN
 
     @property
+    def awaiting_header(self) -> bool:
+        """Server role: the peer's protocol header has not arrived yet."""
+        return self.state is ConnectionState.AWAIT_HEADER
+
+    @property
     def incoming_backlog(self) -> int:
         """Received commands the application has not completed yet, over all sessions.
 

@@ -44,7 +44,7 @@ only those listed before it; ``state`` names the routes' classes for type checki
 - :mod:`~bridge.facade.commands`: :class:`ServerCommands`, the 0-10 server's command
   model (declare / query / bind / subscribe answers, temporary queues, error codes);
 - :mod:`~bridge.facade.listener`: :class:`Facade`, the listener (accepting through the
-  runtime's :class:`~bridge.runtime.Amqp010Listener`, logins, limits, event dispatch,
+  runtime's :class:`~bridge.runtime.EngineListener`, logins, limits, event dispatch,
   graceful stop).
 
 The façade logs as ``bridge.facade`` (every module).

@@ -39,7 +39,7 @@ from ..routes.deadletter import DeadLetters
 from ..routes.refusals import MAPPING_ERROR, log_refused, report_poison
 from ..routes.stats import RouteStats
 from ..routes.translate import Translator
-from ..runtime import Amqp010Socket, Timer
+from ..runtime import EngineSocket, Timer
 from ..runtime.containment import Part
 from .state import LATER, FacadeHost, Later, SessionState, waiting_for
 
@@ -101,7 +101,7 @@ class Subscription:
                                route=route.name)
 
     @property
-    def client_socket(self) -> Amqp010Socket:
+    def client_socket(self) -> EngineSocket:
         """The subscriber's connection (what a fault of this subscription closes)."""
         return self.st.client.sock
 

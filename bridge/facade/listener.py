@@ -1,8 +1,8 @@
 """The façade's listener: accepting legacy 0-10 applications, their logins and events.
 
 A :class:`Facade` is one configured listener.  Its sockets are the runtime's
-(:class:`~bridge.runtime.Amqp010Listener` accepts, within the listener's limits, and
-hosts each client as an :class:`~bridge.runtime.Amqp010Socket` whose reading the
+(:class:`~bridge.runtime.EngineListener` accepts, within the listener's limits, and
+hosts each client as an :class:`~bridge.runtime.EngineSocket` whose reading the
 façade pauses while the client publishes to a throttled route).  PLAIN logins are
 checked on worker threads (:mod:`bridge.logins`); each client's engine events are
 dispatched here: publishes to the publish routes, model commands to the command
@@ -21,7 +21,7 @@ from typing import Any
 
 from proton.reactor import Container
 
-from amqp010.connection import Connection, ConnectionConfig
+from amqp010.connection import Connection, ConnectionConfig, Role
 from amqp010.events import (
     CommandReceived,
     CommandsCompleted,
@@ -42,7 +42,7 @@ from amqp010.spec import CloseCode, ErrorCode
 
 from ..config import ConfigError, Listener
 from ..ops.logs import WarnLimiter
-from ..runtime import AcceptLimits, Amqp010Listener, Amqp010Socket, EndOfBurst, LoopCalls, Timer
+from ..runtime import AcceptLimits, EndOfBurst, EngineListener, EngineSocket, LoopCalls, Timer
 from ..runtime.containment import Part
 from ..security.logins import REFUSAL_TEXT, LoginChecks, PendingLogin
 from ..security.passwords import PasswordTable
@@ -85,7 +85,7 @@ class Facade:
                                   max_per_peer=settings.max_pending_logins_per_peer,
                                   workers=_LOGIN_WORKERS, make_call_soon=self._make_loop_calls)
         """The PBKDF2 checks: a bounded queue, fair across client addresses (bridge.logins)."""
-        self._pending_logins: dict[Amqp010Socket, PendingLogin] = {}
+        self._pending_logins: dict[EngineSocket, PendingLogin] = {}
         self.publish_routes: dict[str, FacadePublish] = {}
         self.consume_routes: dict[str, FacadeConsume] = {}
         self.exchange_subscriptions: dict[str, FacadeConsume] = {}
@@ -101,9 +101,9 @@ class Facade:
         self.queue_publishers: dict[str, FacadePublish] = {}
         """Publishes to the default exchange naming a façade queue, by queue (made on
         first use): they go to the address the queue's subscribers consume from."""
-        self.clients: dict[Amqp010Socket, Client] = {}
+        self.clients: dict[EngineSocket, Client] = {}
         self.sessions: dict[Session, SessionState] = {}
-        self.acceptor: Amqp010Listener | None = None
+        self.acceptor: EngineListener | None = None
         self.address: tuple[str, int] | None = None
         self.stopping = False
         self.bursts = EndOfBurst.of(container)
@@ -136,8 +136,8 @@ class Facade:
         host, _, port = self.settings.bind.rpartition(":")
         host = host.strip("[]")
         try:
-            self.acceptor = Amqp010Listener(self.container, host, int(port),
-                                            self._engine_config, self._on_event,
+            self.acceptor = EngineListener(self.container, host, int(port),
+                                            self._new_engine, self._on_event,
                                             self._on_accept, ssl_context=self.ssl_context,
                                             on_handshake=self._on_handshake,
                                             limits=_accept_limits(self.settings),
@@ -163,15 +163,16 @@ class Facade:
         """``extra`` fields of a log line about this listener (``peer=...`` in more)."""
         return {"event": event, "listener": self.name, **more}
 
-    def _engine_config(self) -> ConnectionConfig:
-        return ConnectionConfig(
+    def _new_engine(self) -> Connection:
+        """The server-role 0-10 engine of an accepted client."""
+        return Connection(Role.SERVER, ConnectionConfig(
             authenticator=self.authenticator,
             properties={"product": "amqp-bridge", "listener": self.name},
             max_message_size=self.settings.max_message_size,
             max_buffered=self.settings.max_buffered_per_connection,
-            max_session_timeout=0)  # sessions are not resumable on the façade
+            max_session_timeout=0))  # sessions are not resumable on the façade
 
-    def _on_handshake(self, sock: Amqp010Socket) -> None:
+    def _on_handshake(self, sock: EngineSocket) -> None:
         """TLS is up: a verified client certificate's CN is the identity SASL EXTERNAL gets."""
         assert sock.tls is not None
         cn = peer_common_name(sock.tls.obj.getpeercert())
@@ -180,7 +181,7 @@ class Facade:
             log.info("façade %s: %s presented a client certificate for %r", self.name,
                      sock.peer, cn)
 
-    def _on_accept(self, sock: Amqp010Socket) -> None:
+    def _on_accept(self, sock: EngineSocket) -> None:
         if self.stopping:
             sock.engine.close(CloseCode.CONNECTION_FORCED, "amqp-bridge is shutting down")
             sock.flush()
@@ -218,7 +219,7 @@ class Facade:
 
     # -- logins ---------------------------------------------------------------------------
 
-    def _check_login(self, sock: Amqp010Socket, ev: CredentialsReceived) -> None:
+    def _check_login(self, sock: EngineSocket, ev: CredentialsReceived) -> None:
         """Answer a PLAIN login: at once when that is cheap and tells nothing (a listener of
         plain passwords, a returning client), else after a PBKDF2 check on a worker thread
         (about 0.1 s), queued fairly per client address — or refused at once when that
@@ -260,7 +261,7 @@ class Facade:
         self._loop_calls = LoopCalls(self.container)
         return self._loop_calls.call_soon
 
-    def _login_closed(self, sock: Amqp010Socket) -> None:
+    def _login_closed(self, sock: EngineSocket) -> None:
         """The connection ended: a login of it still waiting for its check is dropped."""
         login = self._pending_logins.pop(sock, None)
         if login is not None:
@@ -268,7 +269,7 @@ class Facade:
 
     # -- output ---------------------------------------------------------------------------
 
-    def flush_later(self, sock: Amqp010Socket) -> None:
+    def flush_later(self, sock: EngineSocket) -> None:
         """Write what ``sock``'s engine produced, once the current burst of events is done
         (:class:`~bridge.runtime.EndOfBurst`: one write per client per burst)."""
         self.bursts.flush_soon(sock.flush)
@@ -280,7 +281,7 @@ class Facade:
 
     # -- engine events --------------------------------------------------------------------
 
-    def _on_event(self, sock: Amqp010Socket, ev: Event) -> None:
+    def _on_event(self, sock: EngineSocket, ev: Event) -> None:
         client = self.clients.get(sock)  # type: ignore[call-overload]
         if client is None:
             return
@@ -436,7 +437,7 @@ class Facade:
     def _reschedule_close(self) -> None:
         self.container.schedule(0.1, Timer(self.close_when_drained))
 
-    def socket_fault_part(self, sock: Amqp010Socket) -> Part:
+    def socket_fault_part(self, sock: EngineSocket) -> Part:
         """A fault in one client's connection closes that connection; the façade's
         cleanup gives what the client left unsettled back to the AMQP 1.0 broker."""
         def recover(reason: str) -> None:

@@ -20,7 +20,7 @@ from amqp010.events import MessageReceived
 from amqp010.session import Session
 
 from ..amqp10.link import Amqp10Link
-from ..runtime import Amqp010Socket
+from ..runtime import EngineSocket
 from ..runtime.containment import Part
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ LATER = Later()
 class Client:
     """One legacy application's connection."""
 
-    sock: Amqp010Socket
+    sock: EngineSocket
     user: str | None = None
     publishes_to: set[FacadePublish] = field(default_factory=set)
 
@@ -114,7 +114,7 @@ class FacadeHost(Protocol):
 
     def pause(self) -> None: ...
 
-    def flush_later(self, sock: Amqp010Socket) -> None: ...
+    def flush_later(self, sock: EngineSocket) -> None: ...
 
     def publish_refused(self, peer: str, reason: str, route: str | None = None) -> None: ...
 
@@ -122,7 +122,7 @@ class FacadeHost(Protocol):
 
     def bound(self, st: SessionState) -> None: ...
 
-    def socket_fault_part(self, sock: Amqp010Socket) -> Part: ...
+    def socket_fault_part(self, sock: EngineSocket) -> Part: ...
 
 
 def waiting_for(facade: FacadeHost, links: list[Amqp10Link]) -> list[str]:

@@ -42,7 +42,7 @@ from typing import Any, Protocol
 
 from proton.reactor import Container
 
-from amqp010.connection import ConnectionConfig, ProtocolError
+from amqp010.connection import Connection, ConnectionConfig, ProtocolError, Role
 from amqp010.events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -56,7 +56,7 @@ from amqp010.urls import client_config, parse_url
 
 from ..config import ConfigError, redact_url
 from ..config import Connection as ConnectionSettings
-from ..runtime import Amqp010Socket, EndOfBurst, Timer, connect
+from ..runtime import EndOfBurst, EngineSocket, Timer, connect
 from ..runtime.containment import Part
 from ..security.tls import (
     PermanentFault,
@@ -139,7 +139,7 @@ class LegacyConnection:
         self.fault: PermanentFault | None = None
         self.slots: list[_Slot] = []
         self.by_session: dict[int, _Slot] = {}  # id(session) -> slot
-        self.socket: Amqp010Socket | None = None
+        self.socket: EngineSocket | None = None
         self.open = False
         self.url_index = 0
         self.failures = 0
@@ -223,7 +223,8 @@ class LegacyConnection:
                  extra=self.log_fields("connecting", url=redact_url(url)))
         try:
             self.socket = connect(
-                self.container, addr.host, addr.port, config, self._on_event,
+                self.container, addr.host, addr.port, Connection(Role.CLIENT, config),
+                self._on_event,
                 ssl_context=self.ssl_context if addr.tls else None,
                 server_hostname=(tls.server_name if tls is not None else None) or addr.host)
         except OSError as exc:
@@ -273,7 +274,7 @@ class LegacyConnection:
                     self._forget(slot)
                 self._retry()
 
-    def _on_event(self, sock: Amqp010Socket, event: Event) -> None:
+    def _on_event(self, sock: EngineSocket, event: Event) -> None:
         if sock is not self.socket:
             return  # a previous connection's last words
         if isinstance(event, ConnectionOpened):
@@ -375,7 +376,7 @@ class LegacyConnection:
         self._ensure(slot)
         self.flush()
 
-    def _permanent_fault(self, sock: Amqp010Socket) -> PermanentFault | None:
+    def _permanent_fault(self, sock: EngineSocket) -> PermanentFault | None:
         if sock.tls_error is not None:
             return classify_ssl_error(sock.tls_error)
         if sock.engine.auth_error is not None:
@@ -431,7 +432,7 @@ class LegacyConnection:
         """A fault here closes this connection and reconnects (containment)."""
         return self.socket_fault_part(self.socket)
 
-    def socket_fault_part(self, sock: Amqp010Socket | None) -> Part:
+    def socket_fault_part(self, sock: EngineSocket | None) -> Part:
         """A fault in this connection's socket: close, then reconnect with backoff; its
         sessions are discarded, not resumed (the broker requeues what they held)."""
         peer = sock.peer if sock is not None else self.peer

@@ -1,9 +1,10 @@
 """The runtime: one python-qpid-proton event loop that hosts everything, and its faults.
 
 The bridge runs one thread: proton's :class:`~proton.reactor.Container` owns the
-AMQP 1.0 connections, and every AMQP 0-10 socket is registered with the same
-container as a *selectable* (the mechanism proton uses for its own acceptors).
-The container's ``select`` loop then tells us when a 0-10 socket is readable,
+AMQP 1.0 connections, and every legacy-protocol socket (AMQP 0-10 or 0-9-1, each
+driven by our sans-IO engine for it) is registered with the same container as a
+*selectable* (the mechanism proton uses for its own acceptors). The container's
+``select`` loop then tells us when such a socket is readable,
 writable or its deadline (heartbeat) expired, and we drive the engine:
 
     readable  -> sock.recv -> engine.receive_data -> events -> application
@@ -15,9 +16,10 @@ touched from the container's thread only.
 
 Modules, by job:
 
-- :mod:`~bridge.runtime.sockets`: :class:`Amqp010Socket`, one hosted connection (engine,
-  non-blocking socket, TLS over memory buffers), and :func:`connect` for client ones;
-- :mod:`~bridge.runtime.listener`: :class:`Amqp010Listener`, the listening socket and the
+- :mod:`~bridge.runtime.sockets`: :class:`EngineSocket`, one hosted connection (any
+  :class:`~bridge.runtime.sockets.Engine`, non-blocking socket, TLS over memory buffers),
+  and :func:`connect` for client ones;
+- :mod:`~bridge.runtime.listener`: :class:`EngineListener`, the listening socket and the
   limits it puts on its clients (:class:`AcceptLimits`, :class:`ListenerStats`);
 - :mod:`~bridge.runtime.loop`: work on the loop's thread — :class:`Timer` (the one timer
   of the bridge), :class:`LoopCalls` (calls from other threads) and :class:`EndOfBurst`
@@ -40,13 +42,21 @@ from .listener import (
     REFUSAL_GRACE,
     REFUSED_REASONS,
     AcceptLimits,
-    Amqp010Listener,
+    EngineListener,
     ListenerStats,
 )
 from .loop import EndOfBurst, LoopCalls, Timer
-from .sockets import Amqp010Socket, EventHandler, SocketOwner, connect, register_selectable
+from .sockets import (
+    CONNECTION_FORCED,
+    Engine,
+    EngineSocket,
+    EventHandler,
+    SocketOwner,
+    connect,
+    register_selectable,
+)
 
-__all__ = ["ACCEPT_BACKOFF", "FD_SETSIZE", "MAX_REFUSING", "REFUSAL_GRACE", "REFUSED_REASONS",
-           "AcceptLimits", "Amqp010Listener", "Amqp010Socket", "EndOfBurst", "EventHandler",
+__all__ = ["ACCEPT_BACKOFF", "CONNECTION_FORCED", "FD_SETSIZE", "MAX_REFUSING", "REFUSAL_GRACE", "REFUSED_REASONS",
+           "AcceptLimits", "Engine", "EngineListener", "EngineSocket", "EndOfBurst", "EventHandler",
            "ListenerStats", "LoopCalls", "SocketOwner", "Timer", "connect",
            "register_selectable"]

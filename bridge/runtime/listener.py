@@ -1,6 +1,8 @@
-"""The listening socket of AMQP 0-10 clients: accept, hand over, and bound what they take.
+"""The listening socket of legacy-protocol clients: accept, hand over, and bound what they take.
 
-A listener faces whoever can reach its port, so :class:`Amqp010Listener` bounds what
+Each accepted socket gets a server-role engine from the listener's ``make_engine`` (an
+AMQP 0-10 or 0-9-1 connection: :class:`~bridge.runtime.sockets.Engine`).
+A listener faces whoever can reach its port, so :class:`EngineListener` bounds what
 clients can take (:class:`AcceptLimits`, ``docs/operations.md#limits``):
 
 - *handshake timeout*: each accepted socket carries a deadline (folded into its
@@ -37,16 +39,13 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic
 
 from proton.reactor import Container
 
-from amqp010.connection import Connection, ConnectionConfig, ConnectionState, Role
-from amqp010.events import Event
-
 from ..ops.logs import RateLimited
 from .containment import Part
-from .sockets import Amqp010Socket, EventHandler, register_selectable
+from .sockets import E, EngineSocket, EventHandler, register_selectable
 
 log = logging.getLogger(__package__)  # the package's one logger: "bridge.runtime"
 
@@ -87,7 +86,7 @@ class ListenerStats:
 
 
 
-class _Refused(Amqp010Socket):
+class _Refused(EngineSocket[Any]):
     """A connection over a listener's limit: told why (connection.close) once its
     protocol header arrived, then closed."""
 
@@ -95,41 +94,41 @@ class _Refused(Amqp010Socket):
 
     def _deliver(self, data: bytes) -> None:
         super()._deliver(data)
-        if not self.closed and self.engine.state is not ConnectionState.AWAIT_HEADER:
+        if not self.closed and not self.engine.awaiting_header:
             self.abort(self.refusal)
 
 
-def _ignore(sock: Amqp010Socket, ev: Event) -> None:
+def _ignore(sock: EngineSocket[Any], ev: Any) -> None:
     pass
 
 
-class Amqp010Listener:
-    """A listening socket whose accepted connections get a server-role engine
-    (behind a TLS handshake with ``ssl_context``), within ``limits`` (see the module's
+class EngineListener(Generic[E]):
+    """A listening socket whose accepted connections get a server-role engine from
+    ``make_engine`` (behind a TLS handshake with ``ssl_context``), within ``limits`` (see the module's
     docstring); accepted sockets are ``socket_class`` instances.  ``name`` labels its
     log lines."""
 
     def __init__(self, container: Container, host: str, port: int,
-                 make_config: Callable[[], ConnectionConfig], on_event: EventHandler,
-                 on_accept: Callable[[Amqp010Socket], None] | None = None, *,
+                 make_engine: Callable[[], E], on_event: EventHandler,
+                 on_accept: Callable[[EngineSocket[E]], None] | None = None, *,
                  ssl_context: ssl.SSLContext | None = None,
-                 on_handshake: Callable[[Amqp010Socket], None] | None = None,
+                 on_handshake: Callable[[EngineSocket[E]], None] | None = None,
                  limits: AcceptLimits | None = None, name: str = "",
-                 socket_class: type[Amqp010Socket] = Amqp010Socket) -> None:
+                 socket_class: type[EngineSocket[Any]] = EngineSocket) -> None:
         self.container = container
         self.ssl_context = ssl_context
         self.on_handshake = on_handshake
-        self.make_config = make_config
+        self.make_engine = make_engine
         self.on_event = on_event
         self.on_accept = on_accept
         self.limits = limits or AcceptLimits()
         self.name = name
         self.socket_class = socket_class
         self.stats = ListenerStats()
-        self.connections: set[Amqp010Socket] = set()
+        self.connections: set[EngineSocket[E]] = set()
         """Accepted connections not closed yet (refused ones not included)."""
         self.per_peer: dict[str, int] = {}
-        self.refusing: set[Amqp010Socket] = set()
+        self.refusing: set[EngineSocket[Any]] = set()
         self.buffered = 0
         """Octets of unfinished input its connections hold (as last counted)."""
         self._backoff = 0.0
@@ -214,7 +213,7 @@ class Amqp010Listener:
                          f"{limits.max_connections_per_peer})")
             return
         now = time.time()
-        engine = Connection(Role.SERVER, self.make_config())
+        engine = self.make_engine()
         engine.tick(now)
         hosted = self.socket_class(self.container, sock, engine, self.on_event, peer=peer,
                                    tls=self.ssl_context, server_side=True,
@@ -234,7 +233,7 @@ class Amqp010Listener:
             self._refused(reason, peer, f"{text}: closed at once")
             return
         now = time.time()
-        engine = Connection(Role.SERVER, self.make_config())
+        engine = self.make_engine()
         engine.tick(now)
         hosted = _Refused(self.container, sock, engine, _ignore, peer=peer,
                           tls=self.ssl_context, server_side=True)
@@ -252,7 +251,7 @@ class Amqp010Listener:
                            peer, text, extra=self._fields("connection_refused", peer=peer,
                                                           reason=reason, error=text))
 
-    def handshake_expired(self, sock: Amqp010Socket) -> None:
+    def handshake_expired(self, sock: EngineSocket[Any]) -> None:
         """``sock`` was not open in time: close it (a refused one quietly)."""
         if sock in self.refusing:
             sock.abort(getattr(sock, "refusal", "refused"))
@@ -266,7 +265,7 @@ class Amqp010Listener:
                                               state=state))
         sock.abort(f"amqp-bridge: handshake not completed within {timeout:g}s")
 
-    def count_buffered(self, sock: Amqp010Socket) -> None:
+    def count_buffered(self, sock: EngineSocket[Any]) -> None:
         """After ``sock``'s engine ran: update the listener's total, close the largest
         holder while it is over ``max_buffered``."""
         now = sock.engine.buffered
@@ -295,7 +294,7 @@ class Amqp010Listener:
         finally:
             self._shedding = False
 
-    def released(self, sock: Amqp010Socket) -> None:
+    def released(self, sock: EngineSocket[Any]) -> None:
         """``sock``'s transport is gone: it no longer counts against the limits."""
         self.buffered -= sock.counted
         sock.counted = 0
@@ -319,4 +318,4 @@ class Amqp010Listener:
 
 
 __all__ = ["ACCEPT_BACKOFF", "FD_SETSIZE", "MAX_REFUSING", "REFUSAL_GRACE", "REFUSED_REASONS",
-           "AcceptLimits", "Amqp010Listener", "ListenerStats"]
+           "AcceptLimits", "EngineListener", "ListenerStats"]

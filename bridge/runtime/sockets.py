@@ -1,6 +1,10 @@
-"""One hosted AMQP 0-10 connection: the engine, its non-blocking socket, TLS in memory.
+"""One hosted legacy-protocol connection: a sans-IO engine, its non-blocking socket, TLS in memory.
 
-An :class:`Amqp010Socket` is registered with the proton container as a *selectable*
+The engine is any :class:`Engine` — our AMQP 0-10 (:mod:`amqp010.connection`) or AMQP
+0-9-1 (:mod:`amqp091.connection`) connection, client or server role: both take bytes
+and time in and give bytes and events out through the same few calls.
+
+An :class:`EngineSocket` is registered with the proton container as a *selectable*
 (:func:`register_selectable`, the mechanism proton uses for its own acceptors); the
 container's ``select`` loop tells it when the socket is readable, writable or its
 deadline (heartbeat, handshake timeout) expired, and it drives the engine:
@@ -13,7 +17,7 @@ TLS (``tls``) stays sans-IO too: an :class:`ssl.SSLObject` over a pair of
 :class:`ssl.MemoryBIO` sits between the socket and the engine, so the handshake and
 every record move with the same non-blocking reads and writes.  What the engine
 writes before the handshake is done waits in plaintext; a failed handshake is kept
-in :attr:`Amqp010Socket.tls_error` and ends the connection like a transport loss.
+in :attr:`EngineSocket.tls_error` and ends the connection like a transport loss.
 
 A socket accepted by a listener reports to it through the narrow :class:`SocketOwner`
 interface (its buffered input, its handshake deadline, its end);
@@ -28,37 +32,77 @@ import logging
 import socket
 import ssl
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, Protocol, TypeVar
 
 from proton.reactor import Container
-
-from amqp010.connection import Connection, ConnectionConfig, Role
-from amqp010.events import Event
-from amqp010.spec import CloseCode
 
 from .containment import Part
 
 log = logging.getLogger(__package__)  # the package's one logger: "bridge.runtime"
 
-EventHandler = Callable[["Amqp010Socket", Event], None]
+CONNECTION_FORCED = 320
+"""The close code of a connection the host ends (connection-forced: 320 in 0-10 and 0-9-1)."""
+
+
+class Engine(Protocol):
+    """What a hosted sans-IO protocol engine offers its socket."""
+
+    heartbeat: Any
+    """The negotiated heartbeat interval (seconds; 0 or None: none)."""
+    state: Any
+    """Where its handshake or life is (an enum: its ``value`` is logged)."""
+
+    @property
+    def is_open(self) -> bool:
+        """The handshake is done (login included)."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """Nothing more will be exchanged (close the transport after the last output)."""
+        ...
+
+    @property
+    def buffered(self) -> int:
+        """Received octets held in unfinished frames and messages."""
+        ...
+
+    @property
+    def awaiting_header(self) -> bool:
+        """Server role: the peer's protocol header has not arrived yet."""
+        ...
+
+    def receive_data(self, data: bytes) -> None: ...
+    def data_to_send(self) -> bytes: ...
+    def events(self) -> Iterator[Any]: ...
+    def tick(self, now: float) -> None: ...
+    def next_deadline(self) -> float | None: ...
+    def note_peer_alive(self) -> None: ...
+    def abort(self, code: int, text: str) -> None: ...
+
+
+E = TypeVar("E", bound=Engine)
+"""The engine type a socket hosts."""
+
+EventHandler = Callable[["EngineSocket[Any]", Any], None]
 """Called with each engine event, on the container's thread."""
 
 _RECV_SIZE = 256 * 1024
 _WRITE_HIGH_WATER = 4 << 20
-"""Unsent octets above which :attr:`Amqp010Socket.backpressured` turns true."""
+"""Unsent octets above which :attr:`EngineSocket.backpressured` turns true."""
 
 
 class SocketOwner(Protocol):
     """What a hosted socket tells the listener that accepted it."""
 
-    def handshake_expired(self, sock: Amqp010Socket) -> None:
+    def handshake_expired(self, sock: EngineSocket[Any]) -> None:
         """``sock`` was not open by its handshake deadline."""
 
-    def count_buffered(self, sock: Amqp010Socket) -> None:
+    def count_buffered(self, sock: EngineSocket[Any]) -> None:
         """``sock``'s engine ran: its buffered input may have changed."""
 
-    def released(self, sock: Amqp010Socket) -> None:
+    def released(self, sock: EngineSocket[Any]) -> None:
         """``sock``'s transport is gone."""
 
 
@@ -75,8 +119,8 @@ class TlsLayer:
         self.plain_out = bytearray()
 
 
-class Amqp010Socket:
-    """One AMQP 0-10 connection (engine + non-blocking socket) in a proton Container.
+class EngineSocket(Generic[E]):
+    """One protocol connection (engine + non-blocking socket) in a proton Container.
 
     Call :meth:`flush` after issuing engine commands outside of an event callback
     (inside ``on_event`` the socket flushes by itself afterwards).  With ``tls`` the
@@ -93,11 +137,11 @@ class Amqp010Socket:
     reading_paused = False
     """Reading stopped by its owner (:meth:`pause_reading`: a throttled publisher)."""
 
-    def __init__(self, container: Container, sock: socket.socket, engine: Connection,
+    def __init__(self, container: Container, sock: socket.socket, engine: E,
                  on_event: EventHandler, *, connecting: bool = False, peer: str = "",
                  trace: Any = None, tls: ssl.SSLContext | None = None,
                  server_side: bool = False, server_hostname: str | None = None,
-                 on_handshake: Callable[[Amqp010Socket], None] | None = None) -> None:
+                 on_handshake: Callable[[EngineSocket[E]], None] | None = None) -> None:
         self.container = container
         self.tls = TlsLayer(tls, server_side, server_hostname) if tls is not None else None
         self.tls_error: ssl.SSLError | None = None
@@ -130,7 +174,7 @@ class Amqp010Socket:
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
-            log.debug("amqp0-10 %s: receive failed: %s", self.peer, exc)
+            log.debug("%s: receive failed: %s", self.peer, exc)
             self.error = f"receive failed: {exc}"
             data = b""
         if self.tls is not None:
@@ -155,7 +199,7 @@ class Amqp010Socket:
             err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if err:
                 self.error = f"connect failed: {errno.errorcode.get(err, err)}"
-                log.debug("amqp0-10 %s: %s", self.peer, self.error)
+                log.debug("%s: %s", self.peer, self.error)
                 self._run(self.engine.receive_data, b"")
                 return
             self._connecting = False
@@ -194,7 +238,7 @@ class Amqp010Socket:
             self.reading_paused = paused
             self._update()
 
-    def call(self, fn: Callable[[Connection], None]) -> None:
+    def call(self, fn: Callable[[Any], None]) -> None:
         """Run ``fn(engine)`` outside an event callback (a timer, another thread's answer):
         its events go to ``on_event`` and its output is written."""
         if not self.closed:
@@ -212,7 +256,7 @@ class Amqp010Socket:
         transport; ``on_event`` still gets the engine's SessionDetached and ConnectionClosed
         events, so the owner cleans up as usual."""
         if not self.closed:
-            self._run(lambda engine: engine.abort(CloseCode.CONNECTION_FORCED, text), self.engine)
+            self._run(lambda engine: engine.abort(CONNECTION_FORCED, text), self.engine)
 
     def close_transport(self) -> None:
         """Drop the transport now (after writing what can be written without blocking)."""
@@ -309,7 +353,7 @@ class Amqp010Socket:
             eof = True
             if self.tls_error is None and not isinstance(exc, ssl.SSLEOFError):
                 self.tls_error = exc
-                log.info("amqp0-10 %s: TLS failed: %s", self.peer, exc)
+                log.info("%s: TLS failed: %s", self.peer, exc)
         self._tls_collect()
         return b"".join(chunks), eof
 
@@ -347,7 +391,7 @@ class Amqp010Socket:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                log.debug("amqp0-10 %s: send failed: %s", self.peer, exc)
+                log.debug("%s: send failed: %s", self.peer, exc)
                 self.error = f"send failed: {exc}"
                 self._out.clear()
                 if not self.closed:
@@ -378,7 +422,7 @@ class Amqp010Socket:
         if callable(describe):
             part: Part = describe(self)
             return part
-        return Part("handler", f"0-10 connection {self.peer}", {"peer": self.peer},
+        return Part("handler", f"connection {self.peer}", {"peer": self.peer},
                     "connection closed", lambda reason: self.abort(reason))
 
 
@@ -391,11 +435,11 @@ def register_selectable(container: Container, handler: Any, sock: socket.socket)
     return sel
 
 
-def connect(container: Container, host: str, port: int, config: ConnectionConfig,
+def connect(container: Container, host: str, port: int, engine: E,
             on_event: EventHandler, *, trace: Any = None, ssl_context: ssl.SSLContext | None = None,
-            server_hostname: str | None = None) -> Amqp010Socket:
-    """Start a non-blocking client connection to an AMQP 0-10 peer (TLS with
-    ``ssl_context``, verifying ``server_hostname`` or ``host``)."""
+            server_hostname: str | None = None) -> EngineSocket[E]:
+    """Start a non-blocking client connection to a peer, spoken to by ``engine`` (a
+    client-role engine; TLS with ``ssl_context``, verifying ``server_hostname`` or ``host``)."""
     info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(info[0], socket.SOCK_STREAM)
     sock.setblocking(False)
@@ -403,13 +447,12 @@ def connect(container: Container, host: str, port: int, config: ConnectionConfig
     if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
         sock.close()
         raise OSError(err, f"connect to {host}:{port}: {errno.errorcode.get(err, err)}")
-    engine = Connection(Role.CLIENT, config)
     engine.tick(time.time())
-    return Amqp010Socket(container, sock, engine, on_event, connecting=True,
+    return EngineSocket(container, sock, engine, on_event, connecting=True,
                          peer=f"{host}:{port}", trace=trace, tls=ssl_context,
                          server_hostname=server_hostname or host)
 
 
 
-__all__ = ["Amqp010Socket", "EventHandler", "SocketOwner", "TlsLayer", "connect",
-           "register_selectable"]
+__all__ = ["CONNECTION_FORCED", "Engine", "EngineSocket", "EventHandler", "SocketOwner",
+           "TlsLayer", "connect", "register_selectable"]

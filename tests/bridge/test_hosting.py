@@ -8,7 +8,7 @@ from proton import Message
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from amqp010.connection import ConnectionConfig
+from amqp010.connection import Connection, ConnectionConfig, Role
 from amqp010.events import (
     CommandReceived,
     CommandsCompleted,
@@ -18,7 +18,7 @@ from amqp010.events import (
     SessionAttached,
 )
 from amqp010.spec import QueueDeclare
-from bridge.runtime import Amqp010Listener, Amqp010Socket, connect
+from bridge.runtime import EngineListener, EngineSocket, connect
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
 
 
@@ -32,24 +32,27 @@ class Scenario(MessagingHandler):
         self.log: list[str] = []
         self.declared: list[str] = []
         self.sender: Any = None
-        self.client: Amqp010Socket | None = None
+        self.client: EngineSocket | None = None
 
     def on_start(self, event: Any) -> None:
         container = event.container
-        self.listener = Amqp010Listener(container, "127.0.0.1", 0, ConnectionConfig, self.server_event)
+        self.listener = EngineListener(container, "127.0.0.1", 0,
+                                       lambda: Connection(Role.SERVER, ConnectionConfig()),
+                                       self.server_event)
         host, port = self.listener.address
         if self.rabbitmq_url:
             conn = container.connect(self.rabbitmq_url)
             self.sender = container.create_sender(conn, self.address)
-        self.client = connect(container, host, port, ConnectionConfig(), self.client_event)
+        self.client = connect(container, host, port, Connection(Role.CLIENT, ConnectionConfig()),
+                              self.client_event)
 
-    def server_event(self, sock: Amqp010Socket, ev: Event) -> None:
+    def server_event(self, sock: EngineSocket, ev: Event) -> None:
         self.log.append(f"server {type(ev).__name__}")
         if isinstance(ev, CommandReceived) and isinstance(ev.command, QueueDeclare):
             self.declared.append(ev.command.queue)
             ev.session.complete(ev.command_id)
 
-    def client_event(self, sock: Amqp010Socket, ev: Event) -> None:
+    def client_event(self, sock: EngineSocket, ev: Event) -> None:
         self.log.append(f"client {type(ev).__name__}")
         if isinstance(ev, ConnectionOpened):
             sock.engine.attach("hosting-test")
