@@ -26,6 +26,9 @@ CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
   the rate is how fast a 0-10 client (a child process, window credit 1000, accepting in
   batches of 100) receives them. Baseline: the proton receiver of the same round.
   ``--only-facade`` runs just these two and their baselines.
+- *0-9-1 → 1.0* and *1.0 → 0-9-1*: the bridge between RabbitMQ's AMQP 0-9-1 and its 1.0,
+  against the proton baselines and against pika doing the 0-9-1 half alone
+  (``benchmarks/_amqp091_rows.py``). ``--only-091`` runs just these and their baselines.
 - *latency*: messages paced at ``--latency-rate`` per second carry their send
   time; the consumer on the other side (proton in a child process, or the 0-10
   client here) records arrival - send. p50 / p99 over ``--latency-messages``;
@@ -54,123 +57,44 @@ import argparse
 import contextlib
 import gc
 import multiprocessing as mp
-import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # ahead of this folder, where this very file is "bridge"
+import _timing  # noqa: F401  (first: the project root ahead of this folder)
+from _amqp091_rows import AMQP091_ROWS, Amqp091Rows
+from _amqp091_rows import BASELINES as AMQP091_BASELINES
+from _amqp091_rows import report as report_amqp091
+from _harness import (
+    BODY,
+    CE,
+    TARGET_RATIO,
+    WINDOW,
+    Bridge,
+    TapRun,
+    child,
+    finish,
+    percentiles,
+    raw_receiver,
+    raw_sender,
+    start_child,
+    timed,
+)
 
-from proton import Message, symbol  # noqa: E402
-from proton.handlers import MessagingHandler  # noqa: E402
-from proton.reactor import Container  # noqa: E402
-
-from amqp010.spec import DeliveryProperties, MessageProperties  # noqa: E402
-from amqp010.testing.broker import Broker  # noqa: E402
-from amqp010.testing.broker import Message as StoredMessage  # noqa: E402
-from amqp010.testing.broker import Queue as BrokerQueue  # noqa: E402
-from amqp010.testing.server import EngineServer  # noqa: E402
-from amqp010.transport import BlockingClient  # noqa: E402
-from tests.support.bridge import free_port  # noqa: E402
-from tests.support.rabbitmq import ensure_rabbitmq, rabbitmqctl, unique_queue  # noqa: E402
-
-BODY = bytes(range(256)) * 4
-WINDOW = 1000
-TARGET_RATIO = 0.9
-CE = "cloudevents: {mode: binary, type: com.example.bench, source: /bench}"
-CLOCK_TICK = os.sysconf("SC_CLK_TCK")
-
+from amqp010.spec import DeliveryProperties, MessageProperties
+from amqp010.testing.broker import Broker
+from amqp010.testing.broker import Message as StoredMessage
+from amqp010.testing.broker import Queue as BrokerQueue
+from amqp010.testing.server import EngineServer
+from amqp010.transport import BlockingClient
+from tests.support.bridge import free_port
+from tests.support.rabbitmq import ensure_rabbitmq, rabbitmqctl, unique_queue
 
 # --- the bridge -------------------------------------------------------------------------------
-
-
-class Bridge:
-    """``amqp-bridge run`` in a subprocess, with its CPU time (and its children's: the tap's
-    archive writer)."""
-
-    profile_dir: Path | None = None
-    """Set (``--profile DIR``): each bridge runs under cProfile, writing DIR/NAME.prof."""
-
-    def __init__(self, legacy_url: str | None, cloud_url: str, route: str, workdir: Path, *,
-                 facade_port: int | None = None) -> None:
-        """A bridge with the ``cloud`` 1.0 connection, the ``legacy`` 0-10 one if
-        ``legacy_url`` is given, and the ``facade`` listener on ``facade_port`` if given
-        (user ``guest``/``guest``)."""
-        name = route.split("name:", 1)[1].split()[0]
-        config = workdir / f"bridge-{name}-{time.time_ns()}.yaml"
-        self.metrics_port = free_port()
-        legacy = "" if legacy_url is None else \
-            f'  legacy: {{protocol: amqp0-10, url: "{legacy_url}", heartbeat: 0}}'
-        listeners = "" if facade_port is None else f"""listeners:
-  facade: {{protocol: amqp0-10, bind: "127.0.0.1:{facade_port}", users: {{guest: guest}}}}"""
-        config.write_text(f"""
-metrics: {{bind: "127.0.0.1:{self.metrics_port}"}}
-connections:
-{legacy}
-  cloud:  {{protocol: amqp1.0, url: "{cloud_url}"}}
-{listeners}
-routes:
-{route}
-""")
-        self.log_path = config.with_suffix(".log")
-        self.log = open(self.log_path, "wb")  # noqa: SIM115
-        profile = []
-        if self.profile_dir is not None:
-            profile = ["-m", "cProfile", "-o", str(self.profile_dir / f"{name}.prof")]
-        self.proc = subprocess.Popen(
-            [sys.executable, *profile, "-m", "bridge.cli", "run", "-c", str(config),
-             "--log-level", "warning"], cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
-
-    def cpu(self) -> float:
-        return _cpu(self.proc.pid)
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        """Until the bridge's ``/readyz`` says every route is ready (links attached)."""
-        deadline = time.monotonic() + timeout
-        url = f"http://127.0.0.1:{self.metrics_port}/readyz"
-        while True:
-            # not listening yet, or 503: not ready yet
-            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as answer:
-                if answer.status == 200:
-                    return
-            if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise TimeoutError(f"the bridge was not ready in {timeout:.0f}s "
-                                   f"(see {self.log_path})")
-            time.sleep(0.05)
-
-    def children_cpu(self) -> float:
-        """CPU seconds of the bridge's child processes (the archive writer)."""
-        total = 0.0
-        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
-            for pid in (task / "children").read_text().split():
-                with contextlib.suppress(FileNotFoundError):  # it just ended
-                    total += _cpu(int(pid))
-        return total
-
-    def stop(self) -> float:
-        """SIGTERM and wait; returns the seconds it took to exit (drain, taps closed)."""
-        started = time.perf_counter()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-        return time.perf_counter() - started
-
-
-def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
 
 
 def unsettled(broker: Broker) -> int:
@@ -179,55 +103,6 @@ def unsettled(broker: Broker) -> int:
             return sum(len(m.unacked) for m in list(broker.sessions.values()))
         except RuntimeError:  # changed size during iteration (the server thread)
             continue
-
-
-def timed(progress: Any, n: int, bridge: Bridge, timeout: float = 600,
-          extra: list[float] | None = None) -> tuple[float, float]:
-    """(messages/s, bridge CPU µs per message) between 10 % and 100 % of ``n``.
-
-    ``extra``, if given, gets the CPU µs per message of the bridge's children (the
-    tap's writer process) over the same span."""
-    deadline = time.monotonic() + timeout
-    while progress() < n // 10:
-        if time.monotonic() > deadline:
-            raise TimeoutError("the bridge did not start moving messages")
-        time.sleep(0.002)
-    t0, c0, w0 = time.perf_counter(), bridge.cpu(), bridge.children_cpu()
-    while progress() < n:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the bridge moved {progress()} of {n}")
-        time.sleep(0.002)
-    t1, c1, w1 = time.perf_counter(), bridge.cpu(), bridge.children_cpu()
-    counted = n - n // 10
-    if extra is not None:
-        extra.append((w1 - w0) / counted * 1e6)
-    return counted / (t1 - t0), (c1 - c0) / counted * 1e6
-
-
-class TapRun:
-    """The ``tap`` line of a benchmark route and what the tapped run measured."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.path = workdir / f"archive-{time.time_ns()}"
-        self.writer_cpu: list[float] = []
-        self.stop_seconds = 0.0
-        self.backpressure_seconds = 0.0
-
-    def stopped(self, bridge: Bridge, seconds: float) -> None:
-        """Note how the tapped bridge stopped, and how long it withheld credit (its log)."""
-        self.stop_seconds = seconds
-        for line in bridge.log_path.read_text().splitlines():
-            if ": tap: recorded=" in line:
-                self.backpressure_seconds = float(
-                    line.split("backpressure_seconds=")[1].split()[0])
-
-    def option(self) -> str:
-        return f"tap: {{path: '{self.path}', side: both}}"
-
-    def rows(self) -> int:
-        import pyarrow.parquet as pq
-
-        return int(pq.read_table(self.path, columns=["side"]).num_rows)
 
 
 def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
@@ -252,14 +127,6 @@ def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
                      extra=tap.writer_cpu if tap else None)
     finally:
         finish(bridge, tap, url, target)
-
-
-def finish(bridge: Bridge, tap: TapRun | None, url: str, queue: str) -> None:
-    """Stop a measured bridge (checking its archive when tapped) and delete its queue."""
-    stopped = bridge.stop()
-    if tap:
-        tap.stopped(bridge, stopped)
-    rabbitmqctl(url, "delete_queue", queue)
 
 
 def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
@@ -334,125 +201,7 @@ def tapped(run: Any, n: int, workdir: Path, taps: list[TapRun]) -> tuple[float, 
     return result
 
 
-# --- plain proton clients (child processes) --------------------------------------------------
-
-
-def bench_message(i: int, sent: int = 0) -> Message:
-    """What the bridge sends for a 0-10 benchmark message, built the plain proton way."""
-    mid = uuid.uuid4()
-    return Message(
-        id=mid, body=BODY, durable=True, content_type="application/octet-stream",
-        subject="bench-out", inferred=True,
-        annotations={symbol("x-amqp-0-10.routing-key"): "bench-out",
-                     symbol("x-amqp-0-10.exchange"): ""},
-        properties={"seq": i, "region": "emea", "sent": sent, "cloudEvents_specversion": "1.0",
-                    "cloudEvents_id": str(mid), "cloudEvents_source": "/bench",
-                    "cloudEvents_type": "com.example.bench"})
-
-
-class _Sender(MessagingHandler):  # type: ignore[misc]
-    def __init__(self, url: str, address: str, n: int, pace: float = 0.0) -> None:
-        super().__init__(prefetch=0, auto_settle=True)
-        self.url, self.address, self.n, self.pace = url, address, n, pace
-        self.sent = self.settled = 0
-        self.t0 = self.t1 = 0.0
-        self.c0 = 0.0
-        self.start = 0.0
-
-    def on_start(self, event: Any) -> None:
-        self.conn = event.container.connect(self.url, reconnect=False)
-        self.sender = event.container.create_sender(self.conn, self.address)
-        self.start = time.monotonic()
-        if self.pace:
-            event.container.schedule(0, self)
-
-    def on_timer_task(self, event: Any) -> None:
-        self.send()
-        if self.sent < self.n:
-            event.container.schedule(0.001, self)
-
-    def on_sendable(self, event: Any) -> None:
-        if not self.pace:
-            self.send()
-
-    def send(self) -> None:
-        sender = self.sender
-        while sender.credit and self.sent < self.n and self.sent - self.settled < WINDOW:
-            if self.pace and self.start + self.sent / self.pace > time.monotonic():
-                return
-            sender.send(bench_message(self.sent, time.time_ns()))
-            self.sent += 1
-
-    def on_settled(self, event: Any) -> None:
-        self.settled += 1
-        if self.settled == self.n // 10:
-            self.t0, self.c0 = time.perf_counter(), time.process_time()
-        if self.settled == self.n:
-            self.t1 = time.perf_counter()
-            self.c1 = time.process_time()
-            self.conn.close()
-        elif not self.pace:
-            self.send()
-
-
-class _Receiver(MessagingHandler):  # type: ignore[misc]
-    def __init__(self, url: str, address: str, n: int, latency: bool) -> None:
-        super().__init__(prefetch=WINDOW, auto_accept=True)
-        self.url, self.address, self.n, self.latency = url, address, n, latency
-        self.received = 0
-        self.t0 = self.t1 = self.c0 = self.c1 = 0.0
-        self.latencies: list[float] = []
-
-    def on_start(self, event: Any) -> None:
-        self.conn = event.container.connect(self.url, reconnect=False)
-        event.container.create_receiver(self.conn, self.address)
-
-    def on_message(self, event: Any) -> None:
-        if self.latency:
-            self.latencies.append((time.time_ns() - event.message.properties["sent"]) / 1e6)
-        self.received += 1
-        if self.received == self.n // 10:
-            self.t0, self.c0 = time.perf_counter(), time.process_time()
-        if self.received == self.n:
-            self.t1, self.c1 = time.perf_counter(), time.process_time()
-            self.conn.close()
-
-
-def _child(kind: str, url: str, address: str, n: int, pace: float, out: Any) -> None:
-    if kind in ("send", "fill", "pace"):
-        handler: Any = _Sender(url, address, n, pace)
-        Container(handler).run()
-        counted = n - n // 10
-        out.send((counted / (handler.t1 - handler.t0), (handler.c1 - handler.c0) / counted * 1e6))
-    else:
-        receiver = _Receiver(url, address, n, kind == "latency")
-        Container(receiver).run()
-        counted = n - n // 10
-        out.send((counted / (receiver.t1 - receiver.t0),
-                  (receiver.c1 - receiver.c0) / counted * 1e6, receiver.latencies))
-
-
-def child(kind: str, url: str, address: str, n: int, pace: float = 0.0) -> Any:
-    """Run a plain proton client in a fresh process; returns what it measured."""
-    proc, result = start_child(kind, url, address, n, pace)
-    try:
-        return result.recv()
-    except EOFError:
-        raise RuntimeError(f"the proton {kind} client failed (see its traceback above)") from None
-    finally:
-        proc.join()
-
-
-def start_child(kind: str, url: str, address: str, n: int, pace: float = 0.0) -> Any:
-    """Start a plain proton client in a fresh process: (process, the end it reports to).
-
-    Only the child holds the other end, so a child that dies makes ``recv`` raise EOFError."""
-    ctx = mp.get_context("spawn")
-    parent_end, child_end = ctx.Pipe()
-    proc = ctx.Process(target=_child, args=(kind, url, address, n, pace, child_end))
-    proc.start()
-    child_end.close()
-    return proc, parent_end
+# --- a 0-10 client of the façade (child process) ---------------------------------------------
 
 
 def _legacy_client(kind: str, port: int, name: str, n: int, progress: Any) -> None:
@@ -502,24 +251,6 @@ def legacy_client_child(kind: str, port: int, name: str, n: int) -> Any:
             proc.join()
     if proc.exitcode != 0:
         raise RuntimeError(f"the 0-10 {kind} client failed (exit {proc.exitcode})")
-
-
-def raw_sender(url: str, n: int) -> tuple[float, float]:
-    queue = unique_queue("bench-raw")
-    try:
-        return tuple(child("send", url, f"/queue/{queue}", n))  # type: ignore[return-value]
-    finally:
-        rabbitmqctl(url, "delete_queue", queue)
-
-
-def raw_receiver(url: str, n: int) -> tuple[float, float]:
-    queue = unique_queue("bench-raw")
-    child("fill", url, f"/queue/{queue}", n)
-    try:
-        rate, cpu, _ = child("receive", url, f"/queue/{queue}", n)
-        return rate, cpu
-    finally:
-        rabbitmqctl(url, "delete_queue", queue)
 
 
 # --- latency ---------------------------------------------------------------------------------
@@ -614,11 +345,6 @@ def latency_amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: 
     return latencies
 
 
-def percentiles(values: list[float]) -> tuple[float, float]:
-    q = statistics.quantiles(values, n=100)
-    return q[49], q[98]
-
-
 # --- main ------------------------------------------------------------------------------------
 
 
@@ -683,6 +409,8 @@ def main() -> int:
                         help="only the bridge with and without the route option tap")
     parser.add_argument("--only-facade", action="store_true",
                         help="only the façade (both directions) and its proton baselines")
+    parser.add_argument("--only-091", action="store_true",
+                        help="only the AMQP 0-9-1 rows and their proton and pika baselines")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="run the bridges under cProfile, writing DIR/<route>.prof "
                              "(rates then measure the profiler too)")
@@ -712,26 +440,41 @@ def main() -> int:
         def into(tap: TapRun | None = None) -> tuple[float, float]:
             return amqp10_to_legacy(broker, server, url, n, workdir, tap)
 
+        only = ("tap" if args.only_tap else "facade" if args.only_facade
+                else "091" if args.only_091 else None)
+        rows091 = Amqp091Rows(url, n, workdir)
+        legacy010 = only in (None, "tap")
         try:
             for r in range(args.rounds):
                 print(f"round {r + 1}/{args.rounds} ...", flush=True)
-                if not args.only_tap:
+                if only != "tap":
                     keep("proton sender", raw_sender(url, n))
+                if only in (None, "facade"):
                     keep("façade 0-10 -> 1.0", facade_publish(url, n, workdir))
-                if not args.only_facade:
+                if only in (None, "091"):
+                    keep("pika consumer", rows091.pika_consumer())
+                    keep("bridge 0-9-1 -> 1.0", rows091.to_amqp10())
+                if legacy010:
                     keep("bridge 0-10 -> 1.0", out())
                     keep("bridge 0-10 -> 1.0 + tap",
                          tapped(out, n, workdir, taps["bridge 0-10 -> 1.0 + tap"]))
-                if not args.only_tap:
+                if only != "tap":
                     keep("proton receiver", raw_receiver(url, n))
+                if only in (None, "facade"):
                     keep("façade 1.0 -> 0-10", facade_consume(url, n, workdir))
-                if args.only_facade:
-                    continue
-                keep("bridge 1.0 -> 0-10", into())
-                keep("bridge 1.0 -> 0-10 + tap",
-                     tapped(into, n, workdir, taps["bridge 1.0 -> 0-10 + tap"]))
-            if args.only_facade:
+                if only in (None, "091"):
+                    keep("pika publisher", rows091.pika_publisher())
+                    keep("bridge 1.0 -> 0-9-1", rows091.from_amqp10())
+                if legacy010:
+                    keep("bridge 1.0 -> 0-10", into())
+                    keep("bridge 1.0 -> 0-10 + tap",
+                         tapped(into, n, workdir, taps["bridge 1.0 -> 0-10 + tap"]))
+            if only == "facade":
                 report_rates(best, FACADE_ROWS, n, args.rounds)
+                return 0
+            if only == "091":
+                report_rates(best, (*AMQP091_BASELINES, *AMQP091_ROWS), n, args.rounds)
+                report_amqp091(best)
                 return 0
             print("latency with and without tap ...", flush=True)
             lat_tap = TapRun(workdir)
@@ -755,7 +498,9 @@ def main() -> int:
             server.stop()
 
     sender, receiver = best["proton sender"][0], best["proton receiver"][0]
-    report_rates(best, ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10", *FACADE_ROWS), n, args.rounds)
+    report_rates(best, ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10", *FACADE_ROWS,
+                        *AMQP091_BASELINES, *AMQP091_ROWS), n, args.rounds)
+    report_amqp091(best)
     print(f"\nlatency at {args.latency_rate:.0f} msg/s ({args.latency_messages} messages), ms:")
     for name, values in (("proton -> proton", lat_raw), ("0-10 -> 1.0", lat_out),
                          ("1.0 -> 0-10", lat_in)):

@@ -1,0 +1,249 @@
+"""The AMQP 0-9-1 rows of ``benchmarks/bridge.py``: the bridge between RabbitMQ's 0-9-1 and 1.0.
+
+Both sides are the project's RabbitMQ node (0-9-1 and 1.0 on the same port); messages are
+1 KiB with a UUID message-id, content-type, delivery-mode 2 and two headers, CloudEvents
+binary mode from a template, ``max_in_flight`` 1000 — as the 0-10 rows.
+
+- *0-9-1 → 1.0*: a backlog of N messages in a classic queue (published with pika); the
+  rate is how fast the route delivers them into a RabbitMQ queue over 1.0 (each 1.0
+  accept then acked at the source), read from the bridge's ``delivered`` counter.
+  Baselines: the proton sender of the round, and a **pika consumer** (prefetch 1000,
+  acking each message) draining the same kind of backlog — the 0-9-1 half of the
+  bridge's work without the bridge.
+- *1.0 → 0-9-1*: a backlog of N messages in a RabbitMQ queue (filled by the proton
+  sender); the rate is how fast the route publishes them to the default exchange (a
+  queue behind it) and RabbitMQ confirms them. Baselines: the proton receiver of the
+  round, and a **pika publisher** in confirm mode (at most 1000 unconfirmed) publishing
+  the same messages — again the 0-9-1 half alone.
+
+The pika clients run in child processes (``SelectConnection``, pika's fastest), measured
+from 10 % to 100 % of N like every other row.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pika
+from _harness import BODY, CE, WINDOW, Bridge, child, finish, timed
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.rabbitmq import rabbitmqctl, unique_queue
+
+AMQP091_ROWS = ("bridge 0-9-1 -> 1.0", "bridge 1.0 -> 0-9-1")
+BASELINES = ("pika consumer", "pika publisher")
+
+
+def properties(i: int) -> pika.BasicProperties:
+    """The 0-9-1 properties of benchmark message ``i``."""
+    return pika.BasicProperties(message_id=str(uuid.uuid4()), delivery_mode=2,
+                                content_type="application/octet-stream",
+                                headers={"seq": i, "region": "emea"})
+
+
+def fill(url: str, queue: str, n: int) -> None:
+    """Declare ``queue`` and put n benchmark messages in it (publish, then wait until
+    RabbitMQ counts them all)."""
+    with pika.BlockingConnection(pika.URLParameters(url)) as conn:
+        channel = conn.channel()
+        channel.queue_declare(queue)
+        for i in range(n):
+            channel.basic_publish("", queue, BODY, properties(i))
+        deadline = time.monotonic() + 120
+        while channel.queue_declare(queue, passive=True).method.message_count < n:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"RabbitMQ did not count {n} messages in {queue}")
+            time.sleep(0.05)
+
+
+def delete(url: str, queue: str) -> None:
+    rabbitmqctl(url, "delete_queue", queue)
+
+
+class Delivered:
+    """A measured route's progress: the bridge's ``amqp_bridge_delivered`` counter, read
+    from ``/metrics`` at most every 50 ms (reading it costs the bridge a little CPU)."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        self.url = f"http://127.0.0.1:{bridge.metrics_port}/metrics"
+        self.route = bridge.route_name
+        self.value = 0
+        self.read_at = 0.0
+
+    def __call__(self) -> int:
+        now = time.monotonic()
+        if now - self.read_at >= 0.05:
+            self.read_at = now
+            try:
+                with urllib.request.urlopen(self.url, timeout=5) as answer:
+                    text = answer.read().decode()
+            except OSError:
+                return self.value  # not listening yet
+            for family in text_string_to_metric_families(text):
+                for sample in family.samples:
+                    if sample.name == "amqp_bridge_delivered_total" \
+                            and sample.labels.get("route") == self.route:
+                        self.value = int(sample.value)
+        return self.value
+
+
+# --- pika baselines (child processes) --------------------------------------------------------
+
+
+class _PikaRun:
+    """One pika client on a SelectConnection: consume n messages from ``queue`` (prefetch
+    WINDOW, ack each) or publish n to it in confirm mode (at most WINDOW unconfirmed)."""
+
+    def __init__(self, kind: str, url: str, queue: str, n: int) -> None:
+        self.kind, self.queue, self.n = kind, queue, n
+        self.done = self.sent = 0
+        self.unconfirmed: set[int] = set()
+        """Publish tags (1, 2, …) not confirmed yet."""
+        self.t0 = self.t1 = self.c0 = self.c1 = 0.0
+        self.channel: Any = None
+        self.conn = pika.SelectConnection(pika.URLParameters(url),
+                                          on_open_callback=self._opened)
+
+    def run(self) -> tuple[float, float]:
+        self.conn.ioloop.start()
+        counted = self.n - self.n // 10
+        return counted / (self.t1 - self.t0), (self.c1 - self.c0) / counted * 1e6
+
+    def _opened(self, conn: Any) -> None:
+        conn.channel(on_open_callback=self._channel)
+
+    def _channel(self, channel: Any) -> None:
+        self.channel = channel
+        if self.kind == "consume":
+            channel.basic_qos(prefetch_count=WINDOW,
+                              callback=lambda _: channel.basic_consume(self.queue, self._message))
+        else:
+            channel.confirm_delivery(self._confirmed, callback=lambda _: self._publish())
+
+    def _count(self, k: int) -> None:
+        before, self.done = self.done, self.done + k
+        if before < self.n // 10 <= self.done:
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
+        if self.done >= self.n:
+            self.t1, self.c1 = time.perf_counter(), time.process_time()
+            self.conn.close()
+            self.conn.ioloop.call_later(0, self.conn.ioloop.stop)
+
+    def _message(self, channel: Any, deliver: Any, props: Any, body: bytes) -> None:
+        channel.basic_ack(deliver.delivery_tag)
+        self._count(1)
+
+    def _publish(self) -> None:
+        while self.sent < self.n and len(self.unconfirmed) < WINDOW:
+            self.channel.basic_publish("", self.queue, BODY, properties(self.sent))
+            self.sent += 1
+            self.unconfirmed.add(self.sent)
+
+    def _confirmed(self, frame: Any) -> None:
+        method = frame.method
+        if not isinstance(method, pika.spec.Basic.Ack):
+            raise RuntimeError(f"RabbitMQ refused a publish: {method}")
+        tag = method.delivery_tag
+        confirmed = {t for t in self.unconfirmed if t <= tag} if method.multiple else {tag}
+        self.unconfirmed -= confirmed
+        self._count(len(confirmed))
+        self._publish()
+
+
+def _pika_child(kind: str, url: str, queue: str, n: int, out: Any) -> None:
+    out.send(_PikaRun(kind, url, queue, n).run())
+
+
+def pika_child(kind: str, url: str, queue: str, n: int) -> tuple[float, float]:
+    """Run a pika consumer or publisher in a fresh process; returns (msg/s, CPU µs/msg)."""
+    ctx = mp.get_context("spawn")
+    parent_end, child_end = ctx.Pipe()
+    proc = ctx.Process(target=_pika_child, args=(kind, url, queue, n, child_end))
+    proc.start()
+    child_end.close()
+    try:
+        result: tuple[float, float] = parent_end.recv()
+        return result
+    except EOFError:
+        raise RuntimeError(f"the pika {kind} failed (see its traceback above)") from None
+    finally:
+        proc.join()
+
+
+# --- the rows ----------------------------------------------------------------------------------
+
+
+class Amqp091Rows:
+    """The 0-9-1 rows and their pika baselines, against the RabbitMQ at ``url``."""
+
+    def __init__(self, url: str, n: int, workdir: Path) -> None:
+        self.url, self.n, self.workdir = url, n, workdir
+
+    def pika_consumer(self) -> tuple[float, float]:
+        queue = unique_queue("bench-pika-in")
+        fill(self.url, queue, self.n)
+        try:
+            return pika_child("consume", self.url, queue, self.n)
+        finally:
+            delete(self.url, queue)
+
+    def pika_publisher(self) -> tuple[float, float]:
+        queue = unique_queue("bench-pika-out")
+        with pika.BlockingConnection(pika.URLParameters(self.url)) as conn:
+            conn.channel().queue_declare(queue)
+        try:
+            return pika_child("publish", self.url, queue, self.n)
+        finally:
+            delete(self.url, queue)
+
+    def to_amqp10(self) -> tuple[float, float]:
+        """0-9-1 → 1.0: a classic-queue backlog drained into a 1.0 queue."""
+        source, target = unique_queue("bench-091-out"), unique_queue("bench-091-out-t")
+        fill(self.url, source, self.n)
+        bridge = Bridge(self.url, self.url, f"""
+  - name: out091
+    from: {{connection: legacy, queue: {source}}}
+    to:   {{connection: cloud, address: /queue/{target}}}
+    {CE}
+    max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1")
+        try:
+            return timed(Delivered(bridge), self.n, bridge)
+        finally:
+            finish(bridge, None, self.url, target)
+            delete(self.url, source)
+
+    def from_amqp10(self) -> tuple[float, float]:
+        """1.0 → 0-9-1: a 1.0 backlog published to a classic queue, confirmed."""
+        source, target = unique_queue("bench-091-in"), unique_queue("bench-091-in-t")
+        child("fill", self.url, f"/queue/{source}", self.n)
+        with pika.BlockingConnection(pika.URLParameters(self.url)) as conn:
+            conn.channel().queue_declare(target)
+        bridge = Bridge(self.url, self.url, f"""
+  - name: in091
+    from: {{connection: cloud, address: /queue/{source}}}
+    to:   {{connection: legacy, exchange: "", routing_key: {target}}}
+    {CE}
+    max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1")
+        try:
+            return timed(Delivered(bridge), self.n, bridge)
+        finally:
+            finish(bridge, None, self.url, source)
+            delete(self.url, target)
+
+
+def report(best: dict[str, tuple[float, float]]) -> None:
+    """The 0-9-1 rows against both of their baselines."""
+    sender, receiver = best["proton sender"][0], best["proton receiver"][0]
+    consumer, publisher = best["pika consumer"][0], best["pika publisher"][0]
+    out, into = best["bridge 0-9-1 -> 1.0"][0], best["bridge 1.0 -> 0-9-1"][0]
+    print(f"0-9-1: 0-9-1 -> 1.0 vs proton sender {out / sender:.2f}x, vs pika consumer "
+          f"{out / consumer:.2f}x; 1.0 -> 0-9-1 vs proton receiver {into / receiver:.2f}x, "
+          f"vs pika publisher (confirms) {into / publisher:.2f}x")
+
+
+__all__ = ["AMQP091_ROWS", "BASELINES", "Amqp091Rows", "report"]
