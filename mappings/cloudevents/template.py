@@ -30,6 +30,9 @@ _KIND_DATA, _KIND_SEQUENCE = BodyKind.DATA, BodyKind.SEQUENCE
 
 ROUTING_KEY_ANNOTATION = "x-amqp-0-10.routing-key"
 """Message annotation holding the AMQP 0-10 routing key (``{routing_key}``)."""
+ROUTING_KEY_ANNOTATION_091 = "x-routing-key"
+"""Message annotation holding the AMQP 0-9-1 routing key (RabbitMQ's name; ``{routing_key}``
+when the 0-10 one is absent)."""
 TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
 JSON_CONTENT_TYPE = "application/json"
 
@@ -44,6 +47,19 @@ def _annotation(key: symbol, message: AmqpMessage) -> Any:
     return message.message_annotations.get(key)
 
 
+_ROUTING_KEYS = (symbol(ROUTING_KEY_ANNOTATION), symbol(ROUTING_KEY_ANNOTATION_091))
+
+
+def _routing_key(message: AmqpMessage) -> Any:
+    """The legacy routing key a message came with: 0-10's annotation, else 0-9-1's."""
+    annotations = message.message_annotations
+    for key in _ROUTING_KEYS:
+        value = annotations.get(key)
+        if value is not None:
+            return value
+    return None
+
+
 def _application_property(key: str, message: AmqpMessage) -> Any:
     return message.application_properties.get(key)
 
@@ -52,7 +68,7 @@ def _getter(placeholder: str) -> _Getter:
     if placeholder in _PROPERTY_FIELDS:
         return attrgetter(f"properties.{placeholder}")  # C-level, and it pickles
     if placeholder == "routing_key":
-        return partial(_annotation, symbol(ROUTING_KEY_ANNOTATION))
+        return _routing_key
     kind, colon, key = placeholder.partition(":")
     if colon and key and kind == "annotation":
         return partial(_annotation, symbol(key))
@@ -165,7 +181,7 @@ class EventTemplate(BaseModel):
     String options are templates: literal text with ``{placeholder}`` slots
     filled from the message: a properties field by name (``{subject}``,
     ``{to}``, ``{message_id}``, ...), ``{routing_key}`` (message annotation
-    ``x-amqp-0-10.routing-key``), ``{annotation:KEY}`` (a message annotation),
+    ``x-amqp-0-10.routing-key``, or 0-9-1's ``x-routing-key``), ``{annotation:KEY}`` (a message annotation),
     ``{property:KEY}`` (an application property). ``{{`` / ``}}`` are literal
     braces. A placeholder whose value is absent makes :meth:`build` fail.
     """

@@ -280,3 +280,13 @@ def test_template_pickles_after_compiling() -> None:
     copy = pickle.loads(pickle.dumps(template))
     assert copy == template
     assert copy.build(plain(), now=NOW) == expected
+
+
+def test_routing_key_placeholder_reads_the_0_10_or_the_0_9_1_annotation() -> None:
+    template = EventTemplate(source="/s", type="com.example.{routing_key}")
+    amqp091 = plain(message_annotations={symbol("x-routing-key"): "eu.new",
+                                         symbol("x-exchange"): "orders"})
+    assert template.build(amqp091, now=NOW).type == "com.example.eu.new"
+    both = plain(message_annotations={symbol("x-amqp-0-10.routing-key"): "from-0-10",
+                                      symbol("x-routing-key"): "from-0-9-1"})
+    assert template.build(both, now=NOW).type == "com.example.from-0-10"
