@@ -231,6 +231,11 @@ class Connection(ChannelCalls, ServerCalls):
         return self.state is ConnectionState.OPEN
 
     @property
+    def awaiting_header(self) -> bool:
+        """Server role: the client's protocol header has not arrived yet."""
+        return self.state is ConnectionState.AWAIT_HEADER
+
+    @property
     def closed(self) -> bool:
         """True once nothing more will be exchanged (close the transport after sending
         what :meth:`data_to_send` still returns)."""

@@ -21,6 +21,7 @@ from amqp091.events import (
     MethodReceived,
 )
 from amqp091.framing import PROTOCOL_HEADER
+from amqp091.handshake import ConnectionConfig
 from amqp091.methods import ReplyCode, Role
 from amqp091.server_handshake import ServerConfig
 from tests.engine091.peer import methods, sent, wire
@@ -251,3 +252,11 @@ def test_server_closes_a_channel_and_the_connection() -> None:
     assert conn.closed
     with pytest.raises(ProtocolError):
         Connection(Role.SERVER).open_channel()
+
+
+def test_awaiting_header_until_the_protocol_header_arrives() -> None:
+    conn = Connection(Role.SERVER, ServerConfig())
+    assert conn.awaiting_header
+    conn.receive_data(PROTOCOL_HEADER)
+    assert not conn.awaiting_header
+    assert not Connection(Role.CLIENT, ConnectionConfig()).awaiting_header
