@@ -514,7 +514,8 @@ def plain_copy(message: MessageReceived, route: Route) -> AmqpMessage:
         delivery = _delivery(message)
         plain.message_annotations[amqp091.A_EXCHANGE] = delivery.exchange
         plain.message_annotations[amqp091.A_ROUTING_KEY] = delivery.routing_key
-        plain.message_annotations[PROPERTIES_ANNOTATION] = repr(props)[:4096]
+        plain.message_annotations[PROPERTIES_ANNOTATION] = repr(
+            {name: value for name, value in props if value is not None})[:4096]
         return plain
 
 

@@ -199,3 +199,167 @@ def test_amqp10_to_091_exchange_with_publisher_confirms(rabbitmq_url: str,
         assert props.headers["n"] == i and props.headers["neg"] == -5
         assert props.headers["text"] == "välue"
         assert props.headers["x-amqp-1.0.subject"] == "ignored"
+
+
+# --- refusals ---------------------------------------------------------------------------
+
+
+def amq_queue(name: str) -> str:
+    """The 1.0 address of an existing queue (declared with pika, arguments and all)."""
+    return f"/amq/queue/{name}"
+
+
+def test_unroutable_and_nacked_publishes_are_rejected_or_dead_lettered(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """basic.return (no binding) and basic.nack (a full queue refusing publishes) reject
+    the 1.0 delivery: RabbitMQ's own DLX of the 1.0 source queue shows the rejection; with
+    the route's dead_letter the copy goes there and the source is accepted."""
+    unroutable_src, unroutable_dlx = unique_queue("r091-unr"), unique_queue("r091-unr-dlx")
+    dead_src, dead_letters = unique_queue("r091-dl"), unique_queue("r091-dl-copies")
+    full_src, full_dlx, full = (unique_queue("r091-full-src"), unique_queue("r091-full-dlx"),
+                                unique_queue("r091-full"))
+    for queue in (unroutable_dlx, dead_letters, full_dlx):
+        declare(rabbitmq_url, queue)
+    declare(rabbitmq_url, unroutable_src, **{"x-dead-letter-exchange": "",
+                                              "x-dead-letter-routing-key": unroutable_dlx})
+    declare(rabbitmq_url, full_src, **{"x-dead-letter-exchange": "",
+                                        "x-dead-letter-routing-key": full_dlx})
+    declare(rabbitmq_url, dead_src)
+    declare(rabbitmq_url, full, **{"x-max-length": 1, "x-overflow": "reject-publish"})
+    nowhere = f"routes091.nowhere.{uuid.uuid4()}"
+    for queue in (unroutable_src, dead_src):
+        send_messages(rabbitmq_url, amq_queue(queue), [
+            Message(body=f"lost {i}".encode(), inferred=True, id=f"u-{i}") for i in range(3)])
+    send_messages(rabbitmq_url, amq_queue(full_src), [
+        Message(body=f"full {i}".encode(), inferred=True, id=f"f-{i}") for i in range(3)])
+    routes = f"""
+  - name: r091-unroutable
+    from: {{connection: cloud, address: {amq_queue(unroutable_src)}}}
+    to:   {{connection: rabbit, exchange: amq.direct, routing_key: "{nowhere}"}}
+  - name: r091-dead-letter
+    from: {{connection: cloud, address: {amq_queue(dead_src)}}}
+    to:   {{connection: rabbit, exchange: amq.direct, routing_key: "{nowhere}"}}
+    dead_letter: {{connection: cloud, address: {amq_queue(dead_letters)}}}
+  - name: r091-full
+    from: {{connection: cloud, address: {amq_queue(full_src)}}}
+    to:   {{connection: rabbit, queue: {full}}}
+    max_in_flight: {{messages: 1}}
+"""
+    with BridgeRun(config091(rabbitmq_url, routes), tmp_path) as bridge:
+        rejected = pika_get_all(rabbitmq_url, unroutable_dlx, 3)
+        copies = receive_messages(rabbitmq_url, amq_queue(dead_letters), 3, timeout=20)
+        nacked = pika_get_all(rabbitmq_url, full_dlx, 2)
+        wait_for(lambda: depth(rabbitmq_url, dead_src) == 0, 10, "the dead-lettered accepted",
+                 bridge)
+        log = bridge.log()
+    assert sorted(body for _, _, body in rejected) == [b"lost 0", b"lost 1", b"lost 2"]
+    for _, props, _ in rejected:  # RabbitMQ dead-lettered them as rejected by the bridge
+        assert props.headers["x-death"][0]["reason"] == "rejected"
+    assert "312 NO_ROUTE" in log and "basic.nack" in log, log
+    assert sorted(bytes(c.message.body) for c in copies) == [b"lost 0", b"lost 1", b"lost 2"]
+    for c in copies:
+        reason = c.message.annotations[symbol("x-amqp-bridge-dead-letter-reason")]
+        assert "unroutable" in reason and "312 NO_ROUTE" in reason, reason
+    assert depth(rabbitmq_url, full) == 1
+    assert len({body for _, _, body in nacked}) == 2
+    assert depth(rabbitmq_url, full_src) == 0 and depth(rabbitmq_url, unroutable_src) == 0
+
+
+def test_091_messages_the_route_refuses_are_rejected_to_the_queues_dlx_or_dead_lettered(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """A message the route refuses (here: one it cannot map — a content-type that is not
+    ASCII cannot be a 1.0 symbol — the same path as a 1.0 ``rejected`` outcome) is
+    basic.reject(requeue=false): RabbitMQ's DLX of the source queue takes it. With
+    dead_letter, a plain copy goes there and the source is acked."""
+    plain_src, plain_dlx, plain_dst = (unique_queue("r091-rej"), unique_queue("r091-rej-dlx"),
+                                       unique_queue("r091-rej-dst"))
+    dl_src, dl_copies, dl_dst = (unique_queue("r091-dls"), unique_queue("r091-dls-copies"),
+                                 unique_queue("r091-dls-dst"))
+    for queue in (plain_dlx, dl_copies, plain_dst, dl_dst):
+        declare(rabbitmq_url, queue)
+    declare(rabbitmq_url, plain_src, **{"x-dead-letter-exchange": "",
+                                         "x-dead-letter-routing-key": plain_dlx})
+    declare(rabbitmq_url, dl_src)
+    with pika_channel(rabbitmq_url) as ch:
+        for queue in (plain_src, dl_src):
+            for i in range(6):
+                ch.basic_publish("", queue, f"m {i}".encode(), pika.BasicProperties(
+                    message_id=f"s-{i}", content_type="tëxt/plain" if i % 3 == 1 else None))
+    routes = f"""
+  - name: r091-rejects
+    from: {{connection: rabbit, queue: {plain_src}}}
+    to:   {{connection: cloud, address: {amq_queue(plain_dst)}}}
+  - name: r091-dead-letters
+    from: {{connection: rabbit, queue: {dl_src}}}
+    to:   {{connection: cloud, address: {amq_queue(dl_dst)}}}
+    dead_letter: {{connection: cloud, address: {amq_queue(dl_copies)}}}
+"""
+    with BridgeRun(config091(rabbitmq_url, routes), tmp_path) as bridge:
+        rejected = pika_get_all(rabbitmq_url, plain_dlx, 2)
+        copies = receive_messages(rabbitmq_url, amq_queue(dl_copies), 2, timeout=20)
+        passed = receive_messages(rabbitmq_url, amq_queue(plain_dst), 4, timeout=20)
+        passed += receive_messages(rabbitmq_url, amq_queue(dl_dst), 4, timeout=20)
+        wait_for(lambda: depth(rabbitmq_url, plain_src) + depth(rabbitmq_url, dl_src) == 0,
+                 10, "both sources settled", bridge)
+    assert sorted(props.message_id for _, props, _ in rejected) == ["s-1", "s-4"]
+    assert all(props.headers["x-death"][0]["reason"] == "rejected" for _, props, _ in rejected)
+    assert sorted(c.message.id for c in copies) == ["s-1", "s-4"]
+    for c in copies:  # the copy keeps what the mapping could not: body and properties
+        assert bytes(c.message.body) in (b"m 1", b"m 4")
+        assert "tëxt/plain" in c.message.annotations[symbol("x-amqp-bridge-0-9-1-properties")]
+        assert "cannot translate" in c.message.annotations[
+            symbol("x-amqp-bridge-dead-letter-reason")]
+    assert sorted(r.message.id for r in passed) == sorted(["s-0", "s-2", "s-3", "s-5"] * 2)
+
+
+# --- CloudEvents ------------------------------------------------------------------------
+
+
+def test_cloudevents_binary_and_structured_on_091_routes(rabbitmq_url: str,
+                                                         tmp_path: Path) -> None:
+    from cloudevents.core.bindings import amqp as ce_amqp
+    from cloudevents.core.formats.json import JSONFormat
+
+    from tests.mappings.sdk import to_sdk
+
+    out_src, out_binary = unique_queue("r091-ce-src"), unique_queue("r091-ce-bin")
+    in_src, in_structured = unique_queue("r091-ce-in"), unique_queue("r091-ce-struct")
+    for queue in (out_src, out_binary, in_structured):
+        declare(rabbitmq_url, queue)
+    with pika_channel(rabbitmq_url) as ch:
+        for i in range(3):
+            ch.basic_publish("", out_src, f'{{"n": {i}}}'.encode(), pika.BasicProperties(
+                message_id=f"ce-{i}", content_type="application/json",
+                headers={"region": "emea"}))
+    send_messages(rabbitmq_url, queue_address(in_src), [
+        Message(body=f'{{"n": {i}}}'.encode(), inferred=True, id=f"ce-in-{i}",
+                content_type="application/json", subject=f"order.{i}") for i in range(3)])
+    routes = f"""
+  - name: r091-ce-out
+    from: {{connection: rabbit, queue: {out_src}}}
+    to:   {{connection: cloud, address: {amq_queue(out_binary)}}}
+    cloudevents: {{mode: binary, type: com.example.order, source: /rabbit/orders}}
+  - name: r091-ce-in
+    from: {{connection: cloud, address: {queue_address(in_src)}}}
+    to:   {{connection: rabbit, queue: {in_structured}}}
+    cloudevents: {{mode: structured, type: com.example.reply, source: /cloud/replies,
+                   subject: "{{subject}}"}}
+"""
+    with BridgeRun(config091(rabbitmq_url, routes), tmp_path):
+        binary = receive_messages(rabbitmq_url, amq_queue(out_binary), 3, timeout=20)
+        structured = pika_get_all(rabbitmq_url, in_structured, 3)
+    fmt = JSONFormat()
+    for i, r in enumerate(binary):
+        event = ce_amqp.from_amqp(to_sdk(AmqpMessage.decode(r.raw)), fmt)
+        assert event.get_type() == "com.example.order"
+        assert event.get_source() == "/rabbit/orders"
+        assert event.get_id() == f"ce-{i}"
+        assert r.message.properties["cloudEvents_type"] == "com.example.order"
+        assert r.message.properties["region"] == "emea"
+    for i, (_, props, body) in enumerate(structured):
+        assert props.content_type.startswith("application/cloudevents+json")
+        event = fmt.read(None, body)
+        assert event.get_type() == "com.example.reply"
+        assert event.get_source() == "/cloud/replies"
+        assert event.get_id() == f"ce-in-{i}" and event.get_subject() == f"order.{i}"
+        assert event.get_data() == {"n": i}
