@@ -21,7 +21,7 @@ from mappings.message import AmqpMessage
 from tests.engine091.driver import EngineClient
 from tests.engine091.test_tables_rabbitmq import HEADERS as TYPED_HEADERS
 from tests.engine091.test_tables_rabbitmq import PROTON_TYPES
-from tests.support.bridge import BridgeRun, wait_for
+from tests.support.bridge import BridgeRun, collect, wait_for
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -363,3 +363,65 @@ def test_cloudevents_binary_and_structured_on_091_routes(rabbitmq_url: str,
         assert event.get_source() == "/cloud/replies"
         assert event.get_id() == f"ce-in-{i}" and event.get_subject() == f"order.{i}"
         assert event.get_data() == {"n": i}
+
+
+# --- recovery ---------------------------------------------------------------------------
+
+
+def close_connections_named(url: str, name: str) -> int:
+    """Force-close (rabbitmqctl close_connection) this test's bridge connections only."""
+    from tests.support.rabbitmq import rabbitmqctl
+
+    closed = 0
+    for line in rabbitmqctl(url, "list_connections", "pid", "client_properties").splitlines():
+        if f'"connection_name","{name}"' in line or f"connection_name,longstr,{name}" in line \
+                or f'<<"connection_name">>,longstr,<<"{name}">>' in line:
+            rabbitmqctl(url, "close_connection", line.split()[0], "routes091 test")
+            closed += 1
+    return closed
+
+
+def test_091_source_survives_queue_deletion_and_a_forced_connection_close(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    source, target = unique_queue("r091-rec"), unique_queue("r091-rec-dst")
+    declare(rabbitmq_url, source)
+    declare(rabbitmq_url, target)
+    name = f"rabbit-{uuid.uuid4().hex[:12]}"
+    routes = f"""
+  - name: r091-recover
+    from: {{connection: {name}, queue: {source}}}
+    to:   {{connection: cloud, address: {amq_queue(target)}}}
+    max_in_flight: {{messages: 20}}
+"""
+    text = config091(rabbitmq_url, routes).replace("  rabbit:\n", f"  {name}:\n")
+
+    def publish(first: int, count: int) -> None:
+        with pika_channel(rabbitmq_url) as ch:
+            for i in range(first, first + count):
+                ch.basic_publish("", source, f"n {i}".encode(),
+                                 pika.BasicProperties(message_id=f"n-{i}", delivery_mode=2))
+
+    got: list[str] = []
+    with BridgeRun(text, tmp_path) as bridge:
+        publish(0, 50)
+        got += [r.message.id for r in receive_messages(rabbitmq_url, amq_queue(target), 50,
+                                                         timeout=20)]
+        with pika_channel(rabbitmq_url) as ch:  # the broker cancels the bridge's consumer
+            ch.queue_delete(source)
+        wait_for(lambda: "consumer_cancelled" in bridge.log(), 10, "the cancel logged", bridge)
+        declare(rabbitmq_url, source)
+        publish(50, 50)
+        got += [r.message.id for r in receive_messages(rabbitmq_url, amq_queue(target), 50,
+                                                         timeout=30)]
+        # the 0-9-1 connection force-closed mid-stream: reconnect, nothing lost
+        publish(100, 200)
+        wait_for(lambda: close_connections_named(rabbitmq_url, name) > 0, 10,
+                 "the bridge's 0-9-1 connection closed", bridge)
+        wait_for(lambda: bridge.log().count("event=open connection=" + name) >= 2, 20,
+                 "a reconnect", bridge)
+        wanted = {f"n-{i}" for i in range(300)}
+        got += [m.id for m in collect(rabbitmq_url, amq_queue(target),
+                                      lambda ms: set(got) | {m.id for m in ms} >= wanted,
+                                      linger=0.5, timeout=40)]
+        wait_for(lambda: depth(rabbitmq_url, source) == 0, 10, "the source acked", bridge)
+    assert set(got) == {f"n-{i}" for i in range(300)}  # at least once: every id
