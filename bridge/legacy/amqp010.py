@@ -55,13 +55,11 @@ from amqp010.session import Session, SessionState
 from amqp010.urls import client_config, parse_url
 
 from ..config import Connection as ConnectionSettings
-from ..runtime import EngineSocket, Timer
-from .client import LegacyClient
+from ..runtime import EngineSocket
+from .client import LegacyClient, RouteSlot
 
 log = logging.getLogger(__name__)
 
-STABLE_SESSION = 10.0
-"""Seconds a session must have lived for its end not to count as a repeated failure."""
 REATTACH_PAUSE = 0.5
 """Seconds between a session the broker ended and its successor on the same channel.
 
@@ -94,17 +92,12 @@ class LegacyUser(Protocol):
 
 
 @dataclass(eq=False)
-class _Slot:
+class _Slot(RouteSlot):
     """One route's place on the connection."""
 
     user: LegacyUser
     session: Session | None = None
     """Attached, attaching, or detached and kept by the broker for a resume."""
-    attached_at: float = 0.0
-    failures: int = 0
-    """Consecutive sessions the broker ended early (drives the re-attach backoff)."""
-    waiting: bool = False
-    """A re-attach is scheduled."""
 
 
 class LegacyConnection(LegacyClient):
@@ -189,7 +182,7 @@ class LegacyConnection(LegacyClient):
             if owner is None or owner.session is not session:
                 return
             if isinstance(event, SessionAttached):
-                owner.attached_at = time.monotonic()
+                owner.started_at = time.monotonic()
                 if event.resumed:
                     self.resumed += 1
                     log.info("amqp0-10 %s: route %s: session resumed", self.name,
@@ -248,23 +241,14 @@ class LegacyConnection(LegacyClient):
             return
         # the broker ended the session (an exception, a resume it could not honour): start a
         # fresh one, backing off if that keeps happening without progress
-        lived = time.monotonic() - slot.attached_at if slot.attached_at else 0.0
-        slot.failures = 0 if progressed or lived >= STABLE_SESSION else slot.failures + 1
+        delay = slot.next_pause(progressed, REATTACH_PAUSE, self.settings.reconnect)
         reason = session.peer_exception.description if session.peer_exception else \
             f"detached with code {event.code}"
-        delay = REATTACH_PAUSE + (self.settings.reconnect.delay(slot.failures - 1)
-                                  if slot.failures else 0.0)
         log.warning("amqp0-10 %s: route %s: session ended by the broker (%s); new session in "
                     "%.2fs", self.name, slot.user.name, reason, delay,
                     extra=self.log_fields("session_ended", route=slot.user.name, error=reason,
                                           delay=round(delay, 3)))
-        slot.waiting = True
-        self.container.schedule(delay, Timer(lambda: self._reattach(slot)))
-
-    def _reattach(self, slot: _Slot) -> None:
-        slot.waiting = False
-        self._ensure(slot)
-        self.flush()
+        self._later(slot, delay, self._ensure)
 
     def _closed(self, event: ConnectionClosed) -> None:
         was_open = self.open

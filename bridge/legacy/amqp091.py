@@ -55,16 +55,14 @@ from amqp091.tables import FieldTypes
 from mappings.amqp091_values import LongString
 
 from ..config import Connection as ConnectionSettings
-from ..runtime import EngineSocket, Timer
-from .client import LegacyClient
+from ..runtime import EngineSocket
+from .client import LegacyClient, RouteSlot
 
 log = logging.getLogger(__name__)
 
 FIELD_TYPES = FieldTypes(byte=byte, ubyte=ubyte, short=short, ushort=ushort, int32=int32,
                          uint=uint, ulong=ulong, float32=float32, long_string=LongString)
 """Header value types: proton's, which :mod:`mappings.amqp091` maps to AMQP 1.0."""
-STABLE_CHANNEL = 10.0
-"""Seconds a channel must have lived for its end not to count as a repeated failure."""
 REOPEN_PAUSE = 0.5
 """Seconds between a channel that ended and its successor (at least)."""
 DEFAULT_PORTS = {"amqp": 5672, "amqps": 5671}
@@ -89,17 +87,12 @@ class Amqp091User(Protocol):
 
 
 @dataclass(eq=False)
-class _Slot:
+class _Slot(RouteSlot):
     """One route's place on the connection."""
 
     user: Amqp091User
     channel: int | None = None
     """Open or opening (None: none)."""
-    opened_at: float = 0.0
-    failures: int = 0
-    """Consecutive channels that ended early without progress (drives the backoff)."""
-    waiting: bool = False
-    """A reopen is scheduled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +225,7 @@ class Amqp091Connection(LegacyClient):
             if owner is None:
                 return
             if isinstance(event, ChannelOpened):
-                owner.opened_at = time.monotonic()
+                owner.started_at = time.monotonic()
                 log.info("amqp0-9-1 %s: route %s: channel %d open", self.name, owner.user.name,
                          number, extra=self.log_fields("channel_open", route=owner.user.name))
                 owner.user.on_channel(event.channel)
@@ -272,10 +265,7 @@ class Amqp091Connection(LegacyClient):
         progressed = slot.user.on_lost()
         if self.engine is None or self.stopping:
             return  # the connection is ending: its close reopens nothing
-        lived = time.monotonic() - slot.opened_at if slot.opened_at else 0.0
-        slot.failures = 0 if progressed or lived >= STABLE_CHANNEL else slot.failures + 1
-        delay = REOPEN_PAUSE + (self.settings.reconnect.delay(slot.failures - 1)
-                                if slot.failures else 0.0)
+        delay = slot.next_pause(progressed, REOPEN_PAUSE, self.settings.reconnect)
         reason = f"{event.code} {event.text}".strip()
         if event.by_peer:
             log.warning("amqp0-9-1 %s: route %s: channel closed by the broker (%s); new "
@@ -287,13 +277,7 @@ class Amqp091Connection(LegacyClient):
                      self.name, slot.user.name, reason, delay,
                      extra=self.log_fields("channel_closed", route=slot.user.name,
                                            error=reason, delay=round(delay, 3)))
-        slot.waiting = True
-        self.container.schedule(delay, Timer(lambda: self._reopen(slot)))
-
-    def _reopen(self, slot: _Slot) -> None:
-        slot.waiting = False
-        self._ensure(slot)
-        self.flush()
+        self._later(slot, delay, self._ensure)
 
     def _closed(self, event: ConnectionClosed) -> None:
         was_open = self.open

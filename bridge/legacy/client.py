@@ -28,11 +28,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from proton.reactor import Container
 
-from ..config import ConfigError, redact_url
+from ..config import ConfigError, Reconnect, redact_url
 from ..config import Connection as ConnectionSettings
 from ..runtime import EndOfBurst, EngineSocket, Timer, connect
 from ..runtime.containment import Part
@@ -46,6 +47,28 @@ from ..security.tls import (
 
 FAULT_STABLE = 60.0
 """Seconds after an internal fault within which another one counts as a repeat."""
+STABLE_USE = 10.0
+"""Seconds a route's session or channel must have lived for its end not to count as a
+repeated failure."""
+
+
+@dataclass(eq=False, kw_only=True)
+class RouteSlot:
+    """A route's place on a connection: when its session or channel started, and how
+    often in a row one ended early (the protocol's slot adds the session or channel)."""
+
+    started_at: float = 0.0
+    failures: int = 0
+    """Consecutive sessions or channels the broker ended early without progress."""
+    waiting: bool = False
+    """A successor is scheduled."""
+
+    def next_pause(self, progressed: bool, pause: float, reconnect: Reconnect) -> float:
+        """Seconds before the successor of a session or channel that just ended: ``pause``,
+        plus the reconnect backoff while they keep ending early without progress."""
+        lived = time.monotonic() - self.started_at if self.started_at else 0.0
+        self.failures = 0 if progressed or lived >= STABLE_USE else self.failures + 1
+        return pause + (reconnect.delay(self.failures - 1) if self.failures else 0.0)
 
 
 class LegacyClient:
@@ -131,6 +154,18 @@ class LegacyClient:
         """The connection is gone for good or being replaced: every route's session or
         channel is lost (the broker requeues what they held unsettled)."""
         raise NotImplementedError
+
+    def _later(self, slot: RouteSlot, delay: float, again: Callable[[Any], None]) -> None:
+        """Run ``again(slot)`` (give it a fresh session or channel) in ``delay`` seconds,
+        then write the socket."""
+        slot.waiting = True
+
+        def fire() -> None:
+            slot.waiting = False
+            again(slot)
+            self.flush()
+
+        self.container.schedule(delay, Timer(fire))
 
     def _discard_all(self) -> None:
         """After an internal fault that kept the close from being handled: forget every
@@ -275,4 +310,4 @@ class LegacyClient:
                     back=lambda: self.stopping or self.open)
 
 
-__all__ = ["FAULT_STABLE", "LegacyClient"]
+__all__ = ["FAULT_STABLE", "STABLE_USE", "LegacyClient", "RouteSlot"]
