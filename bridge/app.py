@@ -34,6 +34,7 @@ from .config import (
 )
 from .facade import Facade, FacadeConsume, FacadePublish
 from .legacy.amqp010 import LegacyConnection
+from .legacy.amqp091 import Amqp091Connection
 from .ops.logs import add_secrets
 from .ops.metrics import MetricsServer
 from .routes import Amqp10ToLegacy, LegacyToAmqp10, RouteRuntime
@@ -70,7 +71,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.container: Container | None = None
         self.amqp10: dict[str, Any] = {}
         self.amqp10_handlers: dict[str, Amqp10ConnectionHandler] = {}
-        self.legacy: dict[str, LegacyConnection] = {}
+        self.legacy: dict[str, LegacyConnection | Amqp091Connection] = {}
         self.routes: list[RouteRuntime] = []
         self.stop_requested = False
         self.stopping_since: float | None = None
@@ -94,6 +95,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         for name, conn in self.config.connections.items():
             if conn.protocol == "amqp1.0":
                 self.amqp10[name] = self._connect_amqp10(container, name, conn)
+            elif conn.protocol == "amqp0-9-1":
+                self.legacy[name] = Amqp091Connection(container, name, conn,
+                                                      on_fatal=self.fatal)
             else:
                 self.legacy[name] = LegacyConnection(container, name, conn, on_fatal=self.fatal)
         for route in self.config.routes:
@@ -169,7 +173,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         """``(name, protocol, up, reconnects)`` per configured connection."""
         out = [(name, "amqp1.0", h.up, h.reconnects)
                for name, h in list(self.amqp10_handlers.items())]
-        out += [(name, "amqp0-10", c.open, c.reconnects) for name, c in list(self.legacy.items())]
+        out += [(name, c.protocol, c.open, c.reconnects) for name, c in list(self.legacy.items())]
         return out
 
     def observed_logins(self) -> list[tuple[str, dict[str, int], int]]:
@@ -193,11 +197,17 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                 for name, h in list(self.amqp10_handlers.items())]
 
     def observed_legacy_sessions(self) -> list[tuple[str, int]]:
-        """``(name, sessions on the current connection's channels)`` per 0-10 connection."""
+        """``(name, sessions on the current connection's channels)`` per 0-10 connection;
+        ``(name, open channels)`` per 0-9-1 connection."""
         out = []
         for name, conn in list(self.legacy.items()):
             sock = conn.socket
-            out.append((name, len(sock.engine.sessions) if sock is not None else 0))
+            if sock is None:
+                out.append((name, 0))
+            elif isinstance(conn, Amqp091Connection):
+                out.append((name, len(sock.engine.channels)))
+            else:
+                out.append((name, len(sock.engine.sessions)))
         return out
 
     def observed_facades(self) -> list[tuple[str, int, int]]:

@@ -28,8 +28,10 @@ from ..ops.logs import redact
 from ..security.passwords import HashFormatError, is_hash, parse_hash, read_users_file
 from ..security.tls import TlsFileError, client_context, server_context
 
-Protocol = Literal["amqp0-10", "amqp1.0"]
-SaslMechanism = Literal["PLAIN", "ANONYMOUS", "EXTERNAL"]
+Protocol = Literal["amqp0-10", "amqp0-9-1", "amqp1.0"]
+SaslMechanism = Literal["PLAIN", "AMQPLAIN", "ANONYMOUS", "EXTERNAL"]
+LEGACY_PROTOCOLS = ("amqp0-10", "amqp0-9-1")
+"""Protocols spoken by the bridge's own client engines (the legacy side of a route)."""
 UserIdRule = Literal["authenticated", "keep", "carry", "drop"]
 
 
@@ -90,11 +92,16 @@ class ClientTls(_Model):
 class Connection(_Model):
     """An outgoing connection to a broker."""
 
-    protocol: Protocol = Field(description="amqp0-10 (qpidd, Qpid Broker-J) or amqp1.0.")
-    url: str = Field(description="amqp://[user:password@]host[:port][/vhost] or amqps://...")
+    protocol: Protocol = Field(description="amqp0-10 (qpidd, Qpid Broker-J), amqp0-9-1 "
+                               "(RabbitMQ's native protocol) or amqp1.0.")
+    url: str = Field(description="amqp://[user:password@]host[:port][/vhost] or amqps://... "
+                     "(amqp0-9-1: the vhost is the URL's path, percent-encoded as RabbitMQ's "
+                     "URI spec says: amqp://user:pass@host:5672/%2F is the vhost '/', which "
+                     "is also the default; the port defaults to 5672, amqps to 5671).")
     failover: list[str] = Field(default_factory=list, description="Further URLs tried in order.")
     heartbeat: float = Field(30.0, ge=0, description="Heartbeat interval, seconds (0: off). "
-                             "AMQP 1.0: the idle timeout, at least 2 (proton announces half "
+                             "AMQP 0-9-1: whole seconds (rounded, at least 1), the lower of "
+                             "this and the broker's proposal. AMQP 1.0: the idle timeout, at least 2 (proton announces half "
                              "of it, and brokers such as RabbitMQ send heartbeats only "
                              "every second).")
     reconnect: Reconnect = Field(default_factory=Reconnect,
@@ -111,7 +118,24 @@ class Connection(_Model):
         None, min_length=1,
         description="SASL mechanisms the bridge may use, in order of preference (default: "
                     "PLAIN if the URL has a user, else EXTERNAL if tls.cert_file is set, "
-                    "else ANONYMOUS).")
+                    "else ANONYMOUS). amqp0-9-1 allows PLAIN, AMQPLAIN and EXTERNAL "
+                    "(ANONYMOUS is not a 0-9-1 mechanism, so such a connection needs a user "
+                    "in its URLs or tls.cert_file); AMQPLAIN is amqp0-9-1 only.")
+
+    @model_validator(mode="after")
+    def _protocol_options(self) -> Connection:
+        if self.protocol == "amqp0-9-1":
+            if "ANONYMOUS" in self.mechanisms:
+                raise ValueError("sasl_mechanisms: ANONYMOUS is not an AMQP 0-9-1 mechanism "
+                                 "(RabbitMQ offers PLAIN, AMQPLAIN and EXTERNAL): put a user "
+                                 "in the URL, or set tls.cert_file for EXTERNAL")
+        elif "AMQPLAIN" in self.mechanisms:
+            raise ValueError(f"sasl_mechanisms: AMQPLAIN is an AMQP 0-9-1 mechanism, not "
+                             f"one of {self.protocol}")
+        if self.protocol != "amqp0-10" and "session_timeout" in self.model_fields_set:
+            raise ValueError(f"session_timeout: AMQP 0-10 only (an {self.protocol} "
+                             f"connection has no sessions to resume)")
+        return self
 
     @model_validator(mode="after")
     def _idle_timeout(self) -> Connection:
@@ -145,9 +169,9 @@ class Connection(_Model):
     @property
     def login_user(self) -> str | None:
         """The user the bridge logs in as: the URLs' user name when every URL has the same
-        one and PLAIN is the only mechanism; else None (not known: anonymous, EXTERNAL, a
+        one and only PLAIN (or AMQPLAIN) may be used; else None (not known: anonymous, EXTERNAL, a
         choice of mechanisms, or failover URLs with other users)."""
-        if self.mechanisms != ["PLAIN"]:
+        if not self.mechanisms or any(m not in ("PLAIN", "AMQPLAIN") for m in self.mechanisms):
             return None
         names = {urlsplit(u).username for u in [self.url, *self.failover]}
         if len(names) != 1:
@@ -305,20 +329,25 @@ class Endpoint(_Model):
                                    "connection or listener).")
     listener: str | None = Field(None, description="Name of a façade listener (one of "
                                  "connection or listener).")
-    queue: str | None = Field(None, description="0-10 queue: consumed from on a connection; "
-                              "the queue façade clients subscribe to on a listener; as a "
-                              "target, published to through the default exchange.")
+    queue: str | None = Field(None, description="0-10 or 0-9-1 queue: consumed from on a "
+                              "connection (required for a 0-10 or 0-9-1 source); the queue "
+                              "façade clients subscribe to on a listener; as a target, "
+                              "published to through the default exchange (0-9-1: the "
+                              "exchange '' with this queue as routing key).")
     address: str | None = Field(None, description="AMQP 1.0 node address (RabbitMQ: "
                                 "/queue/NAME, /exchange/NAME/KEY, /amq/queue/NAME).")
-    exchange: str | None = Field(None, description="0-10 exchange published to (as a "
-                                 "target), or the exchange façade clients publish to; as "
+    exchange: str | None = Field(None, description="0-10 or 0-9-1 exchange published to "
+                                 "(as a target; '' is the default exchange; a 0-9-1 target "
+                                 "needs exchange or queue), or the exchange façade clients publish to; as "
                                  "the target on a listener (without queue): the exchange "
                                  "façade clients bind their own temporary queues to, each "
                                  "subscription consuming from the route's address with "
                                  "{binding_key} filled in.")
     routing_key: str | None = Field(None, description="Routing key for messages published "
-                                    "to a 0-10 exchange (default: the target queue, else "
-                                    "the message's subject).")
+                                    "to a 0-10 or 0-9-1 exchange (default: the target "
+                                    "queue; else 0-10: the message's subject; 0-9-1: the "
+                                    "message's x-routing-key annotation, else its subject, "
+                                    "else '').")
 
     @model_validator(mode="after")
     def _one_owner(self) -> Endpoint:
@@ -601,9 +630,9 @@ def _check_endpoint(cfg: BridgeConfig, where: str, side: str, ep: Endpoint | Dea
         return [] if ep.address else [f"{where}.address: required for an amqp1.0 connection"]
     if side == "from":
         return [] if getattr(ep, "queue", None) else [f"{where}.queue: required to consume "
-                                                      f"from an amqp0-10 connection"]
+                                                      f"from an {protocol} connection"]
     if ep.exchange is None and getattr(ep, "queue", None) is None:
-        return [f"{where}.exchange: required to publish to an amqp0-10 connection "
+        return [f"{where}.exchange: required to publish to an {protocol} connection "
                 f"(or give 'queue' for the default exchange)"]
     return []
 

@@ -38,7 +38,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from proton.reactor import Container
 
@@ -54,24 +54,12 @@ from amqp010.events import (
 from amqp010.session import Session, SessionState
 from amqp010.urls import client_config, parse_url
 
-from ..config import ConfigError, redact_url
 from ..config import Connection as ConnectionSettings
-from ..runtime import EndOfBurst, EngineSocket, Timer, connect
-from ..runtime.containment import Part
-from ..security.tls import (
-    PermanentFault,
-    TlsFileError,
-    auth_failure,
-    classify_ssl_error,
-    client_context,
-)
+from ..runtime import EngineSocket
+from .client import LegacyClient, RouteSlot
 
 log = logging.getLogger(__name__)
 
-STABLE_SESSION = 10.0
-"""Seconds a session must have lived for its end not to count as a repeated failure."""
-FAULT_STABLE = 60.0
-"""Seconds after an internal fault within which another one counts as a repeat."""
 REATTACH_PAUSE = 0.5
 """Seconds between a session the broker ended and its successor on the same channel.
 
@@ -104,62 +92,27 @@ class LegacyUser(Protocol):
 
 
 @dataclass(eq=False)
-class _Slot:
+class _Slot(RouteSlot):
     """One route's place on the connection."""
 
     user: LegacyUser
     session: Session | None = None
     """Attached, attaching, or detached and kept by the broker for a resume."""
-    attached_at: float = 0.0
-    failures: int = 0
-    """Consecutive sessions the broker ended early (drives the re-attach backoff)."""
-    waiting: bool = False
-    """A re-attach is scheduled."""
 
 
-class LegacyConnection:
+class LegacyConnection(LegacyClient):
     """A client connection to one AMQP 0-10 broker, kept up for as long as the bridge runs."""
+
+    protocol = "amqp0-10"
+    short = "0-10"
 
     def __init__(self, container: Container, name: str, settings: ConnectionSettings, *,
                  on_fatal: Callable[[str], None] | None = None) -> None:
-        self.container = container
-        self.name = name
-        self.settings = settings
-        self.on_fatal = on_fatal
-        """Called with the message once every URL failed permanently in a row."""
-        self.urls = [settings.url, *settings.failover]
-        self.ssl_context = None
-        if settings.tls is not None or any(u.startswith("amqps:") for u in self.urls):
-            try:
-                self.ssl_context = client_context(settings.tls)
-            except TlsFileError as exc:
-                raise ConfigError([f"connections.{name}.tls.{exc.key}: {exc.reason}"]) from None
-        self.permanent_faults = 0
-        """Consecutive attempts that failed permanently (bad certificate or login)."""
-        self.fault: PermanentFault | None = None
+        super().__init__(container, name, settings, on_fatal=on_fatal)
         self.slots: list[_Slot] = []
         self.by_session: dict[int, _Slot] = {}  # id(session) -> slot
-        self.socket: EngineSocket | None = None
-        self.open = False
-        self.url_index = 0
-        self.failures = 0
-        """Consecutive failed connection attempts (drives the backoff)."""
-        self.reconnects = 0
         self.resumed = 0
         """Sessions resumed after a transport loss (for logs and tests)."""
-        self.stopping = False
-        self.last_error = ""
-        self.peer = ""
-        """host:port of the broker connected (or being connected) to."""
-        self.bursts = EndOfBurst.of(container)
-        self.fault_streak = 0
-        """Internal faults in a row (each within FAULT_STABLE of the last): stretch the
-        reconnect backoff, so that a fault that comes back at once cannot spin."""
-        self._last_fault = 0.0
-
-    def log_fields(self, event: str, **more: Any) -> dict[str, Any]:
-        """``extra`` fields of a log line about this connection (``route=...`` etc. in more)."""
-        return {"event": event, "connection": self.name, "peer": self.peer, **more}
 
     @property
     def users(self) -> list[LegacyUser]:
@@ -170,10 +123,6 @@ class LegacyConnection:
         slot = _Slot(user)
         self.slots.append(slot)
         self._ensure(slot)
-
-    def start(self) -> None:
-        """Connect (asynchronously) to the first URL."""
-        self._connect()
 
     def stop(self) -> None:
         """End the sessions (so the broker requeues at once what is unsettled) and close."""
@@ -190,27 +139,9 @@ class LegacyConnection:
         self.socket.engine.close()
         self.socket.flush()
 
-    def flush(self) -> None:
-        """Write what the routes queued on their sessions."""
-        if self.socket is not None:
-            self.socket.flush()
-
-    def defer(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` once at the end of the current burst of events, then write the socket
-        (:class:`~bridge.runtime.EndOfBurst`: a fault in ``fn`` is contained with ``fn``'s
-        object as its domain; the rest of the batch still runs)."""
-        self.bursts.call_soon(fn)
-        self.bursts.flush_soon(self.flush)
-
-    @property
-    def backpressured(self) -> bool:
-        """True while the socket has more unsent octets than it should buffer."""
-        return self.socket is not None and self.socket.backpressured
-
     # -- connection lifecycle ------------------------------------------------------------
 
-    def _connect(self) -> None:
-        url = self.urls[self.url_index % len(self.urls)]
+    def _engine(self, url: str) -> tuple[Connection, str, int, bool]:
         addr = parse_url(url)
         tls = self.settings.tls
         config: ConnectionConfig = client_config(
@@ -218,71 +149,23 @@ class LegacyConnection:
             external=bool(tls is not None and tls.cert_file),
             properties={"product": "amqp-bridge", "connection": self.name})
         config.credentials.preference = tuple(self.settings.mechanisms)
-        self.peer = f"{addr.host}:{addr.port}"
-        log.info("amqp0-10 %s: connecting to %s", self.name, redact_url(url),
-                 extra=self.log_fields("connecting", url=redact_url(url)))
-        try:
-            self.socket = connect(
-                self.container, addr.host, addr.port, Connection(Role.CLIENT, config),
-                self._on_event,
-                ssl_context=self.ssl_context if addr.tls else None,
-                server_hostname=(tls.server_name if tls is not None else None) or addr.host)
-        except OSError as exc:
-            self.last_error = str(exc)
-            self.url_index += 1
-            self._retry()
+        return Connection(Role.CLIENT, config), addr.host, addr.port, addr.tls
 
-    def _retry(self) -> None:
-        if self.stopping:
-            return
-        delay = self.settings.reconnect.delay(max(self.failures, self.fault_streak - 1))
-        self.failures += 1
-        self.reconnects += 1
-        log.info("amqp0-10 %s: reconnecting in %.2fs (%s)", self.name, delay, self.last_error,
-                 extra=self.log_fields("reconnect_scheduled", delay=round(delay, 3),
-                                       error=self.last_error))
-        self.container.schedule(delay, Timer(self._connect))
+    def _lose_all(self) -> None:
+        for slot in self.slots:
+            if slot.session is not None:
+                self._forget(slot)
+                slot.user.on_lost()
 
-    def reset(self, reason: str) -> None:
-        """Recover from an internal fault (:mod:`bridge.runtime.containment`): close the connection
-        (connection.close with connection-forced; its sessions are discarded, so the broker
-        requeues what they held unsettled) and reconnect as after a loss, with fresh
-        sessions."""
-        now = time.monotonic()
-        self.fault_streak = self.fault_streak + 1 if now - self._last_fault < FAULT_STABLE else 1
-        self._last_fault = now
-        sock = self.socket
-        if self.stopping:
-            if sock is not None:
-                sock.close_transport()
-            return
-        if sock is None or sock.closed:
-            self.socket = None
-            self.open = False
-            self.last_error = reason
-            self._retry()  # between connections (a reconnect that failed): try again
-            return
-        try:
-            sock.abort(reason)  # ConnectionClosed -> _closed -> reconnect
-        finally:
-            if self.socket is sock:  # the close did not reach _closed: finish it here
-                sock.close_transport()
-                self.socket = None
-                self.open = False
-                self.last_error = reason
-                for slot in self.slots:
-                    self._forget(slot)
-                self._retry()
+    def _discard_all(self) -> None:
+        for slot in self.slots:
+            self._forget(slot)
 
     def _on_event(self, sock: EngineSocket, event: Event) -> None:
         if sock is not self.socket:
             return  # a previous connection's last words
         if isinstance(event, ConnectionOpened):
-            self.open = True
-            self.failures = 0
-            self.permanent_faults = 0
-            log.info("amqp0-10 %s: open (%s)", self.name, sock.peer,
-                     extra=self.log_fields("open"))
+            self._opened(sock)
             for slot in self.slots:
                 self._ensure(slot)
         elif isinstance(event, ConnectionClosed):
@@ -299,7 +182,7 @@ class LegacyConnection:
             if owner is None or owner.session is not session:
                 return
             if isinstance(event, SessionAttached):
-                owner.attached_at = time.monotonic()
+                owner.started_at = time.monotonic()
                 if event.resumed:
                     self.resumed += 1
                     log.info("amqp0-10 %s: route %s: session resumed", self.name,
@@ -358,96 +241,26 @@ class LegacyConnection:
             return
         # the broker ended the session (an exception, a resume it could not honour): start a
         # fresh one, backing off if that keeps happening without progress
-        lived = time.monotonic() - slot.attached_at if slot.attached_at else 0.0
-        slot.failures = 0 if progressed or lived >= STABLE_SESSION else slot.failures + 1
+        delay = slot.next_pause(progressed, REATTACH_PAUSE, self.settings.reconnect)
         reason = session.peer_exception.description if session.peer_exception else \
             f"detached with code {event.code}"
-        delay = REATTACH_PAUSE + (self.settings.reconnect.delay(slot.failures - 1)
-                                  if slot.failures else 0.0)
         log.warning("amqp0-10 %s: route %s: session ended by the broker (%s); new session in "
                     "%.2fs", self.name, slot.user.name, reason, delay,
                     extra=self.log_fields("session_ended", route=slot.user.name, error=reason,
                                           delay=round(delay, 3)))
-        slot.waiting = True
-        self.container.schedule(delay, Timer(lambda: self._reattach(slot)))
-
-    def _reattach(self, slot: _Slot) -> None:
-        slot.waiting = False
-        self._ensure(slot)
-        self.flush()
-
-    def _permanent_fault(self, sock: EngineSocket) -> PermanentFault | None:
-        if sock.tls_error is not None:
-            return classify_ssl_error(sock.tls_error)
-        if sock.engine.auth_error is not None:
-            return auth_failure(sock.engine.auth_error)
-        return None
+        self._later(slot, delay, self._ensure)
 
     def _closed(self, event: ConnectionClosed) -> None:
         was_open = self.open
-        self.open = False
-        self.last_error = event.text or f"closed with code {event.code}"
-        fault = self._permanent_fault(self.socket) if self.socket is not None else None
-        if fault is not None and not self.stopping:
-            self.fault = fault
-            self.permanent_faults += 1
-            message = fault.message("amqp0-10", self.name)
-            log.error("%s", message, extra=self.log_fields("permanent_fault",
-                                                             error=fault.summary))
-            self.last_error = f"{fault.summary}: {fault.detail}"
-            if self.permanent_faults >= len(self.urls):
-                # retrying cannot help: stop here, no retry storm (docs/operations.md)
-                self.stopping = True
-                self.socket = None
-                for slot in self.slots:
-                    if slot.session is not None:
-                        self._forget(slot)
-                        slot.user.on_lost()
-                if self.on_fatal is not None:
-                    self.on_fatal(message)
-                return
-        else:
-            self.permanent_faults = 0
-            if self.socket is not None and self.socket.error:
-                self.last_error += f" ({self.socket.error})"
-            log.info("amqp0-10 %s: connection closed: %s", self.name, self.last_error,
-                     extra=self.log_fields(
-                         "closed" if self.stopping else "lost" if was_open else "connect_failed",
-                         error=self.last_error))
+        if not self._ended(event.text or f"closed with code {event.code}"):
+            return
         # sessions the engine did not report detached (never attached) are lost
         for slot in self.slots:
             session = slot.session
             if session is not None and session.state is not SessionState.DETACHED:
                 self._forget(slot)
                 slot.user.on_lost()
-        # an established connection that failed is retried at once on the same URL;
-        # a failed attempt moves on to the next URL of the failover list
-        self.url_index = 0 if was_open else self.url_index + 1
-        if was_open:
-            self.failures = 0
-        self.socket = None
-        self._retry()
-
-    def fault_part(self, method: str, event: Any) -> Part:
-        """A fault here closes this connection and reconnects (containment)."""
-        return self.socket_fault_part(self.socket)
-
-    def socket_fault_part(self, sock: EngineSocket | None) -> Part:
-        """A fault in this connection's socket: close, then reconnect with backoff; its
-        sessions are discarded, not resumed (the broker requeues what they held)."""
-        peer = sock.peer if sock is not None else self.peer
-
-        def recover(reason: str) -> Callable[[], bool]:
-            old = self.socket
-            self.reset(reason)
-            return lambda: self.stopping or (self.open and self.socket is not old)
-
-        return Part("legacy_connection", f"0-10 connection {self.name}",
-                    {"connection": self.name, "peer": peer},
-                    "connection closed, reconnecting", recover,
-                    back=lambda: self.stopping or self.open)
-
-
+        self._reconnect_after(was_open)
 
 
 def _redirect_url(template: str, host: str) -> str:

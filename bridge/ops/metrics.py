@@ -35,9 +35,9 @@ COUNTERS = {
     "rejected": "Messages rejected at the source (target rejected them or they could not be mapped, without a dead-letter target).",
     "dead_lettered": "Messages accepted by the dead-letter target.",
     "released": "Messages given back to the source for redelivery.",
-    "redelivered": "Messages that arrived flagged as redelivered (0-10 redelivered; 1.0 delivery-count > 0 or first-acquirer false).",
+    "redelivered": "Messages that arrived flagged as redelivered (0-10 / 0-9-1 redelivered; 1.0 delivery-count > 0 or first-acquirer false).",
     "duplicates_suppressed": "Messages dropped because their message-id was seen recently.",
-    "mapping_errors": "Messages that could not be translated (0-10 <-> 1.0 or CloudEvents).",
+    "mapping_errors": "Messages that could not be translated (0-10 or 0-9-1 <-> 1.0, or CloudEvents).",
     "oversized": "Messages refused because they exceed the route's max_message_size (or the max-message-size the AMQP 1.0 target announced).",
     "poison_messages": "Messages settled as rejected (or dead-lettered) because sending them made the target end the link or session poison_attempts times.",
 }
@@ -122,7 +122,7 @@ class ObservedBridge(Protocol):
         ...
 
     def observed_legacy_sessions(self) -> Iterable[tuple[str, int]]:
-        """``(name, open sessions)`` per AMQP 0-10 connection."""
+        """``(name, open sessions or channels)`` per AMQP 0-10 or 0-9-1 connection."""
         ...
 
     def observed_facades(self) -> Iterable[tuple[str, int, int]]:
@@ -216,8 +216,8 @@ class BridgeCollector(Collector):
         yield _gauge("amqp_bridge_amqp10_links",
                      "AMQP 1.0 links attached or attaching on the connection.", "connection",
                      self.bridge.observed_links())
-        yield _gauge("amqp_bridge_legacy_sessions", "0-10 sessions open on the legacy "
-                     "connection.", "connection", self.bridge.observed_legacy_sessions())
+        yield _gauge("amqp_bridge_legacy_sessions", "0-10 sessions (0-9-1: channels) open on "
+                     "the legacy connection.", "connection", self.bridge.observed_legacy_sessions())
         facade_sessions = GaugeMetricFamily("amqp_bridge_facade_sessions",
                                             "0-10 sessions of the façade listener's clients.",
                                             labels=["listener"])

@@ -25,7 +25,9 @@ from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import accept, give_back, reject
 from ..config import Route
 from ..legacy.amqp010 import LegacyConnection
+from ..legacy.amqp091 import Amqp091Connection
 from .amqp010_endpoint import Amqp010Target
+from .amqp091_endpoint import Amqp091Target
 from .amqp10_endpoint import Amqp10Source, redelivered_1_0
 from .core import RouteCore
 from .deadletter import DeadLetters
@@ -53,7 +55,8 @@ class Amqp10ToLegacy(RouteCore):
     """A 1.0 address drained into a legacy exchange (see the module docstring)."""
 
     def __init__(self, container: Container, route: Route, amqp10: Any,
-                 legacy: LegacyConnection, dead_letter: tuple[Any, str] | None) -> None:
+                 legacy: LegacyConnection | Amqp091Connection,
+                 dead_letter: tuple[Any, str] | None) -> None:
         super().__init__(route)
         self.in_flight: dict[int, Received] = {}
         """Messages transferred to the legacy broker, by transfer id, until confirmed."""
@@ -65,7 +68,8 @@ class Amqp10ToLegacy(RouteCore):
         if dead_letter is not None:
             self.dead_letters = DeadLetters(container, dead_letter[0], dead_letter[1],
                                             route=route, owner=self)
-        self.target: LegacyTarget = Amqp010Target(legacy, route, self)
+        self.target: LegacyTarget = Amqp091Target(legacy, route, self) \
+            if isinstance(legacy, Amqp091Connection) else Amqp010Target(legacy, route, self)
         self.attach_legacy(self.target)
 
     @property

@@ -24,7 +24,9 @@ from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import condition_text
 from ..config import Route
 from ..legacy.amqp010 import LegacyConnection
+from ..legacy.amqp091 import Amqp091Connection
 from .amqp010_endpoint import Amqp010Source
+from .amqp091_endpoint import Amqp091Source
 from .amqp10_endpoint import Amqp10Target
 from .core import RouteCore
 from .deadletter import DeadLetters
@@ -40,7 +42,8 @@ def _suspect(taken: Taken) -> Any:
 class LegacyToAmqp10(RouteCore):
     """A legacy queue drained into a 1.0 address (see the module docstring)."""
 
-    def __init__(self, container: Container, route: Route, legacy: LegacyConnection,
+    def __init__(self, container: Container, route: Route,
+                 legacy: LegacyConnection | Amqp091Connection,
                  amqp10: Any, dead_letter: tuple[Any, str] | None) -> None:
         super().__init__(route)
         self.max_message_size = route.max_message_size
@@ -53,7 +56,8 @@ class LegacyToAmqp10(RouteCore):
         if dead_letter is not None:
             self.dead_letters = DeadLetters(container, dead_letter[0], dead_letter[1],
                                             route=route, owner=self, suspect=_suspect)
-        self.source: LegacySource = Amqp010Source(legacy, route, self)
+        self.source: LegacySource = Amqp091Source(legacy, route, self) \
+            if isinstance(legacy, Amqp091Connection) else Amqp010Source(legacy, route, self)
         self.attach_legacy(self.source)
 
     @property

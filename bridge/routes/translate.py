@@ -1,4 +1,5 @@
-"""Per-route message translation: AMQP 0-10 ⇄ AMQP 1.0 plus optional CloudEvents rendering.
+"""Per-route message translation: AMQP 0-10 or 0-9-1 ⇄ AMQP 1.0 plus optional CloudEvents
+rendering.
 
 Pure functions over the mapping layer (``mappings/``); the route runtime calls
 them for every message. Any problem raises :class:`~mappings.errors.MappingError`
@@ -13,8 +14,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from pamqp.commands import Basic
+
 from amqp010.spec import DeliveryProperties, MessageProperties
 from bridge.config import CloudEvents, Route
+from mappings import amqp091
 from mappings.amqp010 import from_amqp10, to_amqp10
 from mappings.cloudevents import ContentMode, EventBuilder, Prefix, from_message, to_message
 from mappings.errors import CloudEventError
@@ -80,3 +84,29 @@ class Translator:
         if self.routing_key is not None:
             dp.routing_key = self.routing_key
         return dp, mp, body
+
+    def legacy091_to_amqp10(self, properties: Basic.Properties | None,
+                            delivery: amqp091.Delivery091 | None, body: bytes) -> AmqpMessage:
+        """A received 0-9-1 message as the 1.0 message to send (its headers, ``cloudEvents_``
+        ones included, become application properties, so CloudEvents render as on 0-10)."""
+        message = amqp091.to_amqp10(properties, delivery, body, user_id=self.user_id,
+                                    login_user=self.login_user)
+        if self.cloudevents is not None:
+            message = self.cloudevents.render(message)
+        return message
+
+    def amqp10_to_legacy091(self, message: AmqpMessage
+                            ) -> tuple[Basic.Properties, amqp091.Delivery091, bytes]:
+        """A received 1.0 message as the 0-9-1 properties, delivery and body to publish;
+        the delivery's routing key is the route's (``routing_key``, else the target
+        queue), else the message's own (its ``x-routing-key`` annotation, else its
+        subject, else '')."""
+        if self.cloudevents is not None:
+            message = self.cloudevents.render(message)
+        subject = message.properties.subject
+        properties, delivery, body = amqp091.from_amqp10(message, user_id=self.user_id,
+                                                         login_user=self.login_user)
+        key = self.routing_key if self.routing_key is not None else \
+            delivery.routing_key if delivery.routing_key is not None else \
+            subject if subject is not None else ""
+        return properties, amqp091.Delivery091(delivery.exchange, key, delivery.redelivered), body

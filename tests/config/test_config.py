@@ -75,7 +75,7 @@ def test_missing_environment_variable_names_the_key() -> None:
 
 @pytest.mark.parametrize(("edit", "expected"), [
     (("queue: orders}", "queue: orders, colour: red}"), "routes[0].from.colour: unknown key"),
-    (("protocol: amqp1.0,", "protocol: amqp9,"), "connections.cloud.protocol: Input should be 'amqp0-10' or 'amqp1.0'"),
+    (("protocol: amqp1.0,", "protocol: amqp9,"), "connections.cloud.protocol: Input should be 'amqp0-10', 'amqp0-9-1' or 'amqp1.0'"),
     (('url: "amqp://127.0.0.1:5672"', 'url: "http://127.0.0.1:5672"'),
      "connections.cloud.url: 'http://127.0.0.1:5672' is not an amqp:// or amqps:// URL with a host"),
     (('bind: "127.0.0.1:5682"', 'bind: "5682"'), "listeners.facade.bind: '5682' is not host:port"),
