@@ -13,6 +13,17 @@ a channel never writes bytes or emits events itself.  What it keeps:
   the declared size is reached;
 - confirm mode: publishes are numbered from 1 after confirm.select; basic.ack
   / basic.nack from the broker resolve to the list of tags they settle.
+
+Server role, in addition:
+
+- the replies we owe the client, in order (``owe`` / ``pay``): a synchronous
+  request without no-wait must be answered by one of its replies, in the order
+  the requests came — the application cannot answer a request never made;
+- publishes received in confirm mode are numbered (``confirms``, the same
+  :class:`TagLedger` the client role numbers its own publishes with), and
+  deliveries are numbered per channel (``deliveries``): the client's
+  ack / nack / reject resolve to the tags they settle, strictly as RabbitMQ does
+  (a tag not outstanding is a 406 ``unknown delivery tag``).
 """
 
 from __future__ import annotations
@@ -57,24 +68,88 @@ class Incoming:
     received: int = 0
 
 
+class TagLedger:
+    """Tags numbered from 1 and the ones outstanding (published and not confirmed,
+    delivered and not acknowledged): what a settlement with ``multiple`` covers."""
+
+    def __init__(self) -> None:
+        self.next_tag = 1
+        self._order: deque[int] = deque()
+        self._pending: set[int] = set()
+
+    def issue(self, track: bool = True) -> int:
+        """The next tag; outstanding until settled unless ``track`` is False."""
+        tag = self.next_tag
+        self.next_tag += 1
+        if track:
+            self._order.append(tag)
+            self._pending.add(tag)
+        return tag
+
+    @property
+    def outstanding(self) -> tuple[int, ...]:
+        """Tags not yet settled, ascending."""
+        return tuple(t for t in self._order if t in self._pending)
+
+    def take_all(self) -> list[int]:
+        """Settle every outstanding tag."""
+        tags = list(self.outstanding)
+        self._order.clear()
+        self._pending.clear()
+        return tags
+
+    def settle(self, tag: int, multiple: bool, *, strict: bool = False) -> list[int]:
+        """The tags a settlement of ``tag`` (``multiple``: and all before it) settles,
+        ascending. ``tag`` 0 with ``multiple`` is every outstanding tag. A tag never
+        issued, or a single tag not outstanding, raises :class:`ChannelError` (406);
+        ``strict`` (RabbitMQ's rule for the client's acks): ``tag`` itself must be
+        outstanding with ``multiple`` too."""
+        if tag == 0 and multiple:
+            return self.take_all()
+        if tag not in self._pending and (strict or not multiple or tag >= self.next_tag):
+            raise ChannelError(ReplyCode.PRECONDITION_FAILED, f"unknown delivery tag {tag}")
+        settled: list[int] = []
+        if multiple:
+            while self._order and self._order[0] <= tag:
+                t = self._order.popleft()
+                if t in self._pending:
+                    self._pending.discard(t)
+                    settled.append(t)
+        else:
+            self._pending.discard(tag)
+            settled.append(tag)
+            while self._order and self._order[0] not in self._pending:
+                self._order.popleft()
+        return settled
+
+
 class Channel:
     """State of one channel (see the module docstring)."""
 
-    def __init__(self, number: int, max_message_size: int) -> None:
+    def __init__(self, number: int, max_message_size: int, *,
+                 oversize_code: int = ReplyCode.CONTENT_TOO_LARGE) -> None:
         self.number = number
         self.state = ChannelState.OPENING
         self.max_message_size = max_message_size
+        self.oversize_code = oversize_code
+        """The channel.close code for a message over ``max_message_size`` (client role:
+        311 content-too-large; server role: 406, as RabbitMQ answers a publisher)."""
         self.peer_flow_active = True
         """False while the peer asked us (channel.flow) not to send content."""
         self.confirm_mode = False
-        self.next_publish_tag = 1
+        self.tx_mode = False
+        """Server role: the client sent tx.select (confirm.select is then a 406)."""
+        self.confirms = TagLedger()
+        """Confirm-mode publish numbers: ours (client role) or the client's (server)."""
+        self.deliveries = TagLedger()
+        """Server role: delivery tags handed out by deliver / get-ok, unacked ones."""
         self.awaiting: deque[frozenset[str]] = deque()
-        """Names of the replies each synchronous request awaits, oldest first."""
+        """Names of the replies each synchronous request of ours awaits, oldest first."""
+        self.owed: deque[tuple[str, frozenset[str]]] = deque()
+        """Server role: (request, reply names) of each client request we must answer."""
         self.incoming: Incoming | None = None
         self.close_code: int | None = None
         self.close_text = ""
-        self._unconfirmed: deque[int] = deque()
-        self._pending: set[int] = set()
 
     # -------------------------------------------------------------- replies
 
@@ -90,6 +165,19 @@ class Channel:
                              f"unexpected {method.name} on channel {self.number} "
                              f"(awaiting {wanted})")
         self.awaiting.popleft()
+
+    def owe(self, method: Frame) -> None:
+        """The peer sent the synchronous request ``method``: we owe it a reply."""
+        self.owed.append((method.name, frozenset(method.valid_responses)))
+
+    def pay(self, reply: Frame) -> None:
+        """We are sending ``reply``: it must answer the oldest request owed
+        (``LookupError`` with the reason otherwise; nothing changes)."""
+        if not self.owed or reply.name not in self.owed[0][1]:
+            owed = f"{self.owed[0][0]} awaits {' or '.join(sorted(self.owed[0][1]))}" \
+                if self.owed else "no request awaits a reply"
+            raise LookupError(f"{reply.name} on channel {self.number} answers nothing ({owed})")
+        self.owed.popleft()
 
     # -------------------------------------------------------------- content
 
@@ -110,9 +198,9 @@ class Channel:
                              f"content header of class {class_id} (basic is 60)")
         if body_size > self.max_message_size:
             self.incoming = None
-            raise ChannelError(ReplyCode.CONTENT_TOO_LARGE,
-                               f"{inc.method.name} of {body_size} octets is over "
-                               f"max_message_size {self.max_message_size}")
+            raise ChannelError(self.oversize_code,
+                               f"message size {body_size} is larger than configured max "
+                               f"size {self.max_message_size}")
         inc.properties, inc.body_size = properties, body_size
         if body_size == 0:
             self.incoming = None
@@ -140,46 +228,31 @@ class Channel:
     # -------------------------------------------------------------- confirms
 
     def select_confirms(self) -> None:
-        """confirm.select sent: publishes are numbered from here on."""
+        """confirm.select sent (client) / received (server): publishes are numbered."""
         self.confirm_mode = True
 
     def publish_tag(self) -> int | None:
         """Number a publish (confirm mode), or None."""
-        if not self.confirm_mode:
-            return None
-        tag = self.next_publish_tag
-        self.next_publish_tag += 1
-        self._unconfirmed.append(tag)
-        self._pending.add(tag)
-        return tag
+        return self.confirms.issue() if self.confirm_mode else None
+
+    @property
+    def next_publish_tag(self) -> int:
+        return self.confirms.next_tag
 
     @property
     def unconfirmed(self) -> tuple[int, ...]:
-        """Tags of publishes the broker has not confirmed yet, ascending."""
-        return tuple(t for t in self._unconfirmed if t in self._pending)
+        """Tags of publishes not confirmed yet, ascending."""
+        return self.confirms.outstanding
 
     def settle(self, tag: int, multiple: bool) -> list[int]:
-        """The tags a basic.ack / basic.nack(``tag``, ``multiple``) settles (ascending;
-        empty for a ``multiple`` that settles nothing new). A tag never published, or
-        a single one not outstanding, is a 406 (as a broker answers a bad ack)."""
-        if tag == 0 and multiple:
-            tag = self.next_publish_tag - 1  # "all outstanding"
-        settled: list[int] = []
-        if multiple:
-            while self._unconfirmed and self._unconfirmed[0] <= tag:
-                t = self._unconfirmed.popleft()
-                if t in self._pending:
-                    self._pending.discard(t)
-                    settled.append(t)
-        elif tag in self._pending:
-            self._pending.discard(tag)
-            settled.append(tag)
-            while self._unconfirmed and self._unconfirmed[0] not in self._pending:
-                self._unconfirmed.popleft()
-        if tag >= self.next_publish_tag or (not multiple and not settled):
+        """The tags a publisher confirm (``tag``, ``multiple``) settles (ascending; empty
+        for a ``multiple`` that settles nothing new). A tag never published, or a
+        single one not outstanding, is a 406 (as a broker answers a bad ack)."""
+        try:
+            return self.confirms.settle(tag, multiple)
+        except ChannelError:
             raise ChannelError(ReplyCode.PRECONDITION_FAILED,
-                               f"unknown delivery tag {tag} in a publisher confirm")
-        return settled
+                               f"unknown delivery tag {tag} in a publisher confirm") from None
 
 
-__all__ = ["Channel", "ChannelError", "ChannelState", "Incoming"]
+__all__ = ["Channel", "ChannelError", "ChannelState", "Incoming", "TagLedger"]

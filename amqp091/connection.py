@@ -36,7 +36,23 @@ only.  Calls that the state does not allow raise :class:`ProtocolError`.
 Time comes in through :meth:`Connection.tick`: a heartbeat frame is sent after
 half the negotiated interval without sending, and the peer is declared dead
 (:class:`~amqp091.events.HeartbeatTimeout`) after two intervals without
-receiving.  See ``docs/amqp091-engine.md``.
+receiving.
+
+Server role (``Connection(Role.SERVER, ServerConfig(...))``): the engine waits
+for the protocol header (another one: our header goes back and the transport
+ends, as the spec says), sends connection.start, reads the start-ok login and
+hands it to the application (:class:`~amqp091.events.CredentialsReceived`),
+which answers :meth:`Connection.finish_authentication`; then tune, the client's
+tune-ok checked (:mod:`~amqp091.server_handshake`), connection.open checked
+against the configured virtual hosts, open-ok.  Channels open and close at the
+client's request without the application; confirm.select is answered by the
+engine; every other client method is a :class:`~amqp091.events.MethodReceived`
+for the application to answer with ``send_method`` (replies must answer the
+oldest request owed), publishes are :class:`~amqp091.events.MessageReceived`,
+acks / nacks / rejects :class:`~amqp091.events.DeliveriesSettled`; the sends of
+a server are :class:`~amqp091.server_calls.ServerCalls`.  Errors follow what
+RabbitMQ's reader and channel answer (reply texts prefixed with the reply
+code's name, as RabbitMQ writes them).  See ``docs/amqp091-engine.md``.
 """
 
 from __future__ import annotations
@@ -63,6 +79,8 @@ from .events import (
     ConnectionClosed,
     ConnectionOpened,
     ConnectionUnblocked,
+    CredentialsReceived,
+    DeliveriesSettled,
     Event,
     HeartbeatTimeout,
     MessageReceived,
@@ -71,6 +89,7 @@ from .events import (
 )
 from .framing import (
     FRAME_MIN_SIZE,
+    FRAME_OVERHEAD,
     PROTOCOL_HEADER,
     FrameError,
     FrameReader,
@@ -88,7 +107,10 @@ from .methods import (
     class_method,
     expects_reply,
 )
-from .sasl import AuthenticationError
+from .sasl import AuthenticationError, offered_mechanisms, read_response
+from .server_calls import ServerCalls
+from .server_handshake import NegotiationError, ServerConfig, connection_start, negotiate
+from .server_handshake import tune as server_tune
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +121,17 @@ CHANNEL_LIMIT = 0xFFFF
 class ConnectionState(Enum):
     """Handshake and life of a connection (see docs/amqp091-engine.md)."""
 
+    AWAIT_HEADER = "await-header"
+    """Server: waiting for the client's protocol header."""
+    AWAIT_START_OK = "await-start-ok"
+    """Server: connection.start sent."""
+    AWAIT_AUTHENTICATION = "await-authentication"
+    """Server: CredentialsReceived emitted; the application answers
+    :meth:`Connection.finish_authentication`."""
+    AWAIT_TUNE_OK = "await-tune-ok"
+    """Server: connection.tune sent."""
+    AWAIT_OPEN = "await-open"
+    """Server: tune-ok accepted, waiting for connection.open."""
     AWAIT_START = "await-start"
     """Client: protocol header sent."""
     AWAIT_TUNE = "await-tune"
@@ -121,16 +154,44 @@ def _short(text: str) -> str:
     return text if len(raw) <= 255 else raw[:255].decode("utf-8", "ignore")
 
 
-class Connection(ChannelCalls):
+_FRAME_SLACK = {Role.CLIENT: 0, Role.SERVER: FRAME_OVERHEAD}
+"""Octets a received frame may run over frame-max: a server forgives a client the
+off-by-8 (frame-max taken as the payload size) as RabbitMQ does (its
+``FRAME_SIZE_FUDGE``); buffering stays bounded by frame-max + 8."""
+
+_CHANNEL_ZERO_CODE = {Role.CLIENT: ReplyCode.COMMAND_INVALID,
+                      Role.SERVER: ReplyCode.CHANNEL_ERROR}
+"""The close code for a channel method on channel 0 (RabbitMQ's reader answers a
+client 504 "unexpected method in connection state")."""
+
+_OVERSIZE_CODE = {Role.CLIENT: ReplyCode.CONTENT_TOO_LARGE,
+                  Role.SERVER: ReplyCode.PRECONDITION_FAILED}
+"""The channel.close code for a message over max_message_size (RabbitMQ answers a
+publisher 406 "message size N is larger than configured max size M")."""
+
+
+class Connection(ChannelCalls, ServerCalls):
     """One AMQP 0-9-1 connection (sans-IO); see the module docstring."""
 
-    def __init__(self, role: Role = Role.CLIENT, config: ConnectionConfig | None = None) -> None:
-        if role is not Role.CLIENT:
-            raise NotImplementedError("the AMQP 0-9-1 server role is not implemented yet")
+    def __init__(self, role: Role = Role.CLIENT,
+                 config: ConnectionConfig | ServerConfig | None = None) -> None:
         self.role = role
         self.peer_role = Role.SERVER if role is Role.CLIENT else Role.CLIENT
-        self.config = config or ConnectionConfig()
-        self.state = ConnectionState.AWAIT_START
+        if role is Role.SERVER:
+            if not isinstance(config, (ServerConfig, type(None))):
+                raise TypeError("the server role takes a ServerConfig")
+            self.server_config = config or ServerConfig()
+            self.config = ConnectionConfig(max_message_size=self.server_config.max_message_size,
+                                           field_types=self.server_config.field_types,
+                                           channel_max=self.server_config.channel_max,
+                                           frame_max=self.server_config.frame_max)
+            """The role-independent settings (the server's come from server_config)."""
+            self.state = ConnectionState.AWAIT_HEADER
+        else:
+            if not isinstance(config, (ConnectionConfig, type(None))):
+                raise TypeError("the client role takes a ConnectionConfig")
+            self.config = config or ConnectionConfig()
+            self.state = ConnectionState.AWAIT_START
         self.channel_max = self.config.channel_max
         self.frame_max = FRAME_MIN_SIZE
         """Largest frame either side sends: 4096 until tune, then the negotiated size."""
@@ -146,10 +207,16 @@ class Connection(ChannelCalls):
         """Why the login failed: no usable mechanism, or the broker closed the connection
         between start-ok and tune (it refuses logins so)."""
         self.channels: dict[int, Channel] = {}
+        self.virtual_host = "" if role is Role.SERVER else self.config.virtual_host
         self._out: list[bytes] = []
         self._events: deque[Event] = deque()
-        self._reader = FrameReader(FRAME_MIN_SIZE, expect_protocol_header=role is Role.SERVER,
+        self._header = b""
+        """Server: the part of the client's protocol header received so far."""
+        self._reader = FrameReader(FRAME_MIN_SIZE + _FRAME_SLACK[role],
+                                   expect_protocol_header=False,
                                    field_types=self.config.field_types)
+        self._started: float | None = None
+        """Server: the first tick (the handshake timeout runs from it)."""
         self._last_recv: float | None = None
         self._last_send: float | None = None
         self._recv_flag = False
@@ -168,6 +235,13 @@ class Connection(ChannelCalls):
         """True once nothing more will be exchanged (close the transport after sending
         what :meth:`data_to_send` still returns)."""
         return self.state is ConnectionState.CLOSED
+
+    @property
+    def peer_capabilities(self) -> dict[str, Any]:  # type: ignore[override]
+        """The ``capabilities`` table of the peer's properties (empty before start /
+        start-ok)."""
+        caps = self.peer_properties.get("capabilities")
+        return caps if isinstance(caps, dict) else {}
 
     @property
     def buffered(self) -> int:
@@ -193,6 +267,10 @@ class Connection(ChannelCalls):
             self._finish(None, "transport closed by peer", by_peer=True)
             return
         self._recv_flag = True
+        if self.state is ConnectionState.AWAIT_HEADER:
+            data = self._protocol_header(data)
+            if not data:
+                return
         self._reader.feed(data)
         try:
             for channel, frame in self._reader.frames():
@@ -201,6 +279,23 @@ class Connection(ChannelCalls):
                     break
         except FrameError as exc:
             self._fatal(exc.code, exc.text)
+
+    def _protocol_header(self, data: bytes) -> bytes:
+        """Server: collect the client's 8-octet protocol header; returns the bytes after
+        it. Another protocol's header: ours goes back and the transport ends."""
+        need = len(PROTOCOL_HEADER) - len(self._header)
+        self._header += data[:need]
+        rest = data[need:]
+        if PROTOCOL_HEADER.startswith(self._header) and len(self._header) < len(PROTOCOL_HEADER):
+            return b""
+        if self._header != PROTOCOL_HEADER:
+            self._write(PROTOCOL_HEADER)  # the spec: tell the client what we speak, close
+            self._finish(None, f"the client sent the protocol header {self._header!r}, not "
+                               f"AMQP 0-9-1's", by_peer=True)
+            return b""
+        self.state = ConnectionState.AWAIT_START_OK
+        self._send(0, connection_start(self.server_config))
+        return rest
 
     def data_to_send(self) -> bytes:
         """Bytes to write to the transport (empty if none)."""
@@ -231,6 +326,13 @@ class Connection(ChannelCalls):
             self._last_recv, self._recv_flag = now, False
         if self._send_flag or self._last_send is None:
             self._last_send, self._send_flag = now, False
+        if self.role is Role.SERVER and self.state not in _SETTLED_STATES:
+            if self._started is None:
+                self._started = now
+            elif now - self._started > self.server_config.handshake_timeout:
+                self._finish(None, f"the handshake did not finish within "
+                                   f"{self.server_config.handshake_timeout}s", by_peer=False)
+                return
         hb = self.heartbeat
         if not hb or self.state is ConnectionState.CLOSED:
             return
@@ -245,7 +347,10 @@ class Connection(ChannelCalls):
             self._last_send, self._send_flag = now, False
 
     def next_deadline(self) -> float | None:
-        """When :meth:`tick` next has something to do (None: no heartbeat)."""
+        """When :meth:`tick` next has something to do (None: nothing timed)."""
+        if self.role is Role.SERVER and self.state not in _SETTLED_STATES:
+            return (self._started + self.server_config.handshake_timeout
+                    if self._started is not None else None)
         if not self.heartbeat or self._last_send is None or self._last_recv is None \
                 or self.state is ConnectionState.CLOSED:
             return None
@@ -257,7 +362,7 @@ class Connection(ChannelCalls):
         """Start a negotiated close (ConnectionClosed follows the peer's close-ok)."""
         if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
             return
-        if self.state in (ConnectionState.AWAIT_START, ConnectionState.AWAIT_TUNE):
+        if self.state in _BEFORE_TUNE:
             self._finish(None, text or "closed before the handshake", by_peer=False)
             return  # no close to negotiate before tune: just drop the transport
         self.close_code, self.close_text = code, text
@@ -273,7 +378,10 @@ class Connection(ChannelCalls):
     # -------------------------------------------------------- channel calls
 
     def open_channel(self) -> int:
-        """Open the lowest free channel (ChannelOpened follows); returns its number."""
+        """Open the lowest free channel (ChannelOpened follows); returns its number.
+        Client role only (a server's channels are opened by the client)."""
+        if self.role is not Role.CLIENT:
+            raise ProtocolError("a server does not open channels: the client does")
         self._require_open()
         limit = self.channel_max or CHANNEL_LIMIT
         number = next((n for n in range(1, limit + 1) if n not in self.channels), None)
@@ -309,36 +417,127 @@ class Connection(ChannelCalls):
             self._require_open()
             self._send(0, method)
             return
+        if self.role is Role.SERVER and t in _SERVER_HELPER_SENDS:
+            raise ProtocolError(f"send {method.name} with {_SERVER_HELPER_SENDS[t]}")
         chan = self._channel(channel)
         if chan.state is ChannelState.CLOSING:
             raise ProtocolError(f"channel {channel} is closing")
         data = encode_method(channel, method)  # validates before any state changes
+        if self.role is Role.SERVER and method.name in REPLY_NAMES:
+            self._pay(chan, method)
         if expects_reply(method):
             chan.expect(method)
         if t is C.Confirm.Select:
             chan.select_confirms()
         self._write(data)
 
+    def _pay(self, chan: Channel, reply: Frame) -> None:
+        try:
+            chan.pay(reply)
+        except LookupError as exc:
+            raise ProtocolError(str(exc)) from None
+
     def publish(self, channel: int, exchange: str, routing_key: str, body: bytes,
                 properties: C.Basic.Properties | None = None, *, mandatory: bool = False,
                 immediate: bool = False) -> int | None:
         """basic.publish + content header + body frames cut to frame-max. Returns the
         publish's delivery tag in confirm mode (see PublishConfirmed), else None."""
-        chan = self._channel(channel)
-        if chan.state is ChannelState.CLOSING:
-            raise ProtocolError(f"channel {channel} is closing")
-        frames = [encode_method(channel, C.Basic.Publish(
+        if self.role is not Role.CLIENT:
+            raise ProtocolError("a server does not publish: use deliver / get_ok")
+        chan = self._send_content(channel, C.Basic.Publish(
             exchange=exchange, routing_key=routing_key, mandatory=mandatory,
-            immediate=immediate))]
-        frames += encode_content(channel, properties or C.Basic.Properties(), body,
-                                 self.frame_max, self.config.field_types)
-        self._out.extend(frames)
-        self._send_flag = True
+            immediate=immediate), properties, body)
         return chan.publish_tag()
 
     def unconfirmed(self, channel: int) -> tuple[int, ...]:
-        """Delivery tags published on ``channel`` in confirm mode and not yet confirmed."""
+        """Delivery tags published on ``channel`` in confirm mode and not yet confirmed
+        (server role: publishes received and not yet confirmed by the application)."""
         return self._channel(channel).unconfirmed
+
+    def unacked(self, channel: int) -> tuple[int, ...]:
+        """Server role: delivery tags sent on ``channel`` that the client has not settled."""
+        return self._channel(channel).deliveries.outstanding
+
+    def confirm_mode(self, channel: int) -> bool:
+        """Whether ``channel`` is in publisher-confirm mode."""
+        return self._channel(channel).confirm_mode
+
+    def finish_authentication(self, identity: str | None, refusal: str = "") -> None:
+        """Server role: answer :class:`~amqp091.events.CredentialsReceived` —
+        ``identity`` (the user name to record) logged in, or (None) the login is refused
+        for ``refusal`` (logged; the client is told only what RabbitMQ tells it:
+        connection.close 403 ACCESS_REFUSED if it announced
+        ``authentication_failure_close``, else the transport just ends).
+
+        Ignored once the connection is over (the client left while its credentials
+        were being checked)."""
+        if self.state in (ConnectionState.CLOSING, ConnectionState.CLOSED):
+            return
+        if self.state is not ConnectionState.AWAIT_AUTHENTICATION:
+            raise ProtocolError(f"no login awaits a check (state {self.state.value})")
+        if identity is None:
+            self.auth_error = refusal or "login refused"
+            log.warning("AMQP 0-9-1 %s login refused: %s", self.mechanism, self.auth_error)
+            text = (f"Login was refused using authentication mechanism {self.mechanism}. "
+                    f"For details see the broker logfile.")
+            if self.peer_capabilities.get("authentication_failure_close") is True:
+                self._fatal(ReplyCode.ACCESS_REFUSED, text)
+            else:
+                self._finish(None, f"login refused: {self.auth_error}", by_peer=False)
+            return
+        self.user = identity
+        self._send(0, server_tune(self.server_config))
+        self.state = ConnectionState.AWAIT_TUNE_OK
+
+    # ------------------------------------------------ server-role primitives
+
+    def _send_content(self, channel: int, method: Frame,
+                      properties: C.Basic.Properties | None, body: bytes) -> Channel:
+        """``method`` + content header + body frames cut to frame-max (a reply among
+        them must answer the request owed)."""
+        chan = self._channel(channel)
+        if chan.state is ChannelState.CLOSING:
+            raise ProtocolError(f"channel {channel} is closing")
+        if self.role is Role.SERVER and not chan.peer_flow_active:
+            raise ProtocolError(f"the client stopped content on channel {channel} "
+                                f"(channel.flow)")
+        frames = [encode_method(channel, method)]
+        frames += encode_content(channel, properties or C.Basic.Properties(), body,
+                                 self.frame_max, self.config.field_types)
+        if self.role is Role.SERVER and method.name in REPLY_NAMES:
+            self._pay(chan, method)
+        self._out.extend(frames)
+        self._send_flag = True
+        return chan
+
+    def _server_channel(self, channel: int) -> Channel:
+        if self.role is not Role.SERVER:
+            raise ProtocolError("a server-role call on a client connection")
+        return self._channel(channel)
+
+    def _send_notice(self, channel: int, method: Frame) -> None:
+        if channel == 0:
+            self._require_open()
+        else:
+            chan = self._server_channel(channel)
+            if chan.state is ChannelState.CLOSING:
+                raise ProtocolError(f"channel {channel} is closing")
+        self._send(channel, method)
+
+    def _confirm(self, channel: int, method: C.Basic.Ack | C.Basic.Nack) -> list[int]:
+        chan = self._server_channel(channel)
+        if chan.state is ChannelState.CLOSING:
+            raise ProtocolError(f"channel {channel} is closing")
+        if not chan.confirm_mode:
+            raise ProtocolError(f"channel {channel} is not in confirm mode")
+        data = encode_method(channel, method)
+        try:
+            tags = chan.confirms.settle(method.delivery_tag, bool(method.multiple))
+        except ChannelError:
+            raise ProtocolError(f"publish {method.delivery_tag} on channel {channel} is not "
+                                f"awaiting a confirm") from None
+        self._write(data)
+        return tags
 
     # ------------------------------------------------------ engine internals
 
@@ -364,11 +563,23 @@ class Connection(ChannelCalls):
             raise ProtocolError(f"channel {channel} is not open")
         return chan
 
+    def _reply_text(self, code: int, text: str) -> str:
+        """The reply text of a close we send: the server role prefixes the code's name,
+        as RabbitMQ does ("NOT_FOUND - no queue 'q'")."""
+        if self.role is Role.SERVER and code != ReplyCode.REPLY_SUCCESS:
+            try:
+                name = ReplyCode(code).name
+            except ValueError:
+                return _short(text)
+            if not text.startswith(name):
+                return _short(f"{name} - {text}")
+        return _short(text)
+
     def _fatal(self, code: int, text: str, class_id: int = 0, method_id: int = 0) -> None:
         """Close the connection for a protocol violation: connection.close, then the end."""
         log.warning("AMQP 0-9-1 connection error %s: %s", code, text)
         self.close_code, self.close_text = code, text
-        self._send(0, C.Connection.Close(reply_code=code, reply_text=_short(text),
+        self._send(0, C.Connection.Close(reply_code=code, reply_text=self._reply_text(code, text),
                                          class_id=class_id, method_id=method_id))
         self._finish(code, text, by_peer=False, class_id=class_id, method_id=method_id)
 
@@ -381,7 +592,8 @@ class Connection(ChannelCalls):
         for chan in list(self.channels.values()):
             chan.incoming = None
             self._emit(ChannelClosed(chan.number, None, f"connection closed: {text}", by_peer,
-                                     unconfirmed=chan.unconfirmed))
+                                     unconfirmed=chan.unconfirmed,
+                                     unacked=chan.deliveries.outstanding))
         self.channels.clear()
         self._emit(ConnectionClosed(code, text, by_peer, class_id, method_id))
 
@@ -389,7 +601,9 @@ class Connection(ChannelCalls):
                        method_id: int = 0) -> None:
         chan.state, chan.close_code, chan.close_text = ChannelState.CLOSING, code, text
         chan.incoming = None
-        self._send(chan.number, C.Channel.Close(reply_code=code, reply_text=_short(text),
+        chan.owed.clear()
+        self._send(chan.number, C.Channel.Close(reply_code=code,
+                                                reply_text=self._reply_text(code, text),
                                                 class_id=class_id, method_id=method_id))
 
     def _release(self, chan: Channel, code: int | None, text: str, by_peer: bool,
@@ -397,7 +611,7 @@ class Connection(ChannelCalls):
         chan.state = ChannelState.CLOSED
         del self.channels[chan.number]
         self._emit(ChannelClosed(chan.number, code, text, by_peer, class_id, method_id,
-                                 chan.unconfirmed))
+                                 chan.unconfirmed, chan.deliveries.outstanding))
 
     # ------------------------------------------------------------- dispatch
 
@@ -410,6 +624,8 @@ class Connection(ChannelCalls):
                                  f"heartbeat on channel {channel}")
         elif isinstance(frame, (pheader.ContentHeader, pbody.ContentBody)):
             self._on_content(channel, frame)
+        elif isinstance(frame, pheader.ProtocolHeader) and self.role is Role.SERVER:
+            raise FrameError(ReplyCode.FRAME_ERROR, "a protocol header after the handshake")
         elif isinstance(frame, pheader.ProtocolHeader):
             version = f"{frame.major_version}-{frame.minor_version}-{frame.revision}"
             self._finish(None, f"the peer does not speak AMQP 0-9-1 (it answered with the "
@@ -433,7 +649,10 @@ class Connection(ChannelCalls):
             raise FrameError(ReplyCode.COMMAND_INVALID,
                              f"{method.name} before the connection is open")
         if channel == 0:
-            raise FrameError(ReplyCode.COMMAND_INVALID, f"{method.name} on channel 0")
+            raise FrameError(_CHANNEL_ZERO_CODE[self.role], f"{method.name} on channel 0")
+        if t is C.Channel.Open and self.role is Role.SERVER:
+            self._s_channel_open(channel)
+            return
         chan = self._peer_channel(channel)
         if chan is None:
             return
@@ -450,7 +669,7 @@ class Connection(ChannelCalls):
         if chan.state is ChannelState.OPENING and t not in (C.Channel.OpenOk, C.Channel.Close):
             raise FrameError(ReplyCode.CHANNEL_ERROR,
                              f"{method.name} on channel {channel} before channel.open-ok")
-        handler = _CHANNEL_HANDLERS.get(t, Connection._ch_other)
+        handler = _CHANNEL_HANDLERS[self.role].get(t, Connection._ch_other)
         try:
             handler(self, chan, method)
         except ChannelError as exc:
@@ -488,8 +707,9 @@ class Connection(ChannelCalls):
         if done is not None:
             assert done.properties is not None
             body = b"".join(done.parts) if len(done.parts) != 1 else done.parts[0]
+            tag = chan.publish_tag() if self.role is Role.SERVER else None
             self._emit(MessageReceived(channel, done.method, done.properties,  # type: ignore[arg-type]
-                                       body))
+                                       body, tag))
 
     # channel methods
 
@@ -532,7 +752,58 @@ class Connection(ChannelCalls):
     def _ch_other(self, chan: Channel, method: Frame) -> None:
         if method.name in REPLY_NAMES:
             chan.take_reply(method)
+        elif self.role is Role.SERVER and expects_reply(method):
+            chan.owe(method)
         self._emit(MethodReceived(chan.number, method))
+
+    # channel methods from a client (server role)
+
+    def _s_channel_open(self, channel: int) -> None:
+        if self.channel_max and channel > self.channel_max:
+            raise FrameError(ReplyCode.NOT_ALLOWED,  # RabbitMQ's code for this limit
+                             f"channel {channel} is past the negotiated channel_max "
+                             f"({self.channel_max})")
+        chan = self.channels.get(channel)
+        if chan is not None:
+            if chan.state is ChannelState.CLOSING:
+                return  # sent before the client saw our channel.close
+            raise FrameError(ReplyCode.CHANNEL_ERROR,
+                             f"second 'channel.open' seen on channel {channel}")
+        chan = Channel(channel, self.config.max_message_size,
+                       oversize_code=_OVERSIZE_CODE[self.role])
+        chan.state = ChannelState.OPEN
+        self.channels[channel] = chan
+        self._send(channel, C.Channel.OpenOk())
+        self._emit(ChannelOpened(channel))
+
+    def _s_confirm_select(self, chan: Channel, method: C.Confirm.Select) -> None:
+        if chan.tx_mode:
+            raise ChannelError(ReplyCode.PRECONDITION_FAILED,
+                               "cannot switch from tx to confirm mode")
+        chan.select_confirms()
+        if not method.nowait:
+            self._send(chan.number, C.Confirm.SelectOk())
+
+    def _s_tx_select(self, chan: Channel, method: C.Tx.Select) -> None:
+        if chan.confirm_mode:
+            raise ChannelError(ReplyCode.PRECONDITION_FAILED,
+                               "cannot switch from confirm to tx mode")
+        chan.tx_mode = True
+        self._ch_other(chan, method)
+
+    def _s_settle(self, chan: Channel, method: C.Basic.Ack | C.Basic.Nack | C.Basic.Reject) -> None:
+        multiple = bool(getattr(method, "multiple", False))
+        tags = chan.deliveries.settle(method.delivery_tag or 0, multiple, strict=True)
+        requeue = bool(getattr(method, "requeue", False))
+        self._emit(DeliveriesSettled(chan.number, tags, type(method) is C.Basic.Ack, requeue,
+                                     method))
+
+    def _s_recover(self, chan: Channel, method: C.Basic.Recover | C.Basic.RecoverAsync) -> None:
+        if method.requeue:
+            tags = chan.deliveries.take_all()
+            if tags:
+                self._emit(DeliveriesSettled(chan.number, tags, False, True, method))
+        self._ch_other(chan, method)
 
     # connection methods
 
@@ -606,6 +877,55 @@ class Connection(ChannelCalls):
     def _c_update_secret_ok(self, method: C.Connection.UpdateSecretOk) -> None:
         self._emit(MethodReceived(0, method))
 
+    # connection methods from a client (server role)
+
+    def _s_start_ok(self, method: C.Connection.StartOk) -> None:
+        self.peer_properties = dict(method.client_properties or {})
+        cfg = self.server_config
+        mechanism = str(method.mechanism or "")
+        raw = method.response or b""
+        response = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+        try:
+            if mechanism not in offered_mechanisms(cfg.mechanisms, cfg.external_identity):
+                raise AuthenticationError(f"SASL mechanism {mechanism!r} was not offered")
+            login = read_response(mechanism, response, cfg.external_identity)
+        except AuthenticationError as exc:
+            # the spec (and RabbitMQ, after a delay): close the socket without a word
+            self.auth_error = str(exc)
+            log.warning("AMQP 0-9-1 login failed: %s", exc)
+            self._finish(None, f"login failed: {exc}", by_peer=False)
+            return
+        self.mechanism = mechanism
+        self.state = ConnectionState.AWAIT_AUTHENTICATION
+        self._emit(CredentialsReceived(login.mechanism, login.user, login.password))
+
+    def _s_secure_ok(self, method: C.Connection.SecureOk) -> None:
+        raise FrameError(ReplyCode.COMMAND_INVALID, "connection.secure-ok, but no challenge "
+                                                    "was sent")
+
+    def _s_tune_ok(self, method: C.Connection.TuneOk) -> None:
+        try:
+            channel_max, frame_max, heartbeat = negotiate(self.server_config, method)
+        except NegotiationError as exc:
+            self._fatal(ReplyCode.NOT_ALLOWED, str(exc), *class_method(C.Connection.Tune()))
+            return
+        self.channel_max, self.frame_max, self.heartbeat = channel_max, frame_max, heartbeat
+        self._reader.frame_max = frame_max + _FRAME_SLACK[self.role]
+        self.state = ConnectionState.AWAIT_OPEN
+
+    def _s_open(self, method: C.Connection.Open) -> None:
+        vhost = str(method.virtual_host or "")
+        allowed = self.server_config.virtual_hosts
+        if allowed is not None and vhost not in allowed:
+            self._fatal(ReplyCode.NOT_ALLOWED, f"vhost {vhost} not found",
+                        *class_method(method))
+            return
+        self.virtual_host = vhost
+        self._send(0, C.Connection.OpenOk())
+        self.state = ConnectionState.OPEN
+        self._emit(ConnectionOpened(vhost, self.peer_properties, self.channel_max,
+                                    self.frame_max, self.heartbeat, self.user))
+
 
 _HANDLERS: dict[tuple[Role, ConnectionState, type], Callable[[Connection, Any], None]] = {
     (Role.CLIENT, ConnectionState.AWAIT_START, C.Connection.Start): Connection._c_start,
@@ -616,23 +936,58 @@ _HANDLERS: dict[tuple[Role, ConnectionState, type], Callable[[Connection, Any], 
     (Role.CLIENT, ConnectionState.OPEN, C.Connection.Unblocked): Connection._c_unblocked,
     (Role.CLIENT, ConnectionState.OPEN, C.Connection.UpdateSecretOk):
         Connection._c_update_secret_ok,
+    (Role.SERVER, ConnectionState.AWAIT_START_OK, C.Connection.StartOk): Connection._s_start_ok,
+    (Role.SERVER, ConnectionState.AWAIT_START_OK, C.Connection.SecureOk): Connection._s_secure_ok,
+    (Role.SERVER, ConnectionState.AWAIT_TUNE_OK, C.Connection.TuneOk): Connection._s_tune_ok,
+    (Role.SERVER, ConnectionState.AWAIT_OPEN, C.Connection.Open): Connection._s_open,
 }
 """Connection methods by (role, state, method class); connection.close is handled in
 every state before this table is consulted."""
 
-_CHANNEL_HANDLERS: dict[type, Callable[[Connection, Channel, Any], None]] = {
-    C.Channel.OpenOk: Connection._ch_open_ok,
-    C.Channel.Close: Connection._ch_close,
-    C.Channel.CloseOk: Connection._ch_close_ok,
-    C.Channel.Flow: Connection._ch_flow,
-    C.Basic.Ack: Connection._ch_confirm,
-    C.Basic.Nack: Connection._ch_confirm,
-    C.Basic.Deliver: Connection._ch_content,
-    C.Basic.Return: Connection._ch_content,
-    C.Basic.GetOk: Connection._ch_content,
+_CHANNEL_HANDLERS: dict[Role, dict[type, Callable[[Connection, Channel, Any], None]]] = {
+    Role.CLIENT: {
+        C.Channel.OpenOk: Connection._ch_open_ok,
+        C.Channel.Close: Connection._ch_close,
+        C.Channel.CloseOk: Connection._ch_close_ok,
+        C.Channel.Flow: Connection._ch_flow,
+        C.Basic.Ack: Connection._ch_confirm,
+        C.Basic.Nack: Connection._ch_confirm,
+        C.Basic.Deliver: Connection._ch_content,
+        C.Basic.Return: Connection._ch_content,
+        C.Basic.GetOk: Connection._ch_content,
+    },
+    Role.SERVER: {  # channel.open is handled before (the channel does not exist yet)
+        C.Channel.Close: Connection._ch_close,
+        C.Channel.CloseOk: Connection._ch_close_ok,
+        C.Channel.Flow: Connection._ch_flow,
+        C.Confirm.Select: Connection._s_confirm_select,
+        C.Tx.Select: Connection._s_tx_select,
+        C.Basic.Ack: Connection._s_settle,
+        C.Basic.Nack: Connection._s_settle,
+        C.Basic.Reject: Connection._s_settle,
+        C.Basic.Recover: Connection._s_recover,
+        C.Basic.RecoverAsync: Connection._s_recover,
+        C.Basic.Publish: Connection._ch_content,
+    },
 }
-"""Channel methods by class; any other (replies, the broker's basic.cancel) is
-``_ch_other``: a reply is checked against the awaited ones, then MethodReceived."""
+"""Channel methods by role and class; any other (client role: replies, the broker's
+basic.cancel; server role: the client's requests) is ``_ch_other``: a reply is
+checked against the awaited ones, a request is owed its reply, then MethodReceived."""
+
+_SETTLED_STATES = frozenset({ConnectionState.OPEN, ConnectionState.CLOSING,
+                             ConnectionState.CLOSED})
+"""States past the handshake (the server's handshake timeout no longer applies)."""
+
+_BEFORE_TUNE = frozenset({ConnectionState.AWAIT_START, ConnectionState.AWAIT_TUNE,
+                          ConnectionState.AWAIT_HEADER, ConnectionState.AWAIT_START_OK,
+                          ConnectionState.AWAIT_AUTHENTICATION})
+"""States in which a close is not negotiated: the transport just ends."""
+
+_SERVER_HELPER_SENDS: dict[type, str] = {
+    C.Basic.Ack: "confirm_publish", C.Basic.Nack: "confirm_publish",
+    C.Basic.Cancel: "cancel_consumer",
+}
+"""Methods a server sends only through the call that checks them (server role)."""
 
 __all__ = [
     "CLIENT_CAPABILITIES",
@@ -641,4 +996,5 @@ __all__ = [
     "ConnectionState",
     "ProtocolError",
     "Role",
+    "ServerConfig",
 ]

@@ -22,6 +22,21 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class CredentialsReceived(Event):
+    """Server role: a client presented a login in start-ok. Check it (possibly
+    elsewhere, asynchronously) and answer with
+    :meth:`~amqp091.connection.Connection.finish_authentication`; until then the
+    connection waits (nothing is sent to the client, the handshake timeout runs)."""
+
+    mechanism: str
+    """PLAIN, AMQPLAIN or EXTERNAL."""
+    user: str
+    """The user name, or for EXTERNAL the TLS client certificate's identity."""
+    password: str | None = field(default=None, repr=False)
+    """None for EXTERNAL."""
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectionOpened(Event):
     """The handshake finished: the connection is open, with these negotiated limits."""
 
@@ -32,7 +47,8 @@ class ConnectionOpened(Event):
     heartbeat: int
     """Seconds; 0: no heartbeat."""
     user: str | None
-    """The name we logged in as (client role)."""
+    """The name we logged in as (client role) / the identity the application accepted
+    (server role). ``peer_properties["capabilities"]`` holds the peer's capabilities."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +104,9 @@ class ChannelClosed(Event):
     text, e.g. 404 for a queue that does not exist) — or we did (our code, e.g. 311
     for a message over ``max_message_size``), or the connection ended (``code`` None).
     Publishes not yet confirmed are in ``unconfirmed``: they may or may not have
-    reached the broker.
+    reached the broker (server role: publishes received in confirm mode that the
+    application has not confirmed).  Server role: ``unacked`` are the delivery tags
+    delivered and not yet settled by the client — requeue those messages.
     """
 
     channel: int
@@ -98,6 +116,7 @@ class ChannelClosed(Event):
     class_id: int = 0
     method_id: int = 0
     unconfirmed: tuple[int, ...] = ()
+    unacked: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,19 +142,43 @@ class MethodReceived(Event):
 class MessageReceived(Event):
     """A message, reassembled from its method, header and body frames.
 
-    ``method`` is ``Basic.Deliver`` (a consumer's delivery), ``Basic.GetOk`` (the
-    answer to basic.get) or ``Basic.Return`` (an unroutable mandatory publish).
+    Client role: ``method`` is ``Basic.Deliver`` (a consumer's delivery),
+    ``Basic.GetOk`` (the answer to basic.get) or ``Basic.Return`` (an unroutable
+    mandatory publish).  Server role: ``Basic.Publish``; in confirm mode
+    ``publish_tag`` is the sequence number to confirm it with
+    (:meth:`~amqp091.server_calls.ServerCalls.confirm_publish`).
     """
 
     channel: int
-    method: commands.Basic.Deliver | commands.Basic.GetOk | commands.Basic.Return
+    method: (commands.Basic.Deliver | commands.Basic.GetOk | commands.Basic.Return
+             | commands.Basic.Publish)
     properties: commands.Basic.Properties
     body: bytes = field(repr=False)
+    publish_tag: int | None = None
 
     @property
     def delivery_tag(self) -> int | None:
         """The tag to ack / nack / reject (None for a basic.return)."""
         return getattr(self.method, "delivery_tag", None)
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveriesSettled(Event):
+    """Server role: the client acked (basic.ack), nacked (basic.nack) or rejected
+    (basic.reject) deliveries, or asked for them again (basic.recover with requeue:
+    every unacked delivery, ``ack`` False, ``requeue`` True; the basic.recover itself
+    follows as :class:`MethodReceived` for the application to answer recover-ok).
+
+    ``delivery_tags`` are the tags ``deliver`` / ``get_ok`` returned, ascending
+    (``multiple`` resolved).  A tag not outstanding closes the channel with 406 before
+    any event, as RabbitMQ does (``unknown delivery tag``).
+    """
+
+    channel: int
+    delivery_tags: list[int]
+    ack: bool
+    requeue: bool
+    method: Frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +203,8 @@ __all__ = [
     "ConnectionClosed",
     "ConnectionOpened",
     "ConnectionUnblocked",
+    "CredentialsReceived",
+    "DeliveriesSettled",
     "Event",
     "HeartbeatTimeout",
     "MessageReceived",

@@ -139,7 +139,7 @@ def test_message_over_max_message_size_closes_the_channel_without_buffering() ->
     (close,) = methods(conn)
     assert isinstance(close, C.Channel.Close)
     assert close.reply_code == ReplyCode.CONTENT_TOO_LARGE
-    assert "10001 octets is over max_message_size 10000" in close.reply_text
+    assert "message size 10001 is larger than configured max size 10000" in close.reply_text
     conn.receive_data(wire(ch, *[pbody.ContentBody(b"b" * 1000)] * 10, pbody.ContentBody(b"c")))
     assert conn.buffered == 0 and list(conn.events()) == []
     conn.receive_data(wire(ch, C.Channel.CloseOk()))

@@ -8,7 +8,7 @@ import pytest
 from pamqp import commands as C
 from pamqp import encode
 
-from amqp091.connection import Connection, ConnectionState, ProtocolError
+from amqp091.connection import ConnectionState, ProtocolError
 from amqp091.events import (
     ChannelClosed,
     ConnectionBlocked,
@@ -17,7 +17,7 @@ from amqp091.events import (
     ConnectionUnblocked,
     HeartbeatTimeout,
 )
-from amqp091.methods import ReplyCode, Role
+from amqp091.methods import ReplyCode
 from amqp091.sasl import ClientCredentials
 
 from .peer import (
@@ -298,8 +298,3 @@ def test_update_secret() -> None:
     conn.receive_data(wire(0, C.Connection.UpdateSecretOk()))
     (event,) = list(conn.events())
     assert event.channel == 0 and isinstance(event.method, C.Connection.UpdateSecretOk)  # type: ignore[attr-defined]
-
-
-def test_server_role_is_not_there_yet() -> None:
-    with pytest.raises(NotImplementedError):
-        Connection(Role.SERVER)
