@@ -244,6 +244,12 @@ class Connection(ChannelCalls, ServerCalls):
         return caps if isinstance(caps, dict) else {}
 
     @property
+    def awaiting_header(self) -> bool:
+        """Server role: the client's protocol header has not arrived yet (the runtime's
+        ``Engine`` protocol: a listener refusing a connection waits for it)."""
+        return self.state is ConnectionState.AWAIT_HEADER
+
+    @property
     def buffered(self) -> int:
         """Received octets held: the partial frame plus unfinished message bodies."""
         held = sum(c.incoming.received for c in self.channels.values() if c.incoming)
