@@ -109,7 +109,7 @@ def read_response(mechanism: str, response: bytes, external_identity: str | None
         return LoginAttempt("PLAIN", user, password)
     if mechanism == "AMQPLAIN":  # a field table without its length prefix
         try:
-            table = decode_table(len(response).to_bytes(4, "big") + response)
+            table = decode_table(response)
         except TableError as exc:
             raise AuthenticationError(f"malformed AMQPLAIN response: {exc}") from exc
         fields = []
