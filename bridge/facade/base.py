@@ -76,6 +76,9 @@ class ListenerCore:
         self.refused_publishes = 0
         """Publishes refused (unknown exchange or queue, a route's refusal):
         ``amqp_bridge_publishes_refused_total``."""
+        self.client_errors: dict[int, int] = {}
+        """Client connections and channels the façade closed for the client's error, by
+        reply code: ``amqp_bridge_facade_client_errors_total``."""
         self._client_warnings = WarnLimiter()
         """Refusals a client can provoke: one WARNING per client address every 10 s."""
         self.clients = {}
