@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -159,23 +160,35 @@ class FacadePublish:
         dp.exchange = ev.destination  # set by the broker on receipt, as qpidd does
         mp = ev.message_properties
         entry = PublishEntry(st, ev.command_id, ev.transfer, b"", len(ev.body), t0=time.monotonic())
+        self.take(entry, lambda: self.translator.legacy_to_amqp10(dp, mp, ev.body),
+                  lambda: plain_copy(ev, self.route))
+
+    MAPPING_REFUSAL: int = ErrorCode.INVALID_ARGUMENT
+    """The error code of a publish refused because it cannot be translated."""
+    SIZE_REFUSAL: int = ErrorCode.RESOURCE_LIMIT_EXCEEDED
+    """The error code of a publish refused for its size."""
+
+    def take(self, entry: PublishEntry, translate: Callable[[], AmqpMessage],
+             plain: Callable[[], AmqpMessage]) -> None:
+        """Forward a client's publish: ``translate`` makes its 1.0 message (or raises
+        MappingError: then ``plain`` its plain copy for the tap and the dead-letter
+        address); one over the size limit is refused; the rest waits for the sender."""
         self.bytes += entry.size
         tap = self.tap
         try:
-            entry.data = self.translator.legacy_to_amqp10(dp, mp, ev.body).encode()
+            entry.data = translate().encode()
         except MappingError as exc:
             self.stats.mapping_errors += 1
             reason = f"cannot translate: {exc}"
             dead_letters = self.dead_letters
-            plain = plain_copy(ev, self.route) if dead_letters is not None or tap is not None \
-                else None
-            if tap is not None and plain is not None:
-                tap.received_message(plain)
-            if dead_letters is None or plain is None:
+            copy = plain() if dead_letters is not None or tap is not None else None
+            if tap is not None and copy is not None:
+                tap.received_message(copy)
+            if dead_letters is None or copy is None:
                 self.stats.rejected += 1
-                self._fail(entry, ErrorCode.INVALID_ARGUMENT, reason)
+                self._fail(entry, self.MAPPING_REFUSAL, reason)
             else:
-                self._dead_letter(entry, plain, reason)
+                self._dead_letter(entry, copy, reason)
         else:
             if tap is not None:
                 tap.received(entry.data)
@@ -183,8 +196,7 @@ class FacadePublish:
             if limit is not None and len(entry.data) > limit:
                 self.stats.oversized += 1
                 self.stats.rejected += 1
-                self._fail(entry, ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-                           too_large(len(entry.data), limit, self.route))
+                self._fail(entry, self.SIZE_REFUSAL, too_large(len(entry.data), limit, self.route))
             else:
                 self.waiting.append(entry)
                 self._send()

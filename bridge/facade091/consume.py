@@ -49,13 +49,10 @@ from proton import Delivery
 from amqp091.connection import ProtocolError
 from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
-from mappings.errors import MappingError
-from mappings.message import AmqpMessage
 
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import accept, give_back, reject
 from ..facade.consume import REJECTED_BY_SUBSCRIBER, FacadeConsume
-from ..routes.amqp10_endpoint import redelivered_1_0
 from ..runtime import Timer
 from ..runtime.containment import Part
 from .state import Channel091
@@ -247,31 +244,14 @@ class Consumer091:
         self.grant()
 
     def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
-        if not delivery.readable or delivery.partial:
-            return
-        receiver = link.link
-        data = receiver.recv(delivery.pending) or b""
-        receiver.advance()
         route = self.route
-        route.stats.received += 1
-        if self.closed or not self.ch.live or (self.tag is None and not self.gets):
-            delivery.update(Delivery.RELEASED)  # never seen by anyone
-            delivery.settle()
-            route.stats.released += 1
+        wanted = not self.closed and self.ch.live and (self.tag is not None or bool(self.gets))
+        taken = route.take_delivery(self, link, delivery, wanted,
+                                    lambda m: amqp10_to_delivery(route.translator, m))
+        if taken is None:
             return
+        data, (properties, where, body) = taken
         tap = route.tap
-        if tap is not None:
-            tap.received(data)
-        try:
-            message = AmqpMessage.decode(data)
-            if redelivered_1_0(message.header):
-                route.stats.redelivered += 1
-            properties, where, body = amqp10_to_delivery(route.translator, message)
-        except MappingError as exc:
-            route.stats.mapping_errors += 1
-            route.unmappable(self, delivery, data, exc)  # type: ignore[arg-type]
-            self.grant()
-            return
         self.held.append(_Held(delivery, properties, where, body, t0=time.monotonic(),
                                data=data if tap is not None and tap.wants_delivered else None))
         route.bytes_in_flight += len(body)

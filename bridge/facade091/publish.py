@@ -19,10 +19,8 @@ from typing import TYPE_CHECKING, Any
 from amqp091.events import MessageReceived
 from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
-from mappings.errors import MappingError
 
 from ..facade.publish import FacadePublish, PublishEntry
-from ..routes.refusals import too_large
 from .state import Channel091
 from .translate import plain_copy, publish_to_amqp10
 
@@ -34,6 +32,7 @@ class Publish091(FacadePublish):
     """basic.publish to a façade exchange, forwarded to a 1.0 address (module docstring)."""
 
     facade: Facade091
+    MAPPING_REFUSAL = SIZE_REFUSAL = ReplyCode.PRECONDITION_FAILED  # (a nack carries none)
 
     def publish091(self, ch: Channel091, ev: MessageReceived) -> None:
         """Take a client's publish (``ev.publish_tag``: its number in confirm mode)."""
@@ -42,35 +41,9 @@ class Publish091(FacadePublish):
         where = Delivery091(exchange=method.exchange or "", routing_key=method.routing_key or "")
         entry = PublishEntry(ch, ev.publish_tag or 0, method, b"", len(ev.body),  # type: ignore[arg-type]
                              t0=time.monotonic())
-        self.bytes += entry.size
-        tap = self.tap
-        try:
-            entry.data = publish_to_amqp10(self.translator, ev.properties, where,
-                                           ev.body).encode()
-        except MappingError as exc:
-            self.stats.mapping_errors += 1
-            reason = f"cannot translate: {exc}"
-            plain = plain_copy(self.route, ev.properties, where, ev.body)
-            if tap is not None:
-                tap.received_message(plain)
-            if self.dead_letters is None:
-                self.stats.rejected += 1
-                self._fail(entry, ReplyCode.PRECONDITION_FAILED, reason)
-            else:
-                self._dead_letter(entry, plain, reason)
-        else:
-            if tap is not None:
-                tap.received(entry.data)
-            limit = self.sender.message_size_limit(self.route.max_message_size)
-            if limit is not None and len(entry.data) > limit:
-                self.stats.oversized += 1
-                self.stats.rejected += 1
-                self._fail(entry, ReplyCode.PRECONDITION_FAILED,
-                           too_large(len(entry.data), limit, self.route))
-            else:
-                self.waiting.append(entry)
-                self._send()
-        self._recount()
+        self.take(entry,
+                  lambda: publish_to_amqp10(self.translator, ev.properties, where, ev.body),
+                  lambda: plain_copy(self.route, ev.properties, where, ev.body))
 
     # -- answering the publisher (FacadePublish's hooks) ------------------------------------
 
