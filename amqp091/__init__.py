@@ -13,7 +13,9 @@ table: :mod:`~amqp091.tables` reads and writes it with its field types intact
 (pamqp's table codec collapses integer widths and float sizes).
 
 :class:`~amqp091.connection.Connection` is the state machine, in the role given
-to it (client now; the server role plugs into the same dispatch tables).  It
+to it: client (the bridge to RabbitMQ) or server (the 0-9-1 façade;
+:mod:`~amqp091.server_handshake`, :mod:`~amqp091.server_calls`), sharing the
+dispatch tables keyed by role.  It
 holds no socket, thread or clock: bytes go in through ``receive_data``, bytes
 come out of ``data_to_send``, time comes in through ``tick(now)``, and what
 happened comes out as frozen events (:mod:`~amqp091.events`) from

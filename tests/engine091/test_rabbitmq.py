@@ -287,7 +287,7 @@ def test_message_over_the_size_bound_closes_the_channel_and_is_not_lost(rabbitmq
     small.conn.consume(ch, queue)
     closed = small.wait_for(lambda e: isinstance(e, ChannelClosed))
     assert isinstance(closed, ChannelClosed) and closed.code == 311 and not closed.by_peer
-    assert "256000 octets is over max_message_size 100000" in closed.text
+    assert "message size 256000 is larger than configured max size 100000" in closed.text
     assert not [e for e in small.backlog if isinstance(e, MessageReceived)]
     assert small.conn.is_open and small.conn.buffered == 0
     large = EngineClient(rabbitmq_url)  # the broker requeued it: a roomier client gets it
