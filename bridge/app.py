@@ -33,6 +33,7 @@ from .config import (
     config_secrets,
 )
 from .facade import Facade, FacadeConsume, FacadePublish
+from .facade091 import Consume091, Facade091, Publish091
 from .legacy.amqp010 import LegacyConnection
 from .legacy.amqp091 import Amqp091Connection
 from .ops.logs import add_secrets
@@ -90,7 +91,8 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.container = container
         self.schedule_housekeeping(HOUSEKEEPING_INTERVAL)
         self.facades = {
-            name: Facade(container, name, listener)
+            name: (Facade091 if listener.protocol == "amqp0-9-1" else Facade)(
+                container, name, listener)
             for name, listener in self.config.listeners.items()}
         for name, conn in self.config.connections.items():
             if conn.protocol == "amqp1.0":
@@ -143,11 +145,13 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         src, dst = route.source, route.target
         dead_letter = self._dead_letter(route.dead_letter)
         if src.listener is not None and dst.connection in self.amqp10:
-            return FacadePublish(container, route, self.facades[src.listener],
-                                 self.amqp10[dst.connection], dead_letter)
+            facade = self.facades[src.listener]
+            publish = Publish091 if isinstance(facade, Facade091) else FacadePublish
+            return publish(container, route, facade, self.amqp10[dst.connection], dead_letter)
         if dst.listener is not None and src.connection in self.amqp10:
-            return FacadeConsume(container, route, self.facades[dst.listener],
-                                 self.amqp10[src.connection], dead_letter)
+            facade = self.facades[dst.listener]
+            consume = Consume091 if isinstance(facade, Facade091) else FacadeConsume
+            return consume(container, route, facade, self.amqp10[src.connection], dead_letter)
         if src.connection in self.legacy and dst.connection in self.amqp10:
             return LegacyToAmqp10(container, route, self.legacy[src.connection],
                                   self.amqp10[dst.connection], dead_letter)
@@ -190,6 +194,10 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         """``(name, connected clients, publishes refused)`` per façade listener."""
         return [(name, len(f.clients), f.refused_publishes)
                 for name, f in list(self.facades.items())]
+
+    def observed_client_errors(self) -> list[tuple[str, dict[int, int]]]:
+        """``(name, client closes for the client's error by reply code)`` per listener."""
+        return [(name, dict(f.client_errors)) for name, f in list(self.facades.items())]
 
     def observed_links(self) -> list[tuple[str, int]]:
         """``(name, links attached or attaching)`` per AMQP 1.0 connection."""

@@ -217,12 +217,25 @@ class ListenerTls(_Model):
         return self
 
 
-class Listener(_Model):
-    """A listening socket for legacy AMQP 0-10 applications (the façade)."""
+ListenerProtocol = Literal["amqp0-10", "amqp0-9-1"]
 
-    protocol: Literal["amqp0-10"] = Field(description="The façade speaks AMQP 0-10.")
+
+class Listener(_Model):
+    """A listening socket for legacy AMQP 0-10 or 0-9-1 applications (the façade)."""
+
+    protocol: ListenerProtocol = Field(
+        description="What the façade speaks: amqp0-10 (qpid applications) or amqp0-9-1 "
+                    "(RabbitMQ applications: pika, kombu, aio-pika, ...).")
     bind: str = Field(description="host:port to listen on.")
-    allow_anonymous: bool = Field(False, description="Accept SASL ANONYMOUS logins.")
+    allow_anonymous: bool = Field(False, description="Accept SASL ANONYMOUS logins (AMQP "
+                                  "0-10 only: 0-9-1 clients log in with PLAIN, AMQPLAIN or "
+                                  "EXTERNAL).")
+    virtual_hosts: list[str] | None = Field(
+        None, min_length=1,
+        description="AMQP 0-9-1 only: the virtual hosts clients may open (another is refused "
+                    "with connection.close 530 not-allowed, as RabbitMQ refuses an unknown "
+                    "vhost). Default: any virtual host, all serving the same exchanges and "
+                    "queues (the listener's routes).")
     users: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="SASL PLAIN logins: user name -> password, or a pbkdf2-sha256$... hash from "
@@ -256,7 +269,9 @@ class Listener(_Model):
     max_message_size: int = Field(
         64 << 20, ge=4096, description="Largest message (header and body octets) a client "
                                        "may publish; a larger one closes its connection "
-                                       "(framing-error).")
+                                       "(AMQP 0-10: framing-error) or, AMQP 0-9-1, its "
+                                       "channel (406 precondition-failed, as RabbitMQ) "
+                                       "before its body is buffered.")
     max_buffered_per_connection: int = Field(
         128 << 20, ge=4096, description="Octets of unfinished messages one connection may "
                                         "make the bridge hold (at least max_message_size).")
@@ -288,6 +303,15 @@ class Listener(_Model):
                 except HashFormatError as exc:
                     raise ValueError(f"user {name!r}: {exc}") from None
         return value
+
+    @model_validator(mode="after")
+    def _protocol_keys(self) -> Listener:
+        if self.protocol == "amqp0-9-1" and self.allow_anonymous:
+            raise ValueError("allow_anonymous: AMQP 0-9-1 has no ANONYMOUS login; give users "
+                             "(any PLAIN or AMQPLAIN client then needs one of them)")
+        if self.protocol == "amqp0-10" and self.virtual_hosts is not None:
+            raise ValueError("virtual_hosts: only for an amqp0-9-1 listener")
+        return self
 
     @model_validator(mode="after")
     def _someone_can_log_in(self) -> Listener:
@@ -347,7 +371,11 @@ class Endpoint(_Model):
                                     "to a 0-10 or 0-9-1 exchange (default: the target "
                                     "queue; else 0-10: the message's subject; 0-9-1: the "
                                     "message's x-routing-key annotation, else its subject, "
-                                    "else '').")
+                                    "else ''). On an amqp0-9-1 listener's exchange (from): "
+                                    "the route takes only publishes with this routing key "
+                                    "(without it: every key the exchange's keyed routes do "
+                                    "not take); a publish no route takes is unroutable "
+                                    "(basic.return 312 when mandatory).")
 
     @model_validator(mode="after")
     def _one_owner(self) -> Endpoint:
@@ -521,7 +549,8 @@ class BridgeConfig(_Model):
     connections: dict[str, Connection] = Field(default_factory=dict, description=
                                                "Outgoing connections to brokers, by name.")
     listeners: dict[str, Listener] = Field(default_factory=dict, description="Façade "
-                                           "listeners for legacy 0-10 applications, by name.")
+                                           "listeners for legacy 0-10 and 0-9-1 applications, "
+                                           "by name.")
     routes: list[Route] = Field(min_length=1, description="What flows from where to where.")
     metrics: Metrics | None = Field(
         None, description="Serve metrics and health endpoints over HTTP (absent: no server).")
@@ -572,11 +601,13 @@ def _host_port(value: str) -> str:
 def _check_references(cfg: BridgeConfig) -> list[str]:
     out = []
     names: set[str] = set()
+    published: dict[tuple[str, str, str | None], int] = {}
     for i, route in enumerate(cfg.routes):
         where = f"routes[{i}]"
         if route.name in names:
             out.append(f"{where}.name: duplicate route name {route.name!r}")
         names.add(route.name)
+        out += _check_amqp091_listener(cfg, where, route, published, i)
         for side, ep in (("from", route.source), ("to", route.target)):
             out += _check_endpoint(cfg, f"{where}.{side}", side, ep)
         if route.dead_letter is not None:
@@ -587,6 +618,38 @@ def _check_references(cfg: BridgeConfig) -> list[str]:
             out.append(f"{where}.from.address: a route to the exchange of a listener serves "
                        f"the temporary queues clients bind to it; its address needs "
                        f"{{binding_key}} (e.g. /exchange/amq.topic/{{binding_key}})")
+    return out
+
+
+def _check_amqp091_listener(cfg: BridgeConfig, where: str, route: Route,
+                            published: dict[tuple[str, str, str | None], int],
+                            index: int) -> list[str]:
+    """What an amqp0-9-1 listener's routes must be: publish routes take an exchange (and
+    maybe one routing key: one route per exchange and key), consume routes serve a queue;
+    a 0-10 listener's publish routes take no routing key."""
+    source, target = route.source, route.target
+    out = []
+    for side, ep in (("from", source), ("to", target)):
+        listener = cfg.listeners.get(ep.listener or "")
+        if listener is None:
+            continue
+        if listener.protocol != "amqp0-9-1":
+            if side == "from" and ep.routing_key is not None:
+                out.append(f"{where}.from.routing_key: only for an amqp0-9-1 listener (an "
+                           f"amqp0-10 listener's route takes every publish to its exchange)")
+            continue
+        if side == "to" and not ep.queue:
+            out.append(f"{where}.to.queue: required for an amqp0-9-1 listener (its clients "
+                       f"consume from the queues the routes configure)")
+        if side == "from" and ep.exchange is not None:
+            key = (str(ep.listener), ep.exchange, ep.routing_key)
+            first = published.setdefault(key, index)
+            if first != index:
+                which = f"routing key {ep.routing_key!r}" if ep.routing_key is not None \
+                    else "every routing key"
+                out.append(f"{where}.from: exchange {ep.exchange!r} of listener "
+                           f"{ep.listener!r} with {which} is taken by routes[{first}] "
+                           f"({cfg.routes[first].name}) already")
     return out
 
 

@@ -19,8 +19,9 @@ import logging
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from proton import Delivery, symbol
 from proton.reactor import Container
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from ..taps import RouteTap
 
 log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+
+T = TypeVar("T")
 
 REJECTED_BY_SUBSCRIBER = symbol("amqp-bridge:rejected-by-subscriber")
 """Condition of a 1.0 reject caused by a 0-10 subscriber's message.reject."""
@@ -252,31 +255,13 @@ class Subscription:
         self.grant()
 
     def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
-        if not delivery.readable or delivery.partial:
-            return
-        receiver = link.link
-        data = receiver.recv(delivery.pending) or b""
-        receiver.advance()
         route = self.route
-        route.stats.received += 1
-        if self.closed or not self.st.live:
-            delivery.update(Delivery.RELEASED)  # never seen by anyone
-            delivery.settle()
-            route.stats.released += 1
+        taken = route.take_delivery(self, link, delivery, not self.closed and self.st.live,
+                                    route.translator.amqp10_to_legacy)
+        if taken is None:
             return
+        data, (dp, mp, body) = taken
         tap = route.tap
-        if tap is not None:
-            tap.received(data)
-        try:
-            message = AmqpMessage.decode(data)
-            if redelivered_1_0(message.header):
-                route.stats.redelivered += 1
-            dp, mp, body = route.translator.amqp10_to_legacy(message)
-        except MappingError as exc:
-            route.stats.mapping_errors += 1
-            route.unmappable(self, delivery, data, exc)
-            self.grant()
-            return
         header = (dp, mp)
         self.held.append(_Held(delivery, header, body, len(encode_header(header)) + len(body),
                                t0=time.monotonic(),
@@ -483,6 +468,35 @@ class FacadeConsume:
                             address=address or self.address)
         self.subscriptions.add(sub)
         return sub
+
+    def take_delivery(self, sub: Any, link: Amqp10Link, delivery: Delivery, wanted: bool,
+                      translate: Callable[[AmqpMessage], T]) -> tuple[bytes, T] | None:
+        """A message on ``sub``'s link, read and translated: (its 1.0 bytes, what
+        ``translate`` made of it) — or None: not complete yet, released (not
+        ``wanted``: its subscriber is gone), or unmappable (dead-lettered or rejected)."""
+        if not delivery.readable or delivery.partial:
+            return None
+        receiver = link.link
+        data = receiver.recv(delivery.pending) or b""
+        receiver.advance()
+        self.stats.received += 1
+        if not wanted:
+            delivery.update(Delivery.RELEASED)  # never seen by anyone
+            delivery.settle()
+            self.stats.released += 1
+            return None
+        if self.tap is not None:
+            self.tap.received(data)
+        try:
+            message = AmqpMessage.decode(data)
+            if redelivered_1_0(message.header):
+                self.stats.redelivered += 1
+            return data, translate(message)
+        except MappingError as exc:
+            self.stats.mapping_errors += 1
+            self.unmappable(sub, delivery, data, exc)
+            sub.grant()
+            return None
 
     def on_tap_ready(self) -> None:
         """The tap's writer caught up: grant credit again."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,7 +71,7 @@ _ERROR_CODES = {
 
 
 @dataclass(eq=False, slots=True)
-class _Publish:
+class PublishEntry:
     """A legacy publish on its way to the 1.0 target (or its dead-letter address)."""
 
     st: SessionState
@@ -90,26 +91,26 @@ class FacadePublish:
     def __init__(self, container: Container, route: Route, facade: FacadeHost, amqp10: Any,
                  dead_letter: tuple[Any, str] | None, *, register: bool = True) -> None:
         assert route.source.exchange is not None and route.target.address is not None
-        if register:
-            facade.add_publish(self, route.source.exchange)
         self.name = route.name
         self.route = route
+        if register:
+            facade.add_publish(self, route.source.exchange)
         self.facade = facade
         self.translator = Translator(route)
         self.stats = RouteStats()
         self.limit_messages = route.max_in_flight.messages
         self.limit_bytes = route.max_in_flight.bytes
-        self.waiting: deque[_Publish] = deque()
+        self.waiting: deque[PublishEntry] = deque()
         self.bytes = 0
         self.throttled = False
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
-        self.target: Amqp10Target[_Publish] = Amqp10Target(
+        self.target: Amqp10Target[PublishEntry] = Amqp10Target(
             container, amqp10, route.target.address, owner=self, name=f"{route.name}.target",
             route=route.name, poison_attempts=route.poison_attempts)
         self.sender = self.target.link
         """The 1.0 sender link."""
-        self.dead_letters: DeadLetters[_Publish] | None = None
+        self.dead_letters: DeadLetters[PublishEntry] | None = None
         if dead_letter is not None:
             # the copies share the route's in-flight bound with the sender's messages
             self.dead_letters = DeadLetters(
@@ -158,24 +159,36 @@ class FacadePublish:
             self.stats.redelivered += 1
         dp.exchange = ev.destination  # set by the broker on receipt, as qpidd does
         mp = ev.message_properties
-        entry = _Publish(st, ev.command_id, ev.transfer, b"", len(ev.body), t0=time.monotonic())
+        entry = PublishEntry(st, ev.command_id, ev.transfer, b"", len(ev.body), t0=time.monotonic())
+        self.take(entry, lambda: self.translator.legacy_to_amqp10(dp, mp, ev.body),
+                  lambda: plain_copy(ev, self.route))
+
+    MAPPING_REFUSAL: int = ErrorCode.INVALID_ARGUMENT
+    """The error code of a publish refused because it cannot be translated."""
+    SIZE_REFUSAL: int = ErrorCode.RESOURCE_LIMIT_EXCEEDED
+    """The error code of a publish refused for its size."""
+
+    def take(self, entry: PublishEntry, translate: Callable[[], AmqpMessage],
+             plain: Callable[[], AmqpMessage]) -> None:
+        """Forward a client's publish: ``translate`` makes its 1.0 message (or raises
+        MappingError: then ``plain`` its plain copy for the tap and the dead-letter
+        address); one over the size limit is refused; the rest waits for the sender."""
         self.bytes += entry.size
         tap = self.tap
         try:
-            entry.data = self.translator.legacy_to_amqp10(dp, mp, ev.body).encode()
+            entry.data = translate().encode()
         except MappingError as exc:
             self.stats.mapping_errors += 1
             reason = f"cannot translate: {exc}"
             dead_letters = self.dead_letters
-            plain = plain_copy(ev, self.route) if dead_letters is not None or tap is not None \
-                else None
-            if tap is not None and plain is not None:
-                tap.received_message(plain)
-            if dead_letters is None or plain is None:
+            copy = plain() if dead_letters is not None or tap is not None else None
+            if tap is not None and copy is not None:
+                tap.received_message(copy)
+            if dead_letters is None or copy is None:
                 self.stats.rejected += 1
-                self._fail(entry, ErrorCode.INVALID_ARGUMENT, reason)
+                self._fail(entry, self.MAPPING_REFUSAL, reason)
             else:
-                self._dead_letter(entry, plain, reason)
+                self._dead_letter(entry, copy, reason)
         else:
             if tap is not None:
                 tap.received(entry.data)
@@ -183,8 +196,7 @@ class FacadePublish:
             if limit is not None and len(entry.data) > limit:
                 self.stats.oversized += 1
                 self.stats.rejected += 1
-                self._fail(entry, ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-                           too_large(len(entry.data), limit, self.route))
+                self._fail(entry, self.SIZE_REFUSAL, too_large(len(entry.data), limit, self.route))
             else:
                 self.waiting.append(entry)
                 self._send()
@@ -208,7 +220,7 @@ class FacadePublish:
     def on_target_ready(self) -> None:
         self._send()
 
-    def on_void(self, items: list[_Publish], culprit: _Publish | None,
+    def on_void(self, items: list[PublishEntry], culprit: PublishEntry | None,
                 link: Amqp10Link) -> None:
         # the outcomes of what was in flight on the lost link will never come: send it
         # again, in order, when a link is back (the target may get it twice: at-least-once),
@@ -219,7 +231,7 @@ class FacadePublish:
             self._poisoned(culprit, link)
             self._recount()
 
-    def on_outcome(self, entry: _Publish, delivery: Delivery) -> None:
+    def on_outcome(self, entry: PublishEntry, delivery: Delivery) -> None:
         self._on_outcome(entry, delivery)
         self._send()
         self._recount()
@@ -243,7 +255,7 @@ class FacadePublish:
             target.send(entry, entry.data)
         self.stats.credit = target.credit
 
-    def _on_outcome(self, entry: _Publish, delivery: Delivery) -> None:
+    def _on_outcome(self, entry: PublishEntry, delivery: Delivery) -> None:
         state = delivery.remote_state
         if state == Delivery.ACCEPTED:
             self.stats.delivered += 1
@@ -279,7 +291,7 @@ class FacadePublish:
     def _dead_letters_in_flight(self) -> int:
         return self.dead_letters.in_flight if self.dead_letters is not None else 0
 
-    def _poisoned(self, entry: _Publish, link: Amqp10Link) -> None:
+    def _poisoned(self, entry: PublishEntry, link: Amqp10Link) -> None:
         """The target ended ``link`` too often while ``entry`` was alone in flight on it:
         dead-letter it, or refuse it to its publisher (execution.exception)."""
         reason = report_poison(self.route, self.stats, link, peer=entry.st.client.sock.peer)
@@ -291,27 +303,27 @@ class FacadePublish:
             self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR),
                        f"{reason} (as a dead-letter copy)")
 
-    def _refused(self, entry: _Publish, condition: str | None, reason: str) -> None:
+    def _refused(self, entry: PublishEntry, condition: str | None, reason: str) -> None:
         if self.dead_letters is not None and entry.st.live:
             self._dead_letter(entry, AmqpMessage.decode(entry.data), reason)
             return
         self.stats.rejected += 1
         self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR), reason)
 
-    def _dead_letter(self, entry: _Publish, message: AmqpMessage, reason: str) -> None:
+    def _dead_letter(self, entry: PublishEntry, message: AmqpMessage, reason: str) -> None:
         dead_letters = self.dead_letters
         assert dead_letters is not None
         log_refused(self.name, reason, dead_lettered=True)
         self._send_messages()  # what waits for the sender keeps its turn in the bound
         dead_letters.put(entry, message, reason)
 
-    def dead_lettered(self, entry: _Publish) -> None:
+    def dead_lettered(self, entry: PublishEntry) -> None:
         self.stats.dead_lettered += 1
         self._complete(entry)
         self._send()
         self._recount()
 
-    def dead_letter_refused(self, entry: _Publish, delivery: Delivery) -> None:
+    def dead_letter_refused(self, entry: PublishEntry, delivery: Delivery) -> None:
         self.stats.rejected += 1
         text = condition_text(delivery.remote.condition)
         self._fail(entry, ErrorCode.INTERNAL_ERROR,
@@ -319,7 +331,7 @@ class FacadePublish:
         self._send()
         self._recount()
 
-    def dead_letters_void(self, items: list[_Publish], culprit: _Publish | None,
+    def dead_letters_void(self, items: list[PublishEntry], culprit: PublishEntry | None,
                           link: Amqp10Link) -> bool:
         # the copies in flight are sent again, in order, when the link is back (right
         # after this returns: counted as pending meanwhile), unless the address ended
@@ -331,14 +343,14 @@ class FacadePublish:
 
     # -- answering the publisher -----------------------------------------------------------
 
-    def _complete(self, entry: _Publish) -> None:
+    def _complete(self, entry: PublishEntry) -> None:
         """The publish is safe on the 1.0 side: complete the client's transfer."""
         self.bytes -= entry.size
         if entry.st.live:
             entry.st.session.complete(entry.command_id)
             self.facade.flush_later(entry.st.client.sock)
 
-    def _fail(self, entry: _Publish, code: int, reason: str) -> None:
+    def _fail(self, entry: PublishEntry, code: int, reason: str) -> None:
         """The publish cannot be forwarded: the publisher's session ends with the reason."""
         self.bytes -= entry.size
         st = entry.st
@@ -374,4 +386,4 @@ class FacadePublish:
         return Part("route", f"route {self.name}", {"route": self.name}, "logged")
 
 
-__all__ = ["MAX_RELEASES", "FacadePublish"]
+__all__ = ["MAX_RELEASES", "FacadePublish", "PublishEntry"]

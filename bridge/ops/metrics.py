@@ -117,6 +117,11 @@ class ObservedBridge(Protocol):
         because of one (:mod:`bridge.runtime.containment`)."""
         ...
 
+    def observed_client_errors(self) -> Iterable[tuple[str, dict[int, int]]]:
+        """``(name, reply code -> count)`` per façade listener: client connections and
+        channels closed for the client's error."""
+        ...
+
     def observed_links(self) -> Iterable[tuple[str, int]]:
         """``(name, open links)`` per AMQP 1.0 connection (attached or attaching)."""
         ...
@@ -189,6 +194,15 @@ class BridgeCollector(Collector):
         yield clients
         yield refused
         yield from _limit_families(list(self.bridge.observed_listener_limits()))
+        errors = CounterMetricFamily(
+            "amqp_bridge_facade_client_errors", "Façade client connections and channels "
+            "closed for the client's error (malformed or oversized frames, unknown methods "
+            "or exchanges, oversized messages, ...), by reply code.",
+            labels=["listener", "code"])
+        for name, by_code in self.bridge.observed_client_errors():
+            for code, n in sorted(by_code.items()):
+                errors.add_metric([name, str(code)], n)
+        yield errors
         faults = CounterMetricFamily(
             "amqp_bridge_faults", "Unexpected exceptions contained (the part was recovered "
             "or closed, the process went on).", labels=["kind"])

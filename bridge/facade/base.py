@@ -1,0 +1,333 @@
+"""What every façade listener does, whatever legacy protocol it speaks.
+
+A façade listener (:class:`~bridge.facade.Facade` for AMQP 0-10,
+:class:`~bridge.facade091.Facade091` for AMQP 0-9-1) is a :class:`ListenerCore`
+plus its protocol's event dispatch.  The core owns what does not depend on the
+protocol:
+
+- accepting: the runtime's :class:`~bridge.runtime.EngineListener` within the
+  listener's limits (:class:`~bridge.runtime.AcceptLimits`), TLS, each client an
+  :class:`~bridge.runtime.EngineSocket` hosting the engine ``_new_engine`` builds;
+- logins: PLAIN passwords checked off the loop by :mod:`bridge.security.logins`
+  (bounded, fair across addresses), answered with the engine's
+  ``finish_authentication`` (both engines have it);
+- the route tables' registration (one route per exchange / queue, else a
+  :class:`~bridge.config.ConfigError` naming both routes);
+- output once per burst of loop events, throttling (publishers of a throttled
+  route are not read), warnings a client can provoke rate-limited per address;
+- graceful stop: nothing new accepted, clients closed once the routes drained;
+- fault containment parts (a fault in one client's work closes that client).
+
+The subclass supplies ``_new_engine``, ``_on_event``, ``_make_client``,
+``_routes`` and ``_can_log_in``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from proton.reactor import Container
+
+from ..config import ConfigError, Listener
+from ..ops.logs import WarnLimiter
+from ..runtime import AcceptLimits, EndOfBurst, EngineListener, EngineSocket, LoopCalls, Timer
+from ..runtime.containment import Part
+from ..security.logins import REFUSAL_TEXT, LoginChecks, PendingLogin
+from ..security.passwords import PasswordTable
+from ..security.tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
+
+log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+
+STOP_POLL = 0.1
+"""Seconds between two looks at the routes while a graceful stop waits for them."""
+LOGIN_WORKERS = 2
+"""Threads checking PBKDF2 passwords per listener (hashlib releases the GIL meanwhile)."""
+CONNECTION_FORCED = 320
+"""connection-forced: the close code of a client the bridge ends (0-10 and 0-9-1 alike)."""
+
+
+class ListenerCore:
+    """One configured façade listener, less its protocol (see the module docstring)."""
+
+    clients: dict[EngineSocket, Any]
+    """Accepted clients by socket: the subclass's client state (``sock``, ``publishes_to``)."""
+
+    def __init__(self, container: Container, name: str, settings: Listener) -> None:
+        self.container = container
+        self.name = name
+        self.settings = settings
+        try:
+            self.passwords = PasswordTable(settings.user_table())
+            self.ssl_context = server_context(settings.tls) if settings.tls is not None else None
+        except TlsFileError as exc:
+            raise ConfigError([f"listeners.{name}.tls.{exc.key}: {exc.reason}"]) from None
+        except (OSError, ValueError) as exc:
+            raise ConfigError([f"listeners.{name}.users_file: {exc}"]) from None
+        self.client_certs = settings.tls is not None and settings.tls.client_certs != "none"
+        self._loop_calls: LoopCalls | None = None
+        self.logins = LoginChecks(name, self.passwords.verify,
+                                  max_pending=settings.max_pending_logins,
+                                  max_per_peer=settings.max_pending_logins_per_peer,
+                                  workers=LOGIN_WORKERS, make_call_soon=self._make_loop_calls)
+        """The PBKDF2 checks: a bounded queue, fair across client addresses (bridge.logins)."""
+        self._pending_logins: dict[EngineSocket, PendingLogin] = {}
+        self.refused_publishes = 0
+        """Publishes refused (unknown exchange or queue, a route's refusal):
+        ``amqp_bridge_publishes_refused_total``."""
+        self.client_errors: dict[int, int] = {}
+        """Client connections and channels the façade closed for the client's error, by
+        reply code: ``amqp_bridge_facade_client_errors_total``."""
+        self._client_warnings = WarnLimiter()
+        """Refusals a client can provoke: one WARNING per client address every 10 s."""
+        self.clients = {}
+        self.acceptor: EngineListener | None = None
+        self.address: tuple[str, int] | None = None
+        self.stopping = False
+        self.bursts = EndOfBurst.of(container)
+
+    # -- what the protocol supplies ----------------------------------------------------------
+
+    def _new_engine(self) -> Any:
+        """The server-role engine of an accepted client."""
+        raise NotImplementedError
+
+    def _on_event(self, sock: EngineSocket, ev: Any) -> None:
+        """One engine event of ``sock``."""
+        raise NotImplementedError
+
+    def _make_client(self, sock: EngineSocket) -> Any:
+        """The client state of a new connection."""
+        raise NotImplementedError
+
+    def _routes(self) -> list[Any]:
+        """Every route of the listener (a graceful stop waits for their ``pending``)."""
+        raise NotImplementedError
+
+    def _can_log_in(self) -> bool:
+        """Whether any login can succeed (else a warning at start)."""
+        raise NotImplementedError
+
+    def _set_external_identity(self, engine: Any, identity: str | None) -> None:
+        """Give the engine the TLS client certificate's identity (SASL EXTERNAL)."""
+        raise NotImplementedError
+
+    # -- setup ----------------------------------------------------------------------------
+
+    def _register(self, table: dict[Any, Any], key: Any, route: Any, what: str,
+                  role: str) -> None:
+        other = table.get(key)
+        if other is not None:
+            raise ConfigError([f"route {route.name}: {what} of listener {self.name!r} is "
+                               f"already the {role} of route {other.name}"])
+        table[key] = route
+
+    def start(self) -> None:
+        """Start listening (after the routes were added)."""
+        host, _, port = self.settings.bind.rpartition(":")
+        host = host.strip("[]")
+        try:
+            self.acceptor = EngineListener(self.container, host, int(port),
+                                            self._new_engine, self._on_event,
+                                            self._on_accept, ssl_context=self.ssl_context,
+                                            on_handshake=self._on_handshake,
+                                            limits=accept_limits(self.settings),
+                                            name=self.name)
+        except OSError as exc:
+            raise ConfigError([f"listeners.{self.name}.bind: cannot listen on "
+                               f"{self.settings.bind}: {exc.strerror or exc}"]) from None
+        self.address = self.acceptor.address
+        if not self._can_log_in():
+            log.warning("façade %s: no users and anonymous logins disabled: every login "
+                        "will be refused", self.name, extra=self.log_fields("no_logins"))
+        log.info("façade %s: listening on %s:%s%s", self.name, *self.address,
+                 " (TLS)" if self.ssl_context is not None else "",
+                 extra=self.log_fields("listening", bind=f"{self.address[0]}:{self.address[1]}",
+                                       tls=self.ssl_context is not None,
+                                       protocol=self.settings.protocol))
+
+    @property
+    def listening(self) -> bool:
+        """True while the listener accepts connections."""
+        return self.acceptor is not None and not self.stopping
+
+    def log_fields(self, event: str, **more: Any) -> dict[str, Any]:
+        """``extra`` fields of a log line about this listener (``peer=...`` in more)."""
+        return {"event": event, "listener": self.name, **more}
+
+    def _on_handshake(self, sock: EngineSocket) -> None:
+        """TLS is up: a verified client certificate's CN is the identity SASL EXTERNAL gets."""
+        assert sock.tls is not None
+        cn = peer_common_name(sock.tls.obj.getpeercert())
+        self._set_external_identity(sock.engine, cn)
+        if cn is not None:
+            log.info("façade %s: %s presented a client certificate for %r", self.name,
+                     sock.peer, cn)
+
+    def _on_accept(self, sock: EngineSocket) -> None:
+        if self.stopping:
+            sock.engine.close(CONNECTION_FORCED, "amqp-bridge is shutting down")
+            sock.flush()
+            return
+        self.clients[sock] = self._make_client(sock)
+        log.info("façade %s: connection from %s", self.name, sock.peer,
+                 extra=self.log_fields("client_connected", peer=sock.peer))
+
+    # -- shutdown -------------------------------------------------------------------------
+
+    def pause(self) -> None:
+        """Graceful stop: accept nothing new; close the clients once the routes drained."""
+        if self.stopping:
+            return
+        self.stopping = True
+        if self.acceptor is not None:
+            self.acceptor.close()
+        self.container.schedule(STOP_POLL, Timer(self.close_when_drained))
+
+    def close_when_drained(self) -> None:
+        """Close the clients once no route has anything pending; else look again shortly."""
+        if any(r.pending for r in self._routes()):
+            self.container.schedule(STOP_POLL, Timer(self.close_when_drained))
+            return
+        for sock in list(self.clients):
+            sock.engine.close(CONNECTION_FORCED, "amqp-bridge is shutting down")
+            sock.flush()
+        self.logins.close()
+        self._pending_logins.clear()
+        if self._loop_calls is not None:
+            self._loop_calls.close()
+
+    # -- logins ---------------------------------------------------------------------------
+
+    def check_login(self, sock: EngineSocket, user: str, password: str) -> None:
+        """Answer a PLAIN login: at once when that is cheap and tells nothing (a listener of
+        plain passwords, a returning client), else after a PBKDF2 check on a worker thread
+        (about 0.1 s), queued fairly per client address — or refused at once when that
+        address (or the listener) has too many logins waiting (bridge/logins.py)."""
+        quick = self.passwords.quick_check(user, password)
+        if quick is not None:
+            answer_login(sock.engine, user, quick)
+            return
+
+        def answer(ok: bool) -> None:  # on the loop, the client still there
+            self._pending_logins.pop(sock, None)
+            sock.call(lambda engine: answer_login(engine, user, ok))
+
+        login, refusal = self.logins.submit(
+            sock.peer, user, password, answer,
+            gone=lambda: sock.closed or sock.engine.closed)
+        if refusal is not None:
+            sock.engine.finish_authentication(None, refusal)
+        elif login.state in ("waiting", "running"):
+            self._pending_logins[sock] = login
+
+    def client_warning(self, event: str, peer: str, what: str, error: str,
+                       **fields: Any) -> None:
+        """Something a client can provoke at will (a refused login, TLS handshake or
+        publish): a WARNING line at most once per client address and kind every 10 s
+        (saying how many it held back), the others at INFO — a hostile client cannot
+        flood the warnings."""
+        held = self._client_warnings.allow((event, peer.rpartition(":")[0]))
+        extra = self.log_fields(event, peer=peer, error=error, suppressed=held or 0, **fields)
+        if held is None:
+            log.info("façade %s: %s: %s: %s", self.name, peer, what, error, extra=extra)
+        else:
+            log.warning("façade %s: %s: %s: %s%s", self.name, peer, what, error,
+                        f" ({held} more from that address since the last such warning)"
+                        if held else "", extra=extra)
+
+    def _make_loop_calls(self) -> Callable[[Callable[[], None]], None]:
+        self._loop_calls = LoopCalls(self.container)
+        return self._loop_calls.call_soon
+
+    def client_closed(self, sock: EngineSocket, code: int | None, text: str) -> None:
+        """``sock``'s connection ended: forget it, drop a login of it still waiting, log
+        why (refused logins and TLS handshakes rate-limited)."""
+        self.clients.pop(sock, None)
+        self.bursts.discard(sock.flush)
+        login = self._pending_logins.pop(sock, None)
+        if login is not None:
+            self.logins.client_gone(login)
+        if sock.tls_error is not None:
+            self.client_warning("tls_refused", sock.peer, "TLS handshake failed",
+                                describe_ssl_error(sock.tls_error))
+        elif sock.engine.auth_error is not None and not _busy_refusal(sock.engine.auth_error):
+            self.client_warning("login_refused", sock.peer, "login refused",
+                                str(sock.engine.auth_error))
+        else:
+            reason = text or f"code {code}"
+            if sock.error:
+                reason += f" ({sock.error})"
+            log.info("façade %s: %s closed: %s", self.name, sock.peer, reason,
+                     extra=self.log_fields("client_closed", peer=sock.peer, error=reason))
+
+    # -- output and throttling ------------------------------------------------------------
+
+    def flush_later(self, sock: EngineSocket) -> None:
+        """Write what ``sock``'s engine produced, once the current burst of events is done
+        (:class:`~bridge.runtime.EndOfBurst`: one write per client per burst)."""
+        self.bursts.flush_soon(sock.flush)
+
+    def update_reading(self) -> None:
+        """Pause reading on every client publishing to a throttled route; resume the others."""
+        for client in self.clients.values():
+            client.sock.pause_reading(any(r.throttled for r in client.publishes_to))
+
+    def publish_refused(self, peer: str, reason: str, route: str | None = None) -> None:
+        """A publish was refused: count it, and log it (at most one WARNING line per client
+        address every 10 s)."""
+        self.refused_publishes += 1
+        fields = {"route": route} if route is not None else {}
+        self.client_warning("publish_refused", peer, "publish refused", reason, **fields)
+
+    # -- fault containment ----------------------------------------------------------------
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in the listener's own work is logged (its shutdown poll rescheduled)."""
+        names = {"listener": self.name}
+        if method == "close_when_drained":
+            return Part("facade_listener", f"façade listener {self.name}", names,
+                        "shutdown poll rescheduled",
+                        lambda reason: self._reschedule_close())
+        return Part("facade_listener", f"façade listener {self.name}", names, "logged")
+
+    def _reschedule_close(self) -> None:
+        self.container.schedule(STOP_POLL, Timer(self.close_when_drained))
+
+    def socket_fault_part(self, sock: EngineSocket) -> Part:
+        """A fault in one client's connection closes that connection; the façade's
+        cleanup gives what the client left unsettled back to the AMQP 1.0 broker."""
+        def recover(reason: str) -> None:
+            sock.abort(reason)
+            if not sock.closed:
+                sock.close_transport()
+
+        return Part("facade_client", f"façade {self.name} client {sock.peer}",
+                    {"listener": self.name, "peer": sock.peer},
+                    "client connection closed", recover)
+
+
+def _busy_refusal(error: object) -> bool:
+    """A login refused because too many were waiting (bridge.logins logs those, rate-limited)."""
+    return str(error) in _BUSY_REFUSALS
+
+
+_BUSY_REFUSALS = frozenset(REFUSAL_TEXT.values())
+
+
+def accept_limits(settings: Listener) -> AcceptLimits:
+    """The runtime's accept limits of a listener's settings."""
+    return AcceptLimits(handshake_timeout=settings.handshake_timeout,
+                        max_connections=settings.max_connections,
+                        max_connections_per_peer=settings.max_connections_per_peer,
+                        max_buffered=settings.max_buffered)
+
+
+def answer_login(engine: Any, user: str, ok: bool) -> None:
+    """Let ``user`` in, or refuse the login (the engine tells the client as its protocol
+    says, the reason logged)."""
+    engine.finish_authentication(user if ok else None, f"bad credentials for {user!r}")
+
+
+__all__ = ["CONNECTION_FORCED", "ListenerCore", "accept_limits", "answer_login"]

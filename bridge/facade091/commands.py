@@ -1,0 +1,274 @@
+"""The 0-9-1 server's method model: what the façade answers to declare, bind, qos,
+consume, cancel, get, recover, and the client's acks.
+
+A 0-9-1 application talks to a broker of exchanges and queues; the façade has only
+the names its routes configure (the listener's ``exchanges`` — publish routes — and
+``consume_routes`` by queue).  :class:`Commands091` answers each method from those
+tables, as RabbitMQ would answer it (one handler per method class,
+:data:`HANDLERS`):
+
+- declares of configured names succeed (``passive`` too); a passive declare of an
+  unknown name is channel.close 404 NOT_FOUND; any declare that would create an
+  exchange or queue is 403 ACCESS_REFUSED, saying the name is not configured on
+  the bridge (what RabbitMQ answers a user without configure permission); delete,
+  purge and exchange-to-exchange bindings are 403 too;
+- ``queue.bind`` / ``queue.unbind`` of a configured queue to a configured exchange
+  succeed (what reaches the queue is decided by its route's 1.0 source);
+- ``queue.declare-ok`` counts the queue's active consumers; its message-count is 0
+  (a 1.0 link does not tell a queue's depth);
+- ``basic.qos`` sets the prefetch of later consumers (``global``: of the whole
+  channel); ``prefetch_size`` other than 0 is 540 NOT_IMPLEMENTED, as RabbitMQ;
+- ``basic.consume`` starts a :class:`~bridge.facade091.consume.Consumer091`; a reused
+  consumer tag is connection.close 530, an exclusive conflict 403;
+- ``basic.get`` is answered by the channel's getter; ``basic.recover`` (requeue) gives
+  back what the channel holds unacknowledged (requeue false: 540, as RabbitMQ);
+- tx.* is 540 NOT_IMPLEMENTED (publisher confirms are the façade's way), and so is
+  any other method.
+
+Handlers raise :class:`~bridge.facade091.state.ChannelRefused` (channel.close) or
+:class:`~bridge.facade091.state.ConnectionRefused` (connection.close); they return
+the reply to send, or None when there is none (no-wait, or answered later).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pamqp import commands as C
+from pamqp.base import Frame
+from proton import Delivery
+
+from amqp091.events import DeliveriesSettled
+from amqp091.methods import ReplyCode
+
+from .consume import Consume091
+from .state import Channel091, ChannelRefused, ConnectionRefused
+
+if TYPE_CHECKING:
+    from .listener import Facade091
+
+log = logging.getLogger("bridge.facade")
+
+EXCHANGE_TYPES = frozenset({"direct", "fanout", "topic", "headers"})
+"""Exchange types a declare of a façade exchange may name (the route decides the routing)."""
+
+
+class Commands091:
+    """The methods of one 0-9-1 façade listener, answered from its route tables."""
+
+    def __init__(self, facade: Facade091) -> None:
+        self.facade = facade
+
+    def on_method(self, ch: Channel091, method: Frame) -> None:
+        """Answer ``method`` (a reply, nothing, or a channel / connection close)."""
+        engine = ch.client.engine
+        handler = HANDLERS.get(type(method))
+        try:
+            if handler is None:
+                raise ConnectionRefused(ReplyCode.NOT_IMPLEMENTED,
+                                        f"{method.name} is not implemented by the "
+                                        f"amqp-bridge façade")
+            reply = handler(self, ch, method)
+        except ConnectionRefused as exc:
+            self.facade.client_error(ch.client, exc.code, exc.text, method)
+            engine.abort(exc.code, exc.text)
+            return
+        except ChannelRefused as exc:
+            self.facade.client_error(ch.client, exc.code, exc.text, method)
+            if ch.live:
+                index = method.index
+                engine.close_channel(ch.number, exc.code, exc.text, class_id=index >> 16,
+                                     method_id=index & 0xFFFF)
+            return
+        if reply is not None and ch.live:
+            engine.send_method(ch.number, reply)
+
+    # -- names ------------------------------------------------------------------------------
+
+    def _vhost(self, ch: Channel091) -> str:
+        return ch.client.virtual_host or "/"
+
+    def _queue(self, ch: Channel091, name: str) -> Consume091:
+        route = self.facade.consume_routes.get(name)
+        if route is None:
+            raise ChannelRefused(ReplyCode.NOT_FOUND,
+                                 f"no queue '{name}' in vhost '{self._vhost(ch)}'")
+        return route
+
+    def _not_configured(self, ch: Channel091, kind: str, name: str) -> ChannelRefused:
+        known = sorted(self.facade.exchanges if kind == "exchange"
+                       else self.facade.consume_routes)
+        return ChannelRefused(
+            ReplyCode.ACCESS_REFUSED,
+            f"access to {kind} '{name}' in vhost '{self._vhost(ch)}' refused: it is not "
+            f"configured on the amqp-bridge façade {self.facade.name} (its {kind}s: "
+            f"{', '.join(repr(k) for k in known) or 'none'})")
+
+    # -- exchange and queue ---------------------------------------------------------------
+
+    def _exchange_declare(self, ch: Channel091, m: C.Exchange.Declare) -> Frame | None:
+        name = m.exchange or ""
+        if name == "" and not m.passive:
+            raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
+                                 "operation not permitted on the default exchange")
+        if name and name not in self.facade.exchanges:
+            if m.passive:
+                raise ChannelRefused(ReplyCode.NOT_FOUND,
+                                     f"no exchange '{name}' in vhost '{self._vhost(ch)}'")
+            raise self._not_configured(ch, "exchange", name)
+        if not m.passive and m.exchange_type not in EXCHANGE_TYPES:
+            raise ConnectionRefused(ReplyCode.COMMAND_INVALID,
+                                    f"unknown exchange type '{m.exchange_type}'")
+        return None if m.nowait else C.Exchange.DeclareOk()
+
+    def _queue_declare(self, ch: Channel091, m: C.Queue.Declare) -> Frame | None:
+        name = m.queue or ""
+        route = self.facade.consume_routes.get(name)
+        if route is None:
+            if m.passive:
+                self._queue(ch, name)
+            if not name:
+                raise ChannelRefused(
+                    ReplyCode.ACCESS_REFUSED, f"the amqp-bridge façade {self.facade.name} "
+                    f"serves only the queues its routes configure (a server-named queue "
+                    f"cannot be declared)")
+            raise self._not_configured(ch, "queue", name)
+        if m.nowait:
+            return None
+        return C.Queue.DeclareOk(queue=name, message_count=0,
+                                 consumer_count=route.consumer_count)
+
+    def _queue_bind(self, ch: Channel091, m: C.Queue.Bind | C.Queue.Unbind) -> Frame | None:
+        self._queue(ch, m.queue or "")
+        exchange = m.exchange or ""
+        if exchange == "":
+            raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
+                                 "operation not permitted on the default exchange")
+        if exchange not in self.facade.exchanges:
+            raise ChannelRefused(ReplyCode.NOT_FOUND,
+                                 f"no exchange '{exchange}' in vhost '{self._vhost(ch)}'")
+        log.debug("façade %s: binding %r -> %r accepted (routing is the 1.0 broker's)",
+                  self.facade.name, exchange, m.queue)
+        if isinstance(m, C.Queue.Unbind):
+            return C.Queue.UnbindOk()
+        return None if m.nowait else C.Queue.BindOk()
+
+    def _refused_change(self, ch: Channel091, m: Frame) -> Frame | None:
+        raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
+                             f"{m.name} is not permitted through the amqp-bridge façade "
+                             f"{self.facade.name} (its exchanges and queues are its "
+                             f"configuration's)")
+
+    # -- basic ------------------------------------------------------------------------------
+
+    def _qos(self, ch: Channel091, m: C.Basic.Qos) -> Frame | None:
+        if m.prefetch_size:
+            raise ConnectionRefused(ReplyCode.NOT_IMPLEMENTED,
+                                    f"prefetch_size!=0 ({m.prefetch_size})")
+        if m.global_:
+            ch.global_prefetch = m.prefetch_count or 0
+        else:
+            ch.prefetch = m.prefetch_count or 0
+        for consumer in ch.consumers.values():
+            consumer.route.grant()
+        return C.Basic.QosOk()
+
+    def _consume(self, ch: Channel091, m: C.Basic.Consume) -> Frame | None:
+        route = self._queue(ch, m.queue or "")
+        client = ch.client
+        tag = m.consumer_tag or ""
+        if not tag:
+            client.consumer_tags += 1
+            tag = f"amq.ctag-bridge-{client.consumer_tags}"
+        elif tag in ch.consumers:
+            raise ConnectionRefused(ReplyCode.NOT_ALLOWED,
+                                    f"attempt to reuse consumer tag '{tag}'")
+        if any(c.exclusive for c in route.subscriptions if not c.closed) \
+                or (m.exclusive and route.consumer_count):
+            raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
+                                 f"queue '{m.queue}' in vhost '{self._vhost(ch)}' in "
+                                 f"exclusive use")
+        if self.facade.stopping:
+            raise ChannelRefused(ReplyCode.RESOURCE_LOCKED, "amqp-bridge is shutting down")
+        consumer = route.consume(ch, tag, no_ack=bool(m.no_ack), exclusive=bool(m.exclusive))
+        ch.consumers[tag] = consumer
+        return None if m.nowait else C.Basic.ConsumeOk(consumer_tag=tag)
+
+    def _cancel(self, ch: Channel091, m: C.Basic.Cancel) -> Frame | None:
+        tag = m.consumer_tag or ""
+        consumer = ch.consumers.pop(tag, None)
+        if consumer is not None:
+            consumer.cancel()
+            if not consumer.closed:  # deliveries unsettled: they end with the channel
+                ch.cancelled.add(consumer)
+        return None if m.nowait else C.Basic.CancelOk(consumer_tag=tag)
+
+    def _get(self, ch: Channel091, m: C.Basic.Get) -> Frame | None:
+        name = m.queue or ""
+        route = self._queue(ch, name)
+        getter = ch.getters.get(name)
+        if getter is None or getter.closed:
+            getter = ch.getters[name] = route.getter(ch)
+        getter.get(bool(m.no_ack))
+        return None  # get-ok or get-empty: the getter answers
+
+    def _recover(self, ch: Channel091, m: C.Basic.Recover | C.Basic.RecoverAsync
+                 ) -> Frame | None:
+        if not m.requeue:
+            raise ConnectionRefused(ReplyCode.NOT_IMPLEMENTED, "requeue=false")
+        # the engine has reported the unacknowledged deliveries as settled (requeue)
+        return C.Basic.RecoverOk() if isinstance(m, C.Basic.Recover) else None
+
+    def _tx(self, ch: Channel091, m: Frame) -> Frame | None:
+        raise ConnectionRefused(ReplyCode.NOT_IMPLEMENTED,
+                                "transactions (tx.*) are not implemented by the amqp-bridge "
+                                "façade; use publisher confirms (confirm.select)")
+
+    # -- acks -------------------------------------------------------------------------------
+
+    def on_settled(self, ch: Channel091, ev: DeliveriesSettled) -> None:
+        """basic.ack / nack / reject / recover: the 1.0 deliveries behind the tags get
+        their outcomes (accepted; given back with requeue; else rejected)."""
+        if ev.ack:
+            state, reason = Delivery.ACCEPTED, ""
+        elif ev.requeue:
+            state, reason = Delivery.MODIFIED, ""
+        else:
+            state = Delivery.REJECTED
+            reason = f"rejected by the 0-9-1 consumer ({ev.method.name}, requeue false)"
+        routes: set[Consume091] = set()
+        for tag in ev.delivery_tags:
+            consumer = ch.deliveries.get(tag)
+            if consumer is not None:
+                consumer.settle(tag, state, reason)
+                routes.add(consumer.route)
+        for route in routes:
+            route.grant()
+
+
+HANDLERS: dict[type[Frame], Callable[[Commands091, Channel091, Any], Frame | None]] = {
+    C.Exchange.Declare: Commands091._exchange_declare,
+    C.Exchange.Delete: Commands091._refused_change,
+    C.Exchange.Bind: Commands091._refused_change,
+    C.Exchange.Unbind: Commands091._refused_change,
+    C.Queue.Declare: Commands091._queue_declare,
+    C.Queue.Bind: Commands091._queue_bind,
+    C.Queue.Unbind: Commands091._queue_bind,
+    C.Queue.Purge: Commands091._refused_change,
+    C.Queue.Delete: Commands091._refused_change,
+    C.Basic.Qos: Commands091._qos,
+    C.Basic.Consume: Commands091._consume,
+    C.Basic.Cancel: Commands091._cancel,
+    C.Basic.Get: Commands091._get,
+    C.Basic.Recover: Commands091._recover,
+    C.Basic.RecoverAsync: Commands091._recover,
+    C.Tx.Select: Commands091._tx,
+    C.Tx.Commit: Commands091._tx,
+    C.Tx.Rollback: Commands091._tx,
+}
+"""The façade's answer to each client method (any other: 540 NOT_IMPLEMENTED)."""
+
+
+__all__ = ["EXCHANGE_TYPES", "HANDLERS", "Commands091"]

@@ -1,0 +1,400 @@
+"""0-9-1 façade consume: a 1.0 address consumed by basic.consume / basic.get clients.
+
+:class:`Consume091` is the route (a :class:`~bridge.facade.consume.FacadeConsume`:
+its bound, statistics, dead-letters and unmappable messages are the 0-10 façade's);
+each ``basic.consume`` on its queue is a :class:`Consumer091` with its own 1.0
+receiver on the route's address, and each channel's ``basic.get`` on it one more
+(a *getter*, kept for the channel's next gets).
+
+Credit
+    1.0 link credit follows the 0-9-1 prefetch end to end: a consumer is promised
+    at most its prefetch-count (``basic.qos``, per consumer) less what it holds
+    unacknowledged, and all consumers of a channel together at most the channel's
+    global prefetch less its unacknowledged deliveries; without a prefetch (and
+    for no-ack consumers) the route's ``max_in_flight`` bounds it.  A no-ack
+    consumer is also not promised more while its socket has megabytes unsent.
+    Link credit is never taken back (RabbitMQ 3.x leaves a drain unanswered):
+    what it still brings after a basic.cancel waits and is released when the
+    link detaches.  A getter is promised one message per basic.get waiting;
+    ``GET_GRACE`` seconds after a get's credit was granted (or at once if the
+    link is already idle) the get is answered get-empty.
+
+Outcomes (:mod:`bridge.amqp10.outcomes`)
+    ``basic.ack`` → accepted; ``basic.nack`` / ``basic.reject`` with requeue, and
+    ``basic.recover(requeue)`` → given back (modified delivery-failed where the
+    source supports it, else released: RabbitMQ marks it redelivered); without
+    requeue → rejected.  A no-ack delivery is accepted as it is sent.  What a
+    consumer's channel or connection leaves unacknowledged is given back at once.
+
+The end
+    ``basic.cancel`` stops deliveries; the link stays until the unacknowledged
+    deliveries are settled (it carries their outcomes), then detaches.  A 1.0
+    source that refuses the link ``CANCEL_AFTER`` times in a row (its queue is
+    gone) cancels the consumer: ``basic.cancel`` from the server to a client that
+    announced ``consumer_cancel_notify``, else channel.close 404.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pamqp.commands import Basic
+from proton import Delivery
+
+from amqp091.connection import ProtocolError
+from amqp091.methods import ReplyCode
+from mappings.amqp091 import Delivery091
+
+from ..amqp10.link import Amqp10Link
+from ..amqp10.outcomes import accept, give_back, reject
+from ..facade.consume import REJECTED_BY_SUBSCRIBER, FacadeConsume
+from ..runtime import Timer
+from ..runtime.containment import Part
+from .state import Channel091
+from .translate import amqp10_to_delivery
+
+if TYPE_CHECKING:
+    from .listener import Facade091
+
+log = logging.getLogger("bridge.facade")
+
+GET_GRACE = 0.2
+"""Seconds a basic.get waits for a message its credit promised before get-empty (from
+the grant; while the getter's link attaches, up to ``LINK_WAIT``)."""
+LINK_WAIT = 10.0
+"""Seconds a basic.get waits for its getter's 1.0 link to attach."""
+CANCEL_AFTER = 3
+"""Consecutive refusals of a consumer's 1.0 link by its source that cancel the consumer."""
+BACKPRESSURE_RETRY = 0.05
+"""Seconds before a no-ack consumer held back by its socket's unsent output looks again."""
+
+
+@dataclass(eq=False, slots=True)
+class _Held:
+    """A 1.0 delivery mapped for the client (waiting to be delivered, or delivered)."""
+
+    delivery: Delivery | None
+    """None once void: the link it came on was lost, and the source redelivers it."""
+    properties: Basic.Properties
+    where: Delivery091
+    body: bytes
+    t0: float = 0.0
+    data: bytes | None = None
+    """The 1.0 message as received, kept when the route's tap records deliveries."""
+
+
+class Consumer091:
+    """One basic.consume (or a channel's basic.gets) and its own 1.0 receiver link."""
+
+    def __init__(self, route: Consume091, ch: Channel091, tag: str | None, *, no_ack: bool,
+                 exclusive: bool, prefetch: int) -> None:
+        self.route = route
+        self.ch = ch
+        self.tag = tag
+        """The consumer tag; None for a channel's getter."""
+        self.no_ack = no_ack
+        self.exclusive = exclusive
+        self.prefetch = prefetch
+        self.held: deque[_Held] = deque()
+        self.unsettled: dict[int, _Held] = {}
+        self.gets: deque[tuple[int, bool]] = deque()
+        """Getter: (serial, no-ack flag) of each basic.get waiting for its answer."""
+        self._get_serial = 0
+        self.cancelled = False
+        self.closed = False
+        self._retry_scheduled = False
+        self.link = Amqp10Link(route.container, route.amqp10, route.address, sender=False,
+                               owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
+                               route=route.name)
+
+    @property
+    def engine(self) -> Any:
+        return self.ch.client.engine
+
+    @property
+    def busy(self) -> int:
+        """Messages promised (link credit), held and unacknowledged: the route's share."""
+        return self.promised + len(self.unsettled)
+
+    @property
+    def promised(self) -> int:
+        """Link credit outstanding plus messages received and not delivered yet."""
+        link = self.link
+        return (link.link.credit + link.link.queued if link.up else 0) + len(self.held)
+
+    def subscriber_credit(self) -> int:
+        """What the client may still be sent (for the route's credit gauge)."""
+        if self.cancelled or not self.ch.live:
+            return 0
+        if self.tag is None:
+            return len(self.gets)
+        if self.no_ack or not self.prefetch:
+            return self.route.limit_messages
+        return max(0, self.prefetch - len(self.unsettled))
+
+    # -- credit -------------------------------------------------------------------------------
+
+    def grant(self, route_busy: int | None = None) -> int:
+        """Top the link credit up to what the prefetch and the route allow; returns the
+        credit added."""
+        route = self.route
+        if self.closed or self.cancelled or not self.link.up or not self.ch.live \
+                or route.paused or (route.tap is not None and route.tap.backpressured):
+            return 0
+        promised = self.promised
+        if self.tag is None:
+            room = len(self.gets) - promised
+        elif self.no_ack:
+            if self.ch.client.sock.backpressured:
+                self._retry_later()
+                return 0
+            room = route.limit_messages - promised
+        else:
+            room = (self.prefetch or route.limit_messages) - len(self.unsettled) - promised
+            if self.ch.global_prefetch:
+                others = sum(c.promised for c in self.ch.consumers.values() if not c.no_ack)
+                room = min(room, self.ch.global_prefetch - self.ch.unacked - others)
+        busy = route.busy if route_busy is None else route_busy
+        room = min(room, route.limit_messages - busy)
+        if room <= 0 or route.bytes_in_flight >= route.limit_bytes:
+            return 0
+        self.link.link.flow(room)
+        return room
+
+    def _retry_later(self) -> None:
+        if not self._retry_scheduled:
+            self._retry_scheduled = True
+            self.route.container.schedule(BACKPRESSURE_RETRY, Timer(self._retry))
+
+    def _retry(self) -> None:
+        self._retry_scheduled = False
+        self.route.grant()
+
+    # -- basic.get ----------------------------------------------------------------------------
+
+    def get(self, no_ack: bool) -> None:
+        """A basic.get: answered with the next message, or get-empty after ``GET_GRACE``."""
+        self._get_serial += 1
+        serial = self._get_serial
+        self.gets.append((serial, no_ack))
+        self.pump()
+        if self.gets:
+            self.route.grant()
+            self._expire_later(serial, GET_GRACE if self.link.up else LINK_WAIT)
+
+    def _expire_later(self, serial: int, delay: float) -> None:
+        self.route.container.schedule(delay, Timer(lambda: self._get_expired(serial)))
+
+    def _get_expired(self, serial: int) -> None:
+        """A get's grace is over: if nothing came, it is answered get-empty (a message that
+        comes later for its credit is released: see :meth:`on_delivery`)."""
+        self.pump()
+        if self.gets and self.gets[0][0] == serial and self.ch.live:
+            self.gets.popleft()
+            try:
+                self.engine.get_empty(self.ch.number)
+            except ProtocolError:  # the channel closed meanwhile
+                return
+            self.route.facade.flush_later(self.ch.client.sock)
+
+    # -- Amqp10Link owner -------------------------------------------------------------------
+
+    def on_link_up(self, link: Amqp10Link) -> None:
+        self.route.grant()
+        for serial, _ in self.gets:  # gets waiting for the link: their grace starts now
+            self._expire_later(serial, GET_GRACE)
+
+    def on_link_down(self, link: Amqp10Link) -> None:
+        route = self.route
+        for msg in self.held:
+            route.bytes_in_flight -= len(msg.body)
+        self.held.clear()
+        for msg in self.unsettled.values():
+            msg.delivery = None  # the client's outcome for it goes nowhere now
+        route.forget_dead_letters(self)  # type: ignore[arg-type]
+        if link.refusal is None and link.failures + 1 >= CANCEL_AFTER and self.tag is not None \
+                and not self.cancelled:
+            self._cancelled_by_source(link)
+
+    def _cancelled_by_source(self, link: Amqp10Link) -> None:
+        """The 1.0 source keeps refusing the link (its node is gone): cancel the consumer
+        as RabbitMQ does when a queue is deleted."""
+        ch, tag = self.ch, self.tag
+        assert tag is not None
+        log.warning("façade %s: consumer %r of %s: the AMQP 1.0 source %s refused its link "
+                    "%d times: consumer cancelled", self.route.facade.name, tag,
+                    ch.client.sock.peer, link.address, CANCEL_AFTER,
+                    extra={"event": "consumer_cancelled", "route": self.route.name,
+                           "peer": ch.client.sock.peer})
+        ch.consumers.pop(tag, None)
+        self.cancel()
+        if ch.live:
+            if not self.engine.cancel_consumer(ch.number, tag):
+                self.engine.close_channel(ch.number, ReplyCode.NOT_FOUND,
+                                          f"the AMQP 1.0 source {link.address} of consumer "
+                                          f"{tag!r} is gone")
+            self.route.facade.flush_later(ch.client.sock)
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        self.grant()
+
+    def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
+        route = self.route
+        wanted = not self.closed and self.ch.live and (self.tag is not None or bool(self.gets))
+        taken = route.take_delivery(self, link, delivery, wanted,
+                                    lambda m: amqp10_to_delivery(route.translator, m))
+        if taken is None:
+            return
+        data, (properties, where, body) = taken
+        tap = route.tap
+        self.held.append(_Held(delivery, properties, where, body, t0=time.monotonic(),
+                               data=data if tap is not None and tap.wants_delivered else None))
+        route.bytes_in_flight += len(body)
+        self.pump()
+        self.grant()
+
+    # -- delivering ---------------------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Deliver held messages (consumer) or answer waiting gets (getter), in order."""
+        if not self.held:
+            return
+        ch, engine = self.ch, self.engine
+        channel = engine.channels.get(ch.number) if ch.live else None
+        sent = False
+        while self.held and channel is not None and channel.peer_flow_active \
+                and not self.cancelled and not self.route.paused \
+                and (self.tag is not None or self.gets):
+            msg = self.held.popleft()
+            exchange = msg.where.exchange or ""
+            key = msg.where.routing_key if msg.where.routing_key is not None \
+                else self.route.queue
+            if self.tag is None:
+                no_ack = self.gets.popleft()[1]
+                tag = engine.get_ok(ch.number, exchange, key, msg.body, msg.properties,
+                                    message_count=len(self.held),
+                                    redelivered=msg.where.redelivered, no_ack=no_ack)
+            else:
+                no_ack = self.no_ack
+                tag = engine.deliver(ch.number, self.tag, exchange, key, msg.body,
+                                     msg.properties, redelivered=msg.where.redelivered,
+                                     no_ack=no_ack)
+            sent = True
+            if no_ack:
+                self._settled(msg, Delivery.ACCEPTED, "")
+            else:
+                self.unsettled[tag] = msg
+                ch.deliveries[tag] = self
+        if sent:
+            self.route.facade.flush_later(ch.client.sock)
+            self.route.recount()
+
+    def settle(self, tag: int, state: int, reason: str = "") -> None:
+        """Give the 1.0 delivery behind delivery tag ``tag`` its outcome."""
+        msg = self.unsettled.pop(tag, None)
+        self.ch.deliveries.pop(tag, None)
+        if msg is None:
+            return
+        self._settled(msg, state, reason)
+        if self.cancelled:
+            self._close_when_idle()
+
+    def _settled(self, msg: _Held, state: int, reason: str) -> None:
+        route = self.route
+        route.bytes_in_flight -= len(msg.body)
+        if state == Delivery.ACCEPTED and route.tap is not None:
+            route.tap.delivered(msg.data)  # the client has it, whatever became of its link
+        delivery = msg.delivery
+        if delivery is None:
+            pass  # void: its link was lost and the source redelivers it anyway
+        elif state == Delivery.ACCEPTED:
+            accept(delivery)
+            route.stats.delivered += 1
+            route.stats.latency.observe(time.monotonic() - msg.t0)
+        elif state == Delivery.REJECTED:
+            reject(delivery, str(REJECTED_BY_SUBSCRIBER), reason)
+            route.stats.rejected += 1
+        else:
+            give_back(delivery, failed=True)  # the client has seen it
+            route.stats.released += 1
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """basic.cancel: no more deliveries; those made can still be settled (the link
+        stays until they are)."""
+        self.cancelled = True
+        self._close_when_idle()
+        self.route.grant()
+
+    def end(self) -> None:
+        """The channel is gone: whatever the client did not settle goes back at once."""
+        self.cancelled = True
+        for tag, msg in list(self.unsettled.items()):
+            self.ch.deliveries.pop(tag, None)
+            self._settled(msg, Delivery.MODIFIED, "")
+        self.unsettled.clear()
+        self.gets.clear()
+        self._close_when_idle()
+        self.route.grant()
+
+    def _close_when_idle(self) -> None:
+        """Detach once the deliveries made are settled (the link carries their outcomes);
+        what was received and never delivered is released (not a failed delivery)."""
+        if self.closed or self.unsettled:
+            return
+        self.closed = True
+        route = self.route
+        while self.held:
+            msg = self.held.popleft()
+            route.bytes_in_flight -= len(msg.body)
+            if msg.delivery is not None:
+                msg.delivery.update(Delivery.RELEASED)
+                msg.delivery.settle()
+                route.stats.released += 1
+        self.link.forget()  # detaches and ends the link's session
+        route.subscriptions.discard(self)  # type: ignore[arg-type]
+        self.ch.cancelled.discard(self)
+
+    def fault_part(self, method: str, event: Any) -> Part:
+        """A fault in a consumer is its client's: that connection is closed."""
+        return self.route.facade.socket_fault_part(self.ch.client.sock)
+
+
+class Consume091(FacadeConsume):
+    """A 1.0 address consumed by the 0-9-1 clients of a façade queue (module docstring)."""
+
+    facade: Facade091
+
+    @property
+    def queue(self) -> str:
+        """The façade queue the route serves."""
+        return self.route.target.queue or ""
+
+    def consume(self, ch: Channel091, tag: str, *, no_ack: bool, exclusive: bool
+                ) -> Consumer091:
+        """A new consumer of ``ch`` on the route's queue (its 1.0 link attaching)."""
+        consumer = Consumer091(self, ch, tag, no_ack=no_ack, exclusive=exclusive,
+                               prefetch=ch.prefetch)
+        self.subscriptions.add(consumer)  # type: ignore[arg-type]
+        return consumer
+
+    def getter(self, ch: Channel091) -> Consumer091:
+        """The channel's getter for basic.get on the route's queue."""
+        consumer = Consumer091(self, ch, None, no_ack=False, exclusive=False, prefetch=0)
+        self.subscriptions.add(consumer)  # type: ignore[arg-type]
+        return consumer
+
+    @property
+    def consumer_count(self) -> int:
+        """Active consumers (queue.declare-ok's consumer-count)."""
+        return sum(1 for c in self.subscriptions
+                   if isinstance(c, Consumer091) and c.tag is not None and not c.cancelled)
+
+
+__all__ = ["CANCEL_AFTER", "GET_GRACE", "Consume091", "Consumer091"]

@@ -1,0 +1,299 @@
+"""The 0-9-1 façade's listener: accepting 0-9-1 applications, their logins and events.
+
+A :class:`Facade091` is one configured ``amqp0-9-1`` listener: a
+:class:`~bridge.facade.base.ListenerCore` (accepting within the listener's limits,
+PBKDF2 logins off the loop, throttling, graceful stop — shared with the 0-10
+façade) hosting our 0-9-1 engine in its server role (:mod:`amqp091.connection`).
+The engine does the handshake (SASL PLAIN / AMQPLAIN, and EXTERNAL with a verified
+client certificate; tune; virtual hosts), opens and closes channels, checks
+frames, frame-max, message sizes and delivery tags, and closes a misbehaving
+client with the reply code RabbitMQ would; this module dispatches what is left:
+
+- ``MessageReceived`` (basic.publish): to the publish route of its exchange and
+  routing key (:meth:`Facade091.route_for`), to a consume route's address for the
+  default exchange naming a façade queue, ``basic.return`` 312 for a mandatory
+  publish no route takes, channel.close 404 for an unknown exchange;
+- ``MethodReceived``: the method model (:class:`~bridge.facade091.commands.Commands091`);
+- ``DeliveriesSettled`` (ack / nack / reject / recover): the consumers' outcomes;
+- ``ChannelClosed`` / ``ConnectionClosed``: the channel's consumers end, giving
+  back at once what the client left unacknowledged.
+
+Closes the façade or the engine makes for a client's error are counted by reply
+code (:attr:`ListenerCore.client_errors`, ``amqp_bridge_facade_client_errors_total``)
+and logged, rate-limited per client address.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pamqp.base import Frame
+from proton.reactor import Container
+
+from amqp091.connection import Connection, ProtocolError, Role, ServerConfig
+from amqp091.events import (
+    ChannelClosed,
+    ChannelFlow,
+    ChannelOpened,
+    ConnectionClosed,
+    ConnectionOpened,
+    CredentialsReceived,
+    DeliveriesSettled,
+    HeartbeatTimeout,
+    MessageReceived,
+    MethodReceived,
+)
+from amqp091.methods import ReplyCode
+
+from ..config import ConfigError, Listener
+from ..facade.base import ListenerCore
+from ..runtime import EngineSocket
+from .commands import Commands091
+from .consume import Consume091
+from .publish import Publish091
+from .state import Channel091, Client091
+from .translate import FIELD_TYPES
+
+log = logging.getLogger("bridge.facade")
+
+_ORDINARY_CLOSES = frozenset({None, ReplyCode.REPLY_SUCCESS, ReplyCode.CONNECTION_FORCED})
+"""Close codes that are no client error (a transport end, a normal close, ours at stop)."""
+
+
+class Facade091(ListenerCore):
+    """One configured amqp0-9-1 listener: accepts 0-9-1 applications, serves its routes."""
+
+    def __init__(self, container: Container, name: str, settings: Listener) -> None:
+        super().__init__(container, name, settings)
+        self.publish_routes: dict[tuple[str, str | None], Publish091] = {}
+        """Publish routes by (exchange, routing key; None: every other key)."""
+        self.exchanges: set[str] = set()
+        """The façade's exchanges (those of its publish routes)."""
+        self.consume_routes: dict[str, Consume091] = {}
+        self.queue_publishers: dict[str, Publish091] = {}
+        """Publishes to the default exchange naming a façade queue, by queue (made on
+        first use): they go to the address the queue's consumers consume from."""
+        self.clients: dict[EngineSocket, Client091] = {}
+        self.commands = Commands091(self)
+        self.unroutable = 0
+        """Publishes no route took (returned when mandatory, else dropped and logged)."""
+
+    # -- setup (what the routes call) -----------------------------------------------------
+
+    def add_publish(self, route: Any, exchange: str) -> None:
+        """``route`` takes what clients publish to ``exchange`` (with its routing key)."""
+        key = route.route.source.routing_key
+        what = f"exchange {exchange!r}" + (f" routing key {key!r}" if key is not None else "")
+        self._register(self.publish_routes, (exchange, key), route, what, "source")
+        self.exchanges.add(exchange)
+
+    def add_consume(self, route: Any, queue: str) -> None:
+        """``route`` feeds the consumers of ``queue``."""
+        self._register(self.consume_routes, queue, route, f"queue {queue!r}", "target")
+
+    def add_exchange_subscription(self, route: Any, exchange: str) -> None:
+        raise ConfigError([f"route {route.name}: an amqp0-9-1 listener's consume routes "
+                           f"serve a queue (to.queue), not an exchange"])
+
+    def bound(self, st: Any) -> None:  # FacadeHost: temporary queues are 0-10 only
+        """Not used: the 0-9-1 façade has no temporary queues."""
+
+    # -- ListenerCore's hooks -------------------------------------------------------------
+
+    def _new_engine(self) -> Connection:
+        settings = self.settings
+        mechanisms = ("PLAIN", "AMQPLAIN") + (("EXTERNAL",) if self.client_certs else ())
+        return Connection(Role.SERVER, ServerConfig(
+            properties={"product": "amqp-bridge", "platform": "Python",
+                        "listener": self.name},
+            mechanisms=mechanisms,
+            virtual_hosts=frozenset(settings.virtual_hosts) if settings.virtual_hosts else None,
+            max_message_size=settings.max_message_size,
+            handshake_timeout=settings.handshake_timeout,
+            field_types=FIELD_TYPES))
+
+    def _make_client(self, sock: EngineSocket) -> Client091:
+        return Client091(sock)
+
+    def _routes(self) -> list[Any]:
+        return [*self.publish_routes.values(), *self.queue_publishers.values(),
+                *self.consume_routes.values()]
+
+    def _can_log_in(self) -> bool:
+        return bool(self.passwords) or self.client_certs
+
+    def _set_external_identity(self, engine: Any, identity: str | None) -> None:
+        engine.server_config.external_identity = identity
+
+    @property
+    def sessions(self) -> list[Channel091]:
+        """Open channels of every client (the façade-sessions gauge)."""
+        return [ch for c in list(self.clients.values()) for ch in list(c.channels.values())]
+
+    # -- engine events --------------------------------------------------------------------
+
+    def _on_event(self, sock: EngineSocket, ev: Any) -> None:
+        client = self.clients.get(sock)
+        if client is None:
+            return
+        if isinstance(ev, MessageReceived):
+            ch = client.channels.get(ev.channel)
+            if ch is not None:
+                self._on_publish(ch, ev)
+        elif isinstance(ev, MethodReceived):
+            ch = client.channels.get(ev.channel)
+            if ch is not None:
+                self.commands.on_method(ch, ev.method)
+                self.flush_later(sock)
+        elif isinstance(ev, DeliveriesSettled):
+            ch = client.channels.get(ev.channel)
+            if ch is not None:
+                self.commands.on_settled(ch, ev)
+        elif isinstance(ev, ChannelOpened):
+            client.channels[ev.channel] = Channel091(ev.channel, client)
+        elif isinstance(ev, ChannelClosed):
+            ch = client.channels.pop(ev.channel, None)
+            if ch is not None:
+                self._end_channel(ch)
+            if not ev.by_peer and ev.code not in _ORDINARY_CLOSES:
+                self._count_error(client, ev.code, ev.text)
+        elif isinstance(ev, ChannelFlow):
+            ch = client.channels.get(ev.channel)
+            if ch is not None and ev.active:
+                for consumer in [*ch.consumers.values(), *ch.getters.values()]:
+                    consumer.pump()
+        elif isinstance(ev, CredentialsReceived):
+            if ev.mechanism == "EXTERNAL":  # offered only with a verified certificate
+                sock.engine.finish_authentication(ev.user)
+            else:
+                self.check_login(sock, ev.user, ev.password or "")
+        elif isinstance(ev, ConnectionOpened):
+            client.user, client.virtual_host = ev.user, ev.virtual_host
+            log.info("façade %s: %s logged in as %r (vhost %r)", self.name, sock.peer,
+                     ev.user, ev.virtual_host,
+                     extra=self.log_fields("client_open", peer=sock.peer, user=ev.user))
+        elif isinstance(ev, ConnectionClosed):
+            for ch in list(client.channels.values()):
+                self._end_channel(ch)
+            client.channels.clear()
+            if not ev.by_peer and ev.code not in _ORDINARY_CLOSES:
+                self._count_error(client, ev.code, ev.text)
+            self.client_closed(sock, ev.code, ev.text)
+        elif isinstance(ev, HeartbeatTimeout):
+            log.info("façade %s: %s silent for %.1fs", self.name, sock.peer, ev.idle,
+                     extra=self.log_fields("client_silent", peer=sock.peer))
+
+    def _end_channel(self, ch: Channel091) -> None:
+        """The channel is gone: its consumers end (what it left unacknowledged goes back
+        to the 1.0 broker at once); its publishes not sent yet are dropped (never
+        confirmed, so the client knows they were not taken)."""
+        ch.ended = True
+        for consumer in [*ch.consumers.values(), *ch.cancelled, *ch.getters.values()]:
+            consumer.end()
+        ch.consumers.clear()
+        ch.cancelled.clear()
+        ch.getters.clear()
+        for route in ch.client.publishes_to:
+            route.forget(ch)  # type: ignore[arg-type]
+
+    # -- errors ---------------------------------------------------------------------------
+
+    def client_error(self, client: Client091, code: int, text: str, method: Frame) -> None:
+        """The façade answers a client's method with a close (``code``): count it, log it."""
+        self._count_error(client, code, f"{method.name}: {text}")
+
+    def _count_error(self, client: Client091, code: int | None, text: str) -> None:
+        key = int(code or 0)
+        self.client_errors[key] = self.client_errors.get(key, 0) + 1
+        self.client_warning("client_error", client.sock.peer, f"closed with {key}", text,
+                            code=key)
+
+    # -- publishing -----------------------------------------------------------------------
+
+    def route_for(self, exchange: str, routing_key: str) -> Publish091 | None:
+        """The publish route of a façade exchange for ``routing_key`` (None: unroutable)."""
+        return self.publish_routes.get((exchange, routing_key)) \
+            or self.publish_routes.get((exchange, None))
+
+    def _on_publish(self, ch: Channel091, ev: MessageReceived) -> None:
+        method: Any = ev.method
+        exchange, key = method.exchange or "", method.routing_key or ""
+        client, engine = ch.client, ch.client.engine
+        if exchange and exchange not in self.exchanges:
+            reason = f"no exchange '{exchange}' in vhost '{client.virtual_host or '/'}'"
+            self.publish_refused(client.sock.peer, reason)
+            self._count_error(client, ReplyCode.NOT_FOUND, f"basic.publish: {reason}")
+            if ch.live:
+                engine.close_channel(ch.number, ReplyCode.NOT_FOUND, reason,
+                                     class_id=60, method_id=40)
+                self.flush_later(client.sock)
+            return
+        user_id = ev.properties.user_id
+        if user_id and user_id != (client.user or ""):
+            text = (f"user_id property set to '{user_id}' but authenticated user was "
+                    f"'{client.user}'")
+            self._count_error(client, ReplyCode.PRECONDITION_FAILED, f"basic.publish: {text}")
+            if ch.live:
+                engine.close_channel(ch.number, ReplyCode.PRECONDITION_FAILED, text,
+                                     class_id=60, method_id=40)
+                self.flush_later(client.sock)
+            return
+        route = self._queue_publisher(key) if exchange == "" else self.route_for(exchange, key)
+        if route is None:
+            self._unroutable(ch, ev, exchange, key)
+            return
+        if self.stopping:
+            route.stats.extra["refused_while_stopping"] = \
+                route.stats.extra.get("refused_while_stopping", 0) + 1
+            if ev.publish_tag:  # not taken: the client publishes it again elsewhere
+                self.confirm(ch, ev.publish_tag, ack=False)
+            return
+        client.publishes_to.add(route)
+        route.publish091(ch, ev)
+
+    def _queue_publisher(self, queue: str) -> Publish091 | None:
+        """The route for a publish to the default exchange: the façade queue its routing
+        key names (as a broker puts it in that queue), or None (unroutable)."""
+        publisher = self.queue_publishers.get(queue)
+        if publisher is None:
+            consume = self.consume_routes.get(queue)
+            if consume is None:
+                return None
+            publisher = Publish091.into_queue(consume)  # type: ignore[assignment]
+            assert isinstance(publisher, Publish091)
+            self.queue_publishers[queue] = publisher
+        return publisher
+
+    def _unroutable(self, ch: Channel091, ev: MessageReceived, exchange: str,
+                    key: str) -> None:
+        """No route takes the publish: basic.return 312 when mandatory (else dropped, as
+        a broker drops it; counted and logged either way), then confirmed (as RabbitMQ
+        confirms an unroutable message)."""
+        method: Any = ev.method
+        self.unroutable += 1
+        self.client_warning("publish_unroutable", ch.client.sock.peer, "publish unroutable",
+                            f"no route of exchange '{exchange}' takes routing key '{key}'"
+                            + (" (returned)" if method.mandatory else " (dropped)"))
+        if not ch.live:
+            return
+        engine = ch.client.engine
+        if method.mandatory:
+            engine.return_message(ch.number, ReplyCode.NO_ROUTE, "NO_ROUTE", exchange, key,
+                                  ev.body, ev.properties)
+        if ev.publish_tag:
+            self.confirm(ch, ev.publish_tag, ack=True)
+        self.flush_later(ch.client.sock)
+
+    def confirm(self, ch: Channel091, publish_tag: int, *, ack: bool) -> None:
+        """basic.ack (or nack) a publish of a channel in confirm mode."""
+        if not ch.live:
+            return
+        try:
+            ch.client.engine.confirm_publish(ch.number, publish_tag, ack=ack)
+        except ProtocolError:
+            return  # the channel is closing: the client counts it as not confirmed
+        self.flush_later(ch.client.sock)
+
+
+__all__ = ["Facade091"]

@@ -1,0 +1,68 @@
+"""0-9-1 façade publish: basic.publish to a façade exchange, forwarded to a 1.0 address.
+
+:class:`Publish091` is the 0-10 façade's :class:`~bridge.facade.publish.FacadePublish`
+(the 1.0 sender, the in-flight bound and throttling, releases, poison messages,
+dead-lettering) with a 0-9-1 front: a publish is mapped by :mod:`mappings.amqp091`
+(the route's translation and CloudEvents) and, on a channel in confirm mode,
+confirmed with ``basic.ack`` only once the 1.0 broker accepted it (or the
+dead-letter address did), ``basic.nack`` when it was refused for good.  Without
+confirm mode a refusal is counted and logged (the client cannot be told: RabbitMQ
+would drop it as silently, the bridge does not).  Publishers past the route's
+``max_in_flight`` are throttled by not reading their sockets.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from amqp091.events import MessageReceived
+from amqp091.methods import ReplyCode
+from mappings.amqp091 import Delivery091
+
+from ..facade.publish import FacadePublish, PublishEntry
+from .state import Channel091
+from .translate import plain_copy, publish_to_amqp10
+
+if TYPE_CHECKING:
+    from .listener import Facade091
+
+
+class Publish091(FacadePublish):
+    """basic.publish to a façade exchange, forwarded to a 1.0 address (module docstring)."""
+
+    facade: Facade091
+    MAPPING_REFUSAL = SIZE_REFUSAL = ReplyCode.PRECONDITION_FAILED  # (a nack carries none)
+
+    def publish091(self, ch: Channel091, ev: MessageReceived) -> None:
+        """Take a client's publish (``ev.publish_tag``: its number in confirm mode)."""
+        self.stats.received += 1
+        method: Any = ev.method
+        where = Delivery091(exchange=method.exchange or "", routing_key=method.routing_key or "")
+        entry = PublishEntry(ch, ev.publish_tag or 0, method, b"", len(ev.body),  # type: ignore[arg-type]
+                             t0=time.monotonic())
+        self.take(entry,
+                  lambda: publish_to_amqp10(self.translator, ev.properties, where, ev.body),
+                  lambda: plain_copy(self.route, ev.properties, where, ev.body))
+
+    # -- answering the publisher (FacadePublish's hooks) ------------------------------------
+
+    def _complete(self, entry: PublishEntry) -> None:
+        """The publish is safe on the 1.0 side: basic.ack it in confirm mode."""
+        self.bytes -= entry.size
+        self._confirm(entry, ack=True)
+
+    def _fail(self, entry: PublishEntry, code: int, reason: str) -> None:
+        """The publish cannot be forwarded: counted and logged; basic.nack in confirm mode."""
+        self.bytes -= entry.size
+        ch: Any = entry.st
+        self.facade.publish_refused(ch.client.sock.peer, reason, route=self.name)
+        self._confirm(entry, ack=False)
+
+    def _confirm(self, entry: PublishEntry, *, ack: bool) -> None:
+        ch: Any = entry.st
+        if entry.command_id and ch.live:
+            self.facade.confirm(ch, entry.command_id, ack=ack)
+
+
+__all__ = ["Publish091"]

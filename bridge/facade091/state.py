@@ -1,0 +1,92 @@
+"""What the 0-9-1 façade keeps per client connection and per channel.
+
+The listener (:mod:`~bridge.facade091.listener`) makes a :class:`Client091` per
+accepted connection and a :class:`Channel091` per open channel; the command model,
+the publish and the consume routes read and update them.  A command handler that
+the façade answers by closing the channel (as a broker would) raises
+:class:`ChannelRefused`; one that closes the whole connection raises
+:class:`ConnectionRefused`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from amqp091.channel import ChannelState
+from amqp091.connection import Connection
+
+from ..runtime import EngineSocket
+
+if TYPE_CHECKING:
+    from ..facade.publish import FacadePublish
+    from .consume import Consumer091
+
+
+class ChannelRefused(Exception):
+    """Answer a client's method with channel.close (``code``: a 4xx reply code)."""
+
+    def __init__(self, code: int, text: str) -> None:
+        super().__init__(text)
+        self.code = code
+        self.text = text
+
+
+class ConnectionRefused(ChannelRefused):
+    """Answer a client's method with connection.close (``code``: a 5xx reply code)."""
+
+
+@dataclass(eq=False)
+class Client091:
+    """One legacy 0-9-1 application's connection."""
+
+    sock: EngineSocket[Connection]
+    user: str | None = None
+    virtual_host: str = ""
+    publishes_to: set[FacadePublish] = field(default_factory=set)
+    channels: dict[int, Channel091] = field(default_factory=dict)
+    consumer_tags: int = 0
+    """Consumer tags made for consumers that named none (``amq.ctag-N``)."""
+
+    @property
+    def engine(self) -> Connection:
+        return self.sock.engine
+
+
+@dataclass(eq=False)
+class Channel091:
+    """One open channel of a client: its consumers, deliveries and prefetch."""
+
+    number: int
+    client: Client091
+    consumers: dict[str, Consumer091] = field(default_factory=dict)
+    """Active consumers by consumer tag."""
+    cancelled: set[Consumer091] = field(default_factory=set)
+    """Cancelled consumers (and finished basic.gets) with deliveries not settled yet."""
+    getters: dict[str, Consumer091] = field(default_factory=dict)
+    """The channel's basic.get receivers by queue (made on the first get)."""
+    deliveries: dict[int, Consumer091] = field(default_factory=dict)
+    """Our delivery tags not yet settled by the client → the consumer that sent them."""
+    prefetch: int = 0
+    """basic.qos prefetch-count for consumers started after it (0: no limit)."""
+    global_prefetch: int = 0
+    """basic.qos global prefetch-count: shared by the channel's consumers (0: no limit)."""
+    ended: bool = False
+
+    @property
+    def live(self) -> bool:
+        """The channel is open (not closing) and its connection with it: events the
+        engine reported before the channel began closing find it not live."""
+        if self.ended:
+            return False
+        engine = self.client.engine
+        chan = engine.channels.get(self.number) if engine.is_open else None
+        return chan is not None and chan.state is ChannelState.OPEN
+
+    @property
+    def unacked(self) -> int:
+        """Deliveries the client has not settled yet."""
+        return len(self.deliveries)
+
+
+__all__ = ["Channel091", "ChannelRefused", "Client091", "ConnectionRefused"]
