@@ -29,7 +29,6 @@ One module one job, dependencies one way (each imports only those before it):
 
 - :mod:`~bridge.facade091.state`: per-connection and per-channel state
   (:class:`Client091`, :class:`Channel091`) and the refusals of method handlers;
-- :mod:`~bridge.facade091.translate`: the route's 0-9-1 ⇄ 1.0 translation;
 - :mod:`~bridge.facade091.consume`: :class:`Consume091` and its :class:`Consumer091`;
 - :mod:`~bridge.facade091.publish`: :class:`Publish091`;
 - :mod:`~bridge.facade091.commands`: :class:`Commands091`, the method model;
@@ -37,7 +36,9 @@ One module one job, dependencies one way (each imports only those before it):
   shared :class:`~bridge.facade.base.ListenerCore`) and its event dispatch.
 
 The routes are the 0-10 façade's (:mod:`bridge.facade.publish`,
-:mod:`bridge.facade.consume`) with a 0-9-1 front; the façade logs as
+:mod:`bridge.facade.consume`) with a 0-9-1 front; messages cross with the route's
+:class:`~bridge.routes.translate.Translator` (a consumer sees the routing key the
+message was published with); the façade logs as
 ``bridge.facade``.  Everything runs on the container's thread.
 """
 

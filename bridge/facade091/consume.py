@@ -56,7 +56,6 @@ from ..facade.consume import REJECTED_BY_SUBSCRIBER, FacadeConsume
 from ..runtime import Timer
 from ..runtime.containment import Part
 from .state import Channel091
-from .translate import amqp10_to_delivery
 
 if TYPE_CHECKING:
     from .listener import Facade091
@@ -247,7 +246,8 @@ class Consumer091:
         route = self.route
         wanted = not self.closed and self.ch.live and (self.tag is not None or bool(self.gets))
         taken = route.take_delivery(self, link, delivery, wanted,
-                                    lambda m: amqp10_to_delivery(route.translator, m))
+                                    lambda m: route.translator.amqp10_to_legacy091(
+                                        m, own_routing_key=True))
         if taken is None:
             return
         data, (properties, where, body) = taken

@@ -48,12 +48,12 @@ from amqp091.methods import ReplyCode
 
 from ..config import ConfigError, Listener
 from ..facade.base import ListenerCore
+from ..legacy.amqp091 import FIELD_TYPES
 from ..runtime import EngineSocket
 from .commands import Commands091
 from .consume import Consume091
 from .publish import Publish091
 from .state import Channel091, Client091
-from .translate import FIELD_TYPES
 
 log = logging.getLogger("bridge.facade")
 

@@ -21,8 +21,8 @@ from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
 
 from ..facade.publish import FacadePublish, PublishEntry
+from ..routes.refusals import plain_copy_091
 from .state import Channel091
-from .translate import plain_copy, publish_to_amqp10
 
 if TYPE_CHECKING:
     from .listener import Facade091
@@ -42,8 +42,8 @@ class Publish091(FacadePublish):
         entry = PublishEntry(ch, ev.publish_tag or 0, method, b"", len(ev.body),  # type: ignore[arg-type]
                              t0=time.monotonic())
         self.take(entry,
-                  lambda: publish_to_amqp10(self.translator, ev.properties, where, ev.body),
-                  lambda: plain_copy(self.route, ev.properties, where, ev.body))
+                  lambda: self.translator.legacy091_to_amqp10(ev.properties, where, ev.body),
+                  lambda: plain_copy_091(ev.properties, where, ev.body, self.route))
 
     # -- answering the publisher (FacadePublish's hooks) ------------------------------------
 

@@ -62,7 +62,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pamqp import commands as C
-from proton import symbol
 
 from amqp091.events import (
     ChannelFlow,
@@ -74,12 +73,13 @@ from amqp091.events import (
 )
 from mappings import amqp091
 from mappings.errors import MappingError
-from mappings.message import AmqpMessage, BodyKind
+from mappings.message import AmqpMessage
 
 from ..config import Route
 from ..legacy.amqp091 import Amqp091Connection
 from ..runtime import Timer
 from .legacy_endpoint import ACCEPT, SourceOwner, Taken, TargetOwner, poison_key
+from .refusals import plain_copy_091
 from .translate import Translator
 
 log = logging.getLogger(__package__)
@@ -89,8 +89,6 @@ RETURN_CONDITIONS = {NO_ROUTE: "amqp:not-found"}
 """1.0 error condition of a refusal by ``basic.return`` (others: amqp:internal-error)."""
 NACKED = "amqp-bridge:nacked"
 """1.0 error condition of a publish the broker refused with ``basic.nack``."""
-PROPERTIES_ANNOTATION = symbol("x-amqp-bridge-0-9-1-properties")
-"""Dead-letter copies of unmappable 0-9-1 messages: the properties, as text."""
 
 
 class _Amqp091Endpoint:
@@ -232,7 +230,7 @@ class Amqp091Source(_Amqp091Endpoint):
                                                    message.body)
 
     def plain_copy(self, message: MessageReceived) -> AmqpMessage:
-        return plain_copy(message, self.route)
+        return plain_copy_091(message.properties, _delivery(message), message.body, self.route)
 
     def settle(self, taken: Taken, fate: str) -> None:
         if taken.channel is self.token and taken.tag in self.held:
@@ -495,28 +493,4 @@ def _delivery(message: MessageReceived) -> amqp091.Delivery091:
                                bool(getattr(method, "redelivered", False)))
 
 
-def plain_copy(message: MessageReceived, route: Route) -> AmqpMessage:
-    """``message`` as plain 1.0 (no CloudEvents) for dead-lettering, its user-id placed by
-    ``route``'s rule for the dead-letter connection's login.
-
-    A message the mapping refuses keeps its body as data, its message-id, exchange and
-    routing key, and its properties as text (annotation ``x-amqp-bridge-0-9-1-properties``).
-    """
-    try:
-        return amqp091.to_amqp10(message.properties, _delivery(message), message.body,
-                                 user_id=route.user_id, login_user=route.dead_letter_login_user)
-    except MappingError:
-        plain = AmqpMessage(body=[message.body])
-        plain.body_kind = BodyKind.DATA
-        props = message.properties
-        if props.message_id is not None:
-            plain.properties.message_id = props.message_id
-        delivery = _delivery(message)
-        plain.message_annotations[amqp091.A_EXCHANGE] = delivery.exchange
-        plain.message_annotations[amqp091.A_ROUTING_KEY] = delivery.routing_key
-        plain.message_annotations[PROPERTIES_ANNOTATION] = repr(
-            {name: value for name, value in props if value is not None})[:4096]
-        return plain
-
-
-__all__ = ["NACKED", "RETURN_CONDITIONS", "Amqp091Source", "Amqp091Target", "plain_copy"]
+__all__ = ["NACKED", "RETURN_CONDITIONS", "Amqp091Source", "Amqp091Target"]

@@ -4,7 +4,7 @@ Every route (and the façade) refuses a message the same way: an unmappable mess
 one over the size limit, one the target rejected or ended its link over too often
 (:mod:`bridge.amqp10.poison`) is dead-lettered when the route has a dead-letter address
 (:mod:`bridge.routes.deadletter`), else rejected at its source. The helpers here
-build the copy (:func:`dead_letter_copy`, :func:`plain_copy`), phrase the reason
+build the copy (:func:`dead_letter_copy`, :func:`plain_copy`, :func:`plain_copy_091`), phrase the reason
 (:func:`too_large`, :func:`report_poison`) and log it (:func:`log_refused`, rate
 limited).
 """
@@ -15,10 +15,12 @@ import logging
 import uuid
 from typing import Any
 
+from pamqp.commands import Basic
 from proton import symbol
 
 from amqp010.codec import encode_header
 from amqp010.events import MessageReceived
+from mappings import amqp091
 from mappings.amqp010 import to_amqp10
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage, BodyKind
@@ -37,6 +39,8 @@ REASON_ANNOTATION = symbol("x-amqp-bridge-dead-letter-reason")
 ROUTE_ANNOTATION = symbol("x-amqp-bridge-route")
 LEGACY_HEADER_ANNOTATION = symbol("x-amqp-bridge-0-10-header")
 """Dead-letter copies of unmappable 0-10 messages: the encoded 0-10 header segment."""
+PROPERTIES_ANNOTATION = symbol("x-amqp-bridge-0-9-1-properties")
+"""Dead-letter copies of unmappable 0-9-1 messages: their basic properties as text."""
 
 _REJECTIONS = WarnLimiter()
 """One WARNING line per route every 10 s about messages rejected for good."""
@@ -66,6 +70,29 @@ def plain_copy(event: MessageReceived, route: Route) -> AmqpMessage:
         if mp is not None and isinstance(mp.message_id, uuid.UUID):
             plain.properties.message_id = mp.message_id
         plain.message_annotations[LEGACY_HEADER_ANNOTATION] = encode_header(tuple(event.header))
+        return plain
+
+
+def plain_copy_091(properties: Basic.Properties, delivery: amqp091.Delivery091, body: bytes,
+                   route: Route) -> AmqpMessage:
+    """A 0-9-1 message as plain 1.0 (no CloudEvents) for dead-lettering, its user-id placed
+    by ``route``'s rule for the dead-letter connection's login.
+
+    A message the mapping refuses keeps its body as data, its message-id, exchange and
+    routing key, and its properties as text (annotation ``x-amqp-bridge-0-9-1-properties``).
+    """
+    try:
+        return amqp091.to_amqp10(properties, delivery, body, user_id=route.user_id,
+                                 login_user=route.dead_letter_login_user)
+    except MappingError:
+        plain = AmqpMessage(body=[body])
+        plain.body_kind = BodyKind.DATA
+        if properties.message_id is not None:
+            plain.properties.message_id = properties.message_id
+        plain.message_annotations[amqp091.A_EXCHANGE] = delivery.exchange
+        plain.message_annotations[amqp091.A_ROUTING_KEY] = delivery.routing_key
+        plain.message_annotations[PROPERTIES_ANNOTATION] = repr(
+            {name: value for name, value in properties if value is not None})[:4096]
         return plain
 
 

@@ -95,18 +95,19 @@ class Translator:
             message = self.cloudevents.render(message)
         return message
 
-    def amqp10_to_legacy091(self, message: AmqpMessage
+    def amqp10_to_legacy091(self, message: AmqpMessage, *, own_routing_key: bool = False
                             ) -> tuple[Basic.Properties, amqp091.Delivery091, bytes]:
         """A received 1.0 message as the 0-9-1 properties, delivery and body to publish;
         the delivery's routing key is the route's (``routing_key``, else the target
-        queue), else the message's own (its ``x-routing-key`` annotation, else its
-        subject, else '')."""
+        queue; not with ``own_routing_key``: a façade delivers with the key the message
+        was published with), else the message's own (its ``x-routing-key`` annotation,
+        else its subject, else '')."""
         if self.cloudevents is not None:
             message = self.cloudevents.render(message)
         subject = message.properties.subject
         properties, delivery, body = amqp091.from_amqp10(message, user_id=self.user_id,
                                                          login_user=self.login_user)
-        key = self.routing_key if self.routing_key is not None else \
+        key = self.routing_key if self.routing_key is not None and not own_routing_key else \
             delivery.routing_key if delivery.routing_key is not None else \
             subject if subject is not None else ""
         return properties, amqp091.Delivery091(delivery.exchange, key, delivery.redelivered), body
