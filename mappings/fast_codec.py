@@ -3,8 +3,9 @@
 :func:`encode` and :func:`decode` give exactly what :mod:`mappings.proton_codec`
 gives, several times faster, by writing and reading the usual value types
 directly (proton's encoder choices: 32-bit list and map sizes, the smallest
-integer and string forms). Anything else — rarer types (byte, short, int32,
-char, decimals, described values, arrays), symbolic section descriptors,
+integer and string forms; the fixed-width integers and float32 that AMQP 0-9-1
+headers carry included). Anything else — rarer types (char, decimals, described
+values, arrays), symbolic section descriptors,
 malformed input, values the reference codec refuses — raises
 :class:`Unsupported`, and the caller (:class:`mappings.message.AmqpMessage`)
 hands the message to the reference codec, so behaviour and errors are its.
@@ -85,8 +86,12 @@ def decode(data: bytes | bytearray | memoryview, *, bare: bool = False) -> Decod
 
 
 _U8, _U32, _U64 = 0xFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF
-_I64 = 1 << 63
+_I32, _I64 = 1 << 31, 1 << 63
 _pack_u32 = struct.Struct(">I").pack
+_pack_i32 = struct.Struct(">i").pack
+_pack_i16 = struct.Struct(">h").pack
+_pack_u16 = struct.Struct(">H").pack
+_pack_f32 = struct.Struct(">f").pack
 _pack_i64 = struct.Struct(">q").pack
 _pack_u64 = struct.Struct(">Q").pack
 _pack_f64 = struct.Struct(">d").pack
@@ -295,8 +300,24 @@ def _value(out: bytearray, value: Any) -> None:
         _list(out, value)
     elif kind is dict:
         _map(out, value, _any_key)
+    elif kind is int32 and -_I32 <= value < _I32:  # every integer header pika writes
+        if -128 <= value <= 127:
+            out += b"\x54" + bytes((value & 0xFF,))
+        else:
+            out += b"\x71" + _pack_i32(value)
+    elif kind is short and -32768 <= value <= 32767:
+        out += b"\x61" + _pack_i16(value)
+    elif kind is ushort and 0 <= value <= 0xFFFF:
+        out += b"\x60" + _pack_u16(value)
+    elif kind is byte and -128 <= value <= 127:
+        out += b"\x51" + bytes((value & 0xFF,))
+    elif kind is float32:
+        try:
+            out += b"\x72" + _pack_f32(value)
+        except OverflowError:
+            raise Unsupported from None
     else:
-        raise Unsupported  # byte, short, int32, ushort, float32, char, decimals, described, arrays
+        raise Unsupported  # char, decimals, described values, arrays
 
 
 def _any_key(key: Any) -> Any:
