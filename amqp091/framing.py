@@ -134,6 +134,16 @@ class FrameReader:
                         raise FrameError(ReplyCode.NOT_IMPLEMENTED,
                                          f"unknown method: class {index >> 16}, "
                                          f"method {index & 0xFFFF}")
+                if ftype == constants.FRAME_BODY:
+                    # a body frame's payload is the octets themselves: no decoding to do
+                    if buf[pos + total - 1] != constants.FRAME_END:
+                        raise FrameError(ReplyCode.FRAME_ERROR, "malformed frame: no frame-end "
+                                         "octet after a body frame")
+                    start = pos + constants.FRAME_HEADER_SIZE
+                    body = pbody.ContentBody(bytes(buf[start:start + size]))
+                    pos += total
+                    yield channel, body
+                    continue
                 data = bytes(buf[pos:pos + total])
                 headers: dict[str, Any] | None = None
                 if ftype == constants.FRAME_HEADER:
@@ -245,8 +255,11 @@ def encode_content(channel: int, properties: commands.Basic.Properties, body: by
                          f"over frame-max {frame_max}")
     chunk = frame_max - FRAME_OVERHEAD
     view = memoryview(body)
+    pack = _HEADER.pack
     for start in range(0, len(body), chunk):
-        out.append(pframe.marshal(pbody.ContentBody(bytes(view[start:start + chunk])), channel))
+        part = view[start:start + chunk]
+        # a body frame is its octets framed: nothing for pamqp to marshal
+        out.append(b"".join((pack(constants.FRAME_BODY, channel, len(part)), part, _FRAME_END)))
     return out
 
 
