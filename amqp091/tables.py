@@ -196,7 +196,9 @@ class _Reader:
         fixed = _FIXED.get(letter)
         if fixed is not None:
             width, primitive, kind = fixed
-            stop = self.need(pos, width, end, f"field of type {letter!r}")
+            stop = pos + width
+            if stop > end:
+                self.need(pos, width, end, f"field of type {letter!r}")  # raises
             _, raw = primitive(data[pos:stop])
             return stop, (raw if kind is None else getattr(self.types, kind)(raw))
         if letter == "S":
@@ -265,7 +267,23 @@ def _timestamp(value: _dt.datetime) -> bytes:
     return _U64.pack(delta.days * 86400 + delta.seconds)
 
 
+Path = tuple[Any, ...]
+"""Where a value sits in what is being encoded, as (parent path, key or index) pairs;
+formatted only for an error message."""
+
+
+def _path_text(path: Path) -> str:
+    parts: list[str] = []
+    while len(path) == 2:
+        path, step = path
+        parts.append(f"[{step!r}]" if isinstance(step, str) else f"[{step}]")
+    return str(path[0]) + "".join(reversed(parts))
+
+
 class _Writer:
+    """Encodes tables and arrays for one :class:`FieldTypes` (made once per types:
+    :func:`_writer`)."""
+
     def __init__(self, types: FieldTypes) -> None:
         t = types
         self.types = types
@@ -289,26 +307,38 @@ class _Writer:
             type(None): (b"V", lambda _: b""),
         }
 
-    def table(self, value: dict[str, Any], depth: int, path: str) -> bytes:
+    def table(self, value: dict[str, Any], depth: int, path: Path) -> bytes:
         if depth > MAX_DEPTH:
-            raise TableError(f"{path}: field tables nested deeper than {MAX_DEPTH}")
+            raise TableError(f"{_path_text(path)}: field tables nested deeper than {MAX_DEPTH}")
         parts: list[bytes] = []
+        append = parts.append
         for key, item in value.items():
             if type(key) is not str:
-                raise TableError(f"{path}: table key {key!r:.40} is not a str")
+                raise TableError(f"{_path_text(path)}: table key {key!r:.40} is not a str")
             encoded = key.encode("utf-8")
             if len(encoded) > 255:
-                raise TableError(f"{path}: table key {key[:40]!r}... is over 255 octets")
-            parts += (bytes((len(encoded),)), encoded, self.value(item, depth, f"{path}[{key!r}]"))
+                raise TableError(f"{_path_text(path)}: table key {key[:40]!r}... is over "
+                                 f"255 octets")
+            append(bytes((len(encoded),)))
+            append(encoded)
+            append(self.value(item, depth, (path, key)))
         return b"".join(parts)
 
-    def array(self, value: list[Any], depth: int, path: str) -> bytes:
+    def array(self, value: list[Any], depth: int, path: Path) -> bytes:
         if depth > MAX_DEPTH:
-            raise TableError(f"{path}: field arrays nested deeper than {MAX_DEPTH}")
-        return b"".join(self.value(item, depth, f"{path}[{i}]") for i, item in enumerate(value))
+            raise TableError(f"{_path_text(path)}: field arrays nested deeper than {MAX_DEPTH}")
+        return b"".join(self.value(item, depth, (path, i)) for i, item in enumerate(value))
 
-    def value(self, value: Any, depth: int, path: str) -> bytes:
+    def value(self, value: Any, depth: int, path: Path) -> bytes:
         kind = type(value)
+        found = self.by_type.get(kind)
+        if found is not None:
+            letter, primitive = found
+            try:
+                return letter + primitive(value)
+            except (TypeError, ValueError, OverflowError, struct.error) as exc:
+                raise TableError(f"{_path_text(path)}: {value!r:.60} does not fit field type "
+                                 f"{letter.decode()!r}: {exc}") from None
         if kind is dict:
             inner = self.table(value, depth + 1, path)
             return b"F" + _U32.pack(len(inner)) + inner
@@ -317,26 +347,29 @@ class _Writer:
             return b"A" + _U32.pack(len(inner)) + inner
         if isinstance(value, _dt.datetime):
             return b"T" + _timestamp(value)
-        found = self.by_type.get(kind)
-        if found is None:
-            raise TableError(f"{path}: {kind.__name__} is not a 0-9-1 field-table value")
-        letter, primitive = found
-        try:
-            return letter + primitive(value)
-        except (TypeError, ValueError, OverflowError, struct.error) as exc:
-            raise TableError(f"{path}: {value!r:.60} does not fit field type "
-                             f"{letter.decode()!r}: {exc}") from None
+        raise TableError(f"{_path_text(path)}: {kind.__name__} is not a 0-9-1 field-table value")
+
+
+_WRITERS: dict[FieldTypes, _Writer] = {}
+
+
+def _writer(types: FieldTypes) -> _Writer:
+    """The writer for ``types`` (kept: a connection encodes every message with the same)."""
+    writer = _WRITERS.get(types)
+    if writer is None:
+        writer = _WRITERS[types] = _Writer(types)
+    return writer
 
 
 def encode_table(value: dict[str, Any], types: FieldTypes = DEFAULT_FIELD_TYPES) -> bytes:
     """A field table's entries (without the length prefix); :class:`TableError` if a value
     has no field type."""
-    return _Writer(types).table(value, 1, "table")
+    return _writer(types).table(value, 1, ("table",))
 
 
 def encode_array(value: list[Any], types: FieldTypes = DEFAULT_FIELD_TYPES) -> bytes:
     """A field array's values (without the length prefix)."""
-    return _Writer(types).array(value, 1, "array")
+    return _writer(types).array(value, 1, ("array",))
 
 
 def write_table(value: dict[str, Any], types: FieldTypes = DEFAULT_FIELD_TYPES) -> bytes:
