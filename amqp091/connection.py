@@ -114,6 +114,8 @@ from .server_handshake import tune as server_tune
 
 log = logging.getLogger(__name__)
 
+_PUBLISH_FRAMES = 64
+"""basic.publish method frames kept marshalled (by channel, exchange, routing key, flags)."""
 CHANNEL_LIMIT = 0xFFFF
 """The highest channel number the wire allows (channel-max 0 means this)."""
 
@@ -209,6 +211,7 @@ class Connection(ChannelCalls, ServerCalls):
         self.channels: dict[int, Channel] = {}
         self.virtual_host = "" if role is Role.SERVER else self.config.virtual_host
         self._out: list[bytes] = []
+        self._publish_frames: dict[tuple[int, str, str, bool, bool], bytes] = {}
         self._events: deque[Event] = deque()
         self._header = b""
         """Server: the part of the client's protocol header received so far."""
@@ -449,9 +452,16 @@ class Connection(ChannelCalls, ServerCalls):
         publish's delivery tag in confirm mode (see PublishConfirmed), else None."""
         if self.role is not Role.CLIENT:
             raise ProtocolError("a server does not publish: use deliver / get_ok")
-        chan = self._send_content(channel, C.Basic.Publish(
-            exchange=exchange, routing_key=routing_key, mandatory=mandatory,
-            immediate=immediate), properties, body)
+        key = (channel, exchange, routing_key, mandatory, immediate)
+        frame = self._publish_frames.get(key)
+        if frame is None:  # a route publishes with the same few arguments: marshal once
+            frame = encode_method(channel, C.Basic.Publish(
+                exchange=exchange, routing_key=routing_key, mandatory=mandatory,
+                immediate=immediate))
+            if len(self._publish_frames) >= _PUBLISH_FRAMES:
+                self._publish_frames.clear()
+            self._publish_frames[key] = frame
+        chan = self._send_content(channel, None, properties, body, method_frame=frame)
         return chan.publish_tag()
 
     def unconfirmed(self, channel: int) -> tuple[int, ...]:
@@ -496,20 +506,24 @@ class Connection(ChannelCalls, ServerCalls):
 
     # ------------------------------------------------ server-role primitives
 
-    def _send_content(self, channel: int, method: Frame,
-                      properties: C.Basic.Properties | None, body: bytes) -> Channel:
-        """``method`` + content header + body frames cut to frame-max (a reply among
-        them must answer the request owed)."""
+    def _send_content(self, channel: int, method: Frame | None,
+                      properties: C.Basic.Properties | None, body: bytes, *,
+                      method_frame: bytes = b"") -> Channel:
+        """``method`` (or its ``method_frame``, already marshalled) + content header + body
+        frames cut to frame-max (a reply among them must answer the request owed)."""
         chan = self._channel(channel)
         if chan.state is ChannelState.CLOSING:
             raise ProtocolError(f"channel {channel} is closing")
         if self.role is Role.SERVER and not chan.peer_flow_active:
             raise ProtocolError(f"the client stopped content on channel {channel} "
                                 f"(channel.flow)")
-        frames = [encode_method(channel, method)]
+        if not method_frame:
+            assert method is not None
+            method_frame = encode_method(channel, method)
+        frames = [method_frame]
         frames += encode_content(channel, properties or C.Basic.Properties(), body,
                                  self.frame_max, self.config.field_types)
-        if self.role is Role.SERVER and method.name in REPLY_NAMES:
+        if self.role is Role.SERVER and method is not None and method.name in REPLY_NAMES:
             self._pay(chan, method)
         self._out.extend(frames)
         self._send_flag = True

@@ -19,7 +19,6 @@ so that header values keep their 0-9-1 field types.
 
 from __future__ import annotations
 
-import copy
 import struct
 from collections.abc import Iterator
 from typing import Any
@@ -246,9 +245,12 @@ def encode_content(channel: int, properties: commands.Basic.Properties, body: by
         if not isinstance(headers, dict):
             raise TableError(f"headers must be a dict, not {type(headers).__name__}")
         table = write_table(headers, field_types)
-        bare = copy.copy(properties)
-        bare.headers = None
-        payload = insert_headers(pheader.ContentHeader(0, len(body), bare).marshal(), table)
+        properties.headers = None  # marshalled without them (pamqp's codec loses types) ...
+        try:
+            marshalled = pheader.ContentHeader(0, len(body), properties).marshal()
+        finally:
+            properties.headers = headers  # ... and given back untouched
+        payload = insert_headers(marshalled, table)
         out = [_HEADER.pack(constants.FRAME_HEADER, channel, len(payload)) + payload + _FRAME_END]
     if len(out[0]) > frame_max:
         raise ValueError(f"the message properties need a {len(out[0])}-octet header frame, "

@@ -280,6 +280,11 @@ def _path_text(path: Path) -> str:
     return str(path[0]) + "".join(reversed(parts))
 
 
+def _long_string(value: str) -> bytes:
+    data = value.encode("utf-8")
+    return _U32.pack(len(data)) + data
+
+
 class _Writer:
     """Encodes tables and arrays for one :class:`FieldTypes` (made once per types:
     :func:`_writer`)."""
@@ -300,7 +305,7 @@ class _Writer:
             t.float32: (b"f", lambda v: pencode.floating_point(float(v))),
             float: (b"d", pencode.double),
             Decimal: (b"D", pencode.decimal),
-            str: (b"S", pencode.long_string),
+            str: (b"S", _long_string),
             t.long_string: (b"S", lambda v: _U32.pack(len(v)) + bytes(v)),
             bytes: (b"x", lambda v: _U32.pack(len(v)) + v),
             bytearray: (b"x", lambda v: _U32.pack(len(v)) + bytes(v)),
