@@ -158,13 +158,19 @@ class Channel:
         self.awaiting.append(frozenset(method.valid_responses))
 
     def take_reply(self, method: Frame) -> None:
-        """A reply arrived: it must answer the oldest request (else a 503)."""
-        if not self.awaiting or method.name not in self.awaiting[0]:
-            wanted = " or ".join(sorted(self.awaiting[0])) if self.awaiting else "no reply"
-            raise FrameError(ReplyCode.COMMAND_INVALID,
-                             f"unexpected {method.name} on channel {self.number} "
-                             f"(awaiting {wanted})")
-        self.awaiting.popleft()
+        """A reply arrived: it answers the oldest request that awaits it (else a 503).
+
+        Not necessarily the oldest request of all: RabbitMQ sends consume-ok, cancel-ok
+        and get-ok / get-empty from the queue's process, the other replies from the
+        channel's, so a basic.qos sent after a basic.cancel can be answered first."""
+        name = method.name
+        for i, replies in enumerate(self.awaiting):
+            if name in replies:
+                del self.awaiting[i]
+                return
+        wanted = " or ".join(sorted(self.awaiting[0])) if self.awaiting else "no reply"
+        raise FrameError(ReplyCode.COMMAND_INVALID,
+                         f"unexpected {name} on channel {self.number} (awaiting {wanted})")
 
     def owe(self, method: Frame) -> None:
         """The peer sent the synchronous request ``method``: we owe it a reply."""

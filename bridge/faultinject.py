@@ -16,12 +16,14 @@ get fixed), so the bridge offers this explicit hook instead:
 
 Targets (``NAME`` is the configured name, or the function's name for timers):
 
-``legacy_connection:CONNECTION``   the next 0-10 event of that legacy connection
-``facade_client:LISTENER``         the next 0-10 event of a client of that listener
+``legacy_connection:CONNECTION``   the next event of that legacy connection (0-10 or 0-9-1)
+``facade_client:LISTENER``         the next event of a client of that façade listener
+                                   (0-10 or 0-9-1)
 ``amqp10_link:LINK``               the next delivery or flow event of that 1.0 link
                                    (links are named ``ROUTE.target``, ``ROUTE.source``,
                                    ``ROUTE.dead-letter``)
-``route:ROUTE``                    the route's next end-of-burst work (0-10 routes)
+``route:ROUTE``                    the route's next end-of-burst work (0-10 and 0-9-1
+                                   client routes)
 ``timer:FUNCTION``                 the next timer calling a function of that name
                                    (e.g. ``_housekeeping``)
 """
@@ -34,10 +36,10 @@ import signal
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import facade, routes, runtime
+from . import facade, facade091, routes, runtime
 from .amqp10 import link as amqp10_link
 from .config import ConfigError
-from .legacy import amqp010 as legacy
+from .legacy import amqp010, amqp091
 
 log = logging.getLogger(__name__)
 
@@ -97,11 +99,13 @@ def install_from_environment(environ: Mapping[str, str] = os.environ) -> list[tu
     injector = _Injector(targets)
     kinds = {kind for kind, _ in targets}
     if "legacy_connection" in kinds:
-        injector.patch(legacy.LegacyConnection, "_on_event", "legacy_connection",
-                       lambda name, conn, sock, ev: conn.name == name and sock is conn.socket)
+        for connection in (amqp010.LegacyConnection, amqp091.Amqp091Connection):
+            injector.patch(connection, "_on_event", "legacy_connection",
+                           lambda name, conn, sock, ev: conn.name == name and sock is conn.socket)
     if "facade_client" in kinds:
-        injector.patch(facade.Facade, "_on_event", "facade_client",
-                       lambda name, fac, sock, ev: fac.name == name and sock in fac.clients)
+        for listener in (facade.Facade, facade091.Facade091):
+            injector.patch(listener, "_on_event", "facade_client",
+                           lambda name, fac, sock, ev: fac.name == name and sock in fac.clients)
     if "amqp10_link" in kinds:
         for method in ("on_delivery", "on_link_flow"):
             injector.patch(amqp10_link.Amqp10Link, method, "amqp10_link",

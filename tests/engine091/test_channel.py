@@ -232,7 +232,7 @@ def test_confirm_outside_confirm_mode_is_command_invalid() -> None:
     closed_with(conn, ReplyCode.COMMAND_INVALID)
 
 
-def test_replies_must_answer_our_requests_in_order() -> None:
+def test_replies_must_answer_requests_of_ours() -> None:
     conn = open_client()
     ch = open_channel(conn)
     conn.qos(ch, 10)
@@ -246,6 +246,23 @@ def test_replies_must_answer_our_requests_in_order() -> None:
     conn.receive_data(wire(ch, C.Queue.DeclareOk("q2", 0, 0)))  # nobody asked
     closed = closed_with(conn, ReplyCode.COMMAND_INVALID)
     assert "awaiting no reply" in closed.text
+
+
+def test_a_queue_process_reply_may_be_overtaken_by_a_channel_reply() -> None:
+    """RabbitMQ answers basic.cancel (and consume, get) from the queue's process and
+    basic.qos from the channel's: a qos sent after a cancel can be answered first."""
+    conn = open_client()
+    ch = open_channel(conn)
+    conn.consume(ch, "q", "ctag")
+    conn.cancel(ch, "ctag")
+    conn.qos(ch, 5, global_=True)
+    conn.receive_data(wire(ch, C.Basic.ConsumeOk("ctag"), C.Basic.QosOk(),
+                           C.Basic.CancelOk("ctag")))
+    events = list(conn.events())
+    assert [type(e.method).__name__ for e in events] == ["ConsumeOk", "QosOk", "CancelOk"]  # type: ignore[attr-defined]
+    assert not conn.closed and not conn.channels[ch].awaiting
+    conn.receive_data(wire(ch, C.Basic.QosOk()))  # but never a reply nobody awaits
+    closed_with(conn, ReplyCode.COMMAND_INVALID)
 
 
 def test_broker_cancel_notification_is_a_method_event() -> None:
