@@ -10,13 +10,10 @@ next call of that part raise, in the place a real bug would.
 
 from __future__ import annotations
 
-import os
-import signal
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from proton import Message
@@ -35,8 +32,8 @@ from tests.support.bridge import (
     wait_for,
     wait_listening,
 )
+from tests.support.faults import FaultyBridge
 from tests.support.logs import records
-from tests.support.metrics import http_get, scrape
 from tests.support.rabbitmq import queue_address, receive_messages, send_messages, unique_queue
 
 COUNT = 300
@@ -91,24 +88,16 @@ routes:
     return text
 
 
-class Faulty:
+class Faulty(FaultyBridge):
     """A running bridge with one injection target, and what the tests need around it."""
 
     def __init__(self, proc: BridgeRun, server: EngineServer, rabbitmq_url: str,
                  metrics: int, queues: dict[str, str], facade_port: int | None) -> None:
-        self.proc = proc
+        super().__init__(proc, metrics)
         self.server = server
         self.rabbitmq_url = rabbitmq_url
-        self.metrics = metrics
         self.queues = queues
         self.facade_port = facade_port
-
-    def ready(self) -> bool:
-        return http_get(self.metrics, "/readyz")[0] == 200
-
-    def inject(self) -> None:
-        """Arm the target: its next call raises."""
-        os.kill(self.proc.pid, signal.SIGUSR1)
 
     def publish(self, route: str, count: int = COUNT) -> list[uuid.UUID]:
         """Publish ``count`` messages to route ``route``'s 0-10 queue; their ids."""
@@ -126,29 +115,6 @@ class Faulty:
                       lambda ms: expected <= set(legacy_ids(ms)), linger=0.5, timeout=60)
         missing = expected - set(legacy_ids(got))
         assert not missing, f"route {route}: {len(missing)} never arrived\n{self.proc.log()[-4000:]}"
-
-    def faults(self) -> list[dict[str, Any]]:
-        return [r for r in records(self.proc.log()) if r.get("event") == "handler_fault"]
-
-    def fault(self) -> dict[str, Any]:
-        """The one fault record (waits for it)."""
-        wait_for(lambda: bool(self.faults()), 30, "the fault's ERROR line", self.proc)
-        [fault] = self.faults()
-        assert fault["level"] == "error"
-        assert "InjectedFault" in fault["exception"]  # the traceback
-        assert "Traceback" in fault["exception"]
-        return fault
-
-    def counted(self, kind: str) -> float:
-        return scrape(self.metrics).value("amqp_bridge_faults_total", kind=kind)
-
-    def opens(self, connection: str) -> int:
-        return sum(1 for r in records(self.proc.log())
-                   if r.get("event") == "open" and r.get("connection") == connection)
-
-    def alive(self) -> bool:
-        assert self.proc.proc is not None
-        return self.proc.proc.poll() is None
 
 
 @contextmanager

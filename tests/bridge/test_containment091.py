@@ -10,8 +10,6 @@ and read with pika.
 
 from __future__ import annotations
 
-import os
-import signal
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,8 +22,8 @@ from proton import Message
 
 from bridge.faultinject import ENV
 from tests.support.bridge import BridgeRun, collect, free_port, wait_for, wait_listening
+from tests.support.faults import FaultyBridge
 from tests.support.logs import records
-from tests.support.metrics import http_get, scrape
 from tests.support.rabbitmq import queue_address, receive_messages, send_messages, unique_queue
 
 COUNT = 200
@@ -68,20 +66,13 @@ routes:
 """
 
 
-class Faulty:
+class Faulty(FaultyBridge):
     """A running bridge with one injection target, and what the tests need around it."""
 
     def __init__(self, proc: BridgeRun, url: str, metrics: int, queues: dict[str, str],
                  facade_port: int) -> None:
-        self.proc, self.url, self.metrics = proc, url, metrics
-        self.queues, self.facade_port = queues, facade_port
-
-    def ready(self) -> bool:
-        return http_get(self.metrics, "/readyz")[0] == 200
-
-    def inject(self) -> None:
-        """Arm the target: its next call raises."""
-        os.kill(self.proc.pid, signal.SIGUSR1)
+        super().__init__(proc, metrics)
+        self.url, self.queues, self.facade_port = url, queues, facade_port
 
     def publish(self, route: str, count: int = COUNT) -> list[str]:
         """Publish ``count`` messages (pika) to route ``route``'s 0-9-1 queue; their ids."""
@@ -105,27 +96,6 @@ class Faulty:
                       lambda ms: expected <= got_ids(ms), linger=0.5, timeout=60)
         missing = expected - got_ids(got)
         assert not missing, f"route {route}: {len(missing)} never arrived\n{self.proc.log()[-4000:]}"
-
-    def fault(self) -> dict[str, Any]:
-        """The one fault record (waits for it)."""
-        def faults() -> list[dict[str, Any]]:
-            return [r for r in records(self.proc.log()) if r.get("event") == "handler_fault"]
-
-        wait_for(lambda: bool(faults()), 30, "the fault's ERROR line", self.proc)
-        [fault] = faults()
-        assert fault["level"] == "error" and "InjectedFault" in fault["exception"]
-        return fault
-
-    def counted(self, kind: str) -> float:
-        return scrape(self.metrics).value("amqp_bridge_faults_total", kind=kind)
-
-    def opens(self, connection: str) -> int:
-        return sum(1 for r in records(self.proc.log())
-                   if r.get("event") == "open" and r.get("connection") == connection)
-
-    def alive(self) -> bool:
-        assert self.proc.proc is not None
-        return self.proc.proc.poll() is None
 
 
 @contextmanager
@@ -212,7 +182,8 @@ def test_091_facade_client_fault_closes_it_and_gives_its_messages_back(
         assert fault["action"] == "client connection closed"
         # the unacknowledged messages went back to RabbitMQ, the others stayed there
         back = receive_messages(rabbitmq_url, jobs, 5, timeout=15)
-        assert sorted(bytes(r.message.body) for r in back) == [b"j0", b"j1", b"j2", b"j3", b"j4"]
+        bodies = sorted(bytes(r.message.body) for r in back)  # type: ignore[arg-type]
+        assert bodies == [b"j0", b"j1", b"j2", b"j3", b"j4"]
         bridge.arrived("a", bridge.publish("a", 20))  # the other routes move messages
         assert bridge.alive()
         assert bridge.counted("facade_client") == 1
