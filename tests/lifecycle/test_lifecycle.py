@@ -43,6 +43,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pika
 import pytest
 
 from amqp010.spec import DeliveryProperties
@@ -61,6 +62,25 @@ from tests.support.metrics import Scrape, http_get, metrics_port, poll, scrape
 from tests.support.rabbitmq import rabbitmqctl
 from tests.support.relay import Relay
 
+from .peers091 import (
+    PASSWORD,
+    USER,
+    FacadeConsumer091,
+    FacadePublisher091,
+    RabbitFeeder,
+    close_quietly,
+    cut_mid_body,
+    facade091,
+    heartbeats_received,
+    killed_consumer,
+    killed_publisher,
+    pika_socket,
+    pump,
+    rabbit_depth,
+    rabbit_drain,
+    rabbit_publish,
+    take_unacked,
+)
 from .peers import (
     AMQP10_HEARTBEAT,
     HEARTBEAT,
@@ -93,12 +113,15 @@ RSS_BOUND_KIB = 128 * 1024
 message or reconnect would show as growth across the phases."""
 
 
-RESTING = {"links{cloud}": 5, "legacy_sessions{legacy}": 2,
+RESTING = {"links{cloud}": 8, "legacy_sessions{legacy}": 2,
            "legacy_sessions{stamp-empty}": 1, "legacy_sessions{stamp-alice}": 1,
-           "facade_sessions{app}": 0, "facade_subscriptions{app}": 0}
-"""The resource gauges at rest: a 1.0 link per route side on RabbitMQ (out's target, in's
-source, pub's target, the two stamped routes' targets), a 0-10 session per route on its
-connection, no façade client."""
+           "legacy_sessions{rabbit091}": 2,
+           "facade_sessions{app}": 0, "facade_subscriptions{app}": 0,
+           "facade_sessions{app091}": 0, "facade_subscriptions{app091}": 0}
+"""The resource gauges at rest: a 1.0 link per route side on RabbitMQ that is no façade
+consumer (the targets of out, out091, pub, pub091 and the two stamped routes, the sources
+of in and in091), a 0-10 session per route on its 0-10 connection, a channel per route on
+the 0-9-1 connection, no façade client (0-9-1: channels and consumers)."""
 
 
 def rabbit_queue(prefix: str) -> str:
@@ -117,6 +140,7 @@ class Life:
     queues: dict[str, str]
     """Route name → RabbitMQ queue name (durable, declared up front)."""
     facade_port: int
+    facade091_port: int
     bridge: BridgeRun
     metrics: int = 0
     resting: dict[str, float] = field(default_factory=lambda: dict(RESTING))
@@ -132,12 +156,14 @@ class Life:
         """The resource gauges, by ``metric{label}``."""
         s = self.scrape()
         out = {"links{cloud}": s.value("amqp_bridge_amqp10_links", connection="cloud")}
-        for conn in ("legacy", "stamp-empty", "stamp-alice"):
+        for conn in ("legacy", "stamp-empty", "stamp-alice", "rabbit091"):
             out[f"legacy_sessions{{{conn}}}"] = s.value("amqp_bridge_legacy_sessions",
                                                         connection=conn)
-        out["facade_sessions{app}"] = s.value("amqp_bridge_facade_sessions", listener="app")
-        out["facade_subscriptions{app}"] = s.value("amqp_bridge_facade_subscriptions",
-                                                   listener="app")
+        for listener in ("app", "app091"):
+            out[f"facade_sessions{{{listener}}}"] = s.value("amqp_bridge_facade_sessions",
+                                                            listener=listener)
+            out[f"facade_subscriptions{{{listener}}}"] = s.value(
+                "amqp_bridge_facade_subscriptions", listener=listener)
         return out
 
     def reconnects(self) -> dict[str, float]:
@@ -176,7 +202,7 @@ class Life:
 
 
 def config(life_queues: dict[str, str], legacy_url: str, stamp_urls: dict[str, str],
-           rabbitmq_url: str, facade_port: int) -> str:
+           rabbitmq_url: str, facade_port: int, facade091_port: int) -> str:
     def legacy(name: str, url: str) -> str:
         return f"""
   {name}:
@@ -197,8 +223,15 @@ connections:{legacy("legacy", legacy_url)}{legacy("stamp-empty", stamp_urls["sta
     url: "{rabbitmq_url}"
     heartbeat: {AMQP10_HEARTBEAT}
     reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
+  rabbit091:
+    protocol: amqp0-9-1
+    url: "{rabbitmq_url}"
+    heartbeat: {HEARTBEAT}
+    reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
 listeners:
   app: {{protocol: amqp0-10, bind: "127.0.0.1:{facade_port}", allow_anonymous: true}}
+  app091: {{protocol: amqp0-9-1, bind: "127.0.0.1:{facade091_port}",
+           users: {{{USER}: "{PASSWORD}"}}}}
 metrics: {{bind: "127.0.0.1:0"}}
 logging: {{format: json}}
 routes:
@@ -217,6 +250,22 @@ routes:
   - name: sub
     from: {to_rabbit("sub")}
     to:   {{listener: app, queue: jobs}}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: out091
+    from: {{connection: rabbit091, queue: {life_queues["out091-src"]}}}
+    to:   {to_rabbit("out091")}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: in091
+    from: {to_rabbit("in091")}
+    to:   {{connection: rabbit091, exchange: "", routing_key: {life_queues["in091-dst"]}}}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: pub091
+    from: {{listener: app091, exchange: events091}}
+    to:   {to_rabbit("pub091")}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: sub091
+    from: {to_rabbit("sub091")}
+    to:   {{listener: app091, queue: jobs091}}
     max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
   - name: stamp-empty
     from: {{connection: stamp-empty, queue: stamped}}
@@ -246,7 +295,9 @@ def life(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         ("stamp-empty", Broker(users={"guest": "guest"}, stamp_user_id=b"")),
         ("stamp-alice", Broker(users={"guest": "guest"}, stamp_user_id=b"alice")))}
     queues = {route: rabbit_queue(route)
-              for route in ("out", "in", "pub", "sub", "stamp-empty", "stamp-alice")}
+              for route in ("out", "in", "pub", "sub", "stamp-empty", "stamp-alice",
+                            "out091-src", "out091", "in091", "in091-dst", "pub091",
+                            "sub091")}
     declare_durable(rabbitmq_url, list(queues.values()))
     with legacy_client(server) as admin:
         admin.declare_queue("out")
@@ -255,11 +306,14 @@ def life(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     for _, stamp_server in stampers.values():
         with legacy_client(stamp_server) as admin:
             admin.declare_queue("stamped")
-    port = free_port()
+    port, port091 = free_port(), free_port()
+    while port091 == port:
+        port091 = free_port()
     text = config(queues, relay.url(server.url),
-                  {name: s.url for name, (_, s) in stampers.items()}, rabbitmq_url, port)
+                  {name: s.url for name, (_, s) in stampers.items()}, rabbitmq_url, port,
+                  port091)
     bridge = BridgeRun(text, tmp_path_factory.mktemp("life"))
-    life = Life(rabbitmq_url, broker, server, relay, stampers, queues, port, bridge)
+    life = Life(rabbitmq_url, broker, server, relay, stampers, queues, port, port091, bridge)
     try:
         bridge.start()
         life.metrics = metrics_port(bridge.log)
@@ -286,34 +340,60 @@ def test_starts_with_the_resting_resources(life: Life) -> None:
 def test_idle_past_three_heartbeats_on_every_connection(life: Life) -> None:
     publisher = facade_client(life.facade_port)
     subscriber = facade_client(life.facade_port)
+    publisher091 = facade091(life.facade091_port)
+    consumer091 = facade091(life.facade091_port)
     try:
         subscriber.subscribe("jobs", messages=10)
+        pub091 = publisher091.channel()
+        pub091.confirm_delivery()
+        sub091: list[bytes] = []
+        consumer091.channel().basic_consume(
+            "jobs091", lambda ch, method, _p, body: (sub091.append(body),
+                                                     ch.basic_ack(method.delivery_tag)))
         reconnects = life.reconnects()
+        beats = [heartbeats_received(c) for c in (publisher091, consumer091)]
         deadline = time.monotonic() + IDLE
-        while time.monotonic() < deadline:  # both clients silent, answering heartbeats
+        while time.monotonic() < deadline:  # every client silent, answering heartbeats
             publisher.idle(0.2)
             subscriber.idle(0.2)
+            pump(publisher091, consumer091, seconds=0.1)
         life.alive()
         # heartbeats kept every connection up: none was taken for dead and re-opened
         assert life.reconnects() == reconnects, life.log_events("transport_error")[-3:]
+        # the 0-9-1 façade sent its own heartbeats to the idle pika clients
+        after = [heartbeats_received(c) for c in (publisher091, consumer091)]
+        assert all(a > b for a, b in zip(after, beats, strict=True)), (beats, after)
+        assert publisher091.is_open and consumer091.is_open
         # every connection is still up and every route still moves messages
         publisher.publish(b"idle-pub", exchange="events", routing_key="e",
                           delivery=DeliveryProperties(delivery_mode=2))
+        pub091.basic_publish("events091", "e", b"idle-pub091",
+                             pika.BasicProperties(delivery_mode=2))  # confirmed
         legacy_publish(life.server, "out", [b"idle-out"])
+        rabbit_publish(life.url, life.queues["out091-src"], [b"idle-out091"])
         amqp10_send(life.url, life.address("in"), [b"idle-in"])
+        amqp10_send(life.url, life.address("in091"), [b"idle-in091"])
         amqp10_send(life.url, life.address("sub"), [b"idle-sub"])
+        amqp10_send(life.url, life.address("sub091"), [b"idle-sub091"])
         got = subscriber.receive("jobs", timeout=BACK_WITHIN)
         assert bytes(got.body) == b"idle-sub"
         subscriber.accept(got)
+        wait_for(lambda: pump(consumer091, seconds=0.1) or sub091, BACK_WITHIN,
+                 "the idle pika consumer's message", life.bridge)
+        assert sub091 == [b"idle-sub091"]
     finally:
         publisher.close()
         subscriber.close()
-    assert amqp10_take(life.url, life.address("pub"), [b"idle-pub"], timeout=BACK_WITHIN,
-                       linger=0.2) == [b"idle-pub"]
-    assert amqp10_take(life.url, life.address("out"), [b"idle-out"], timeout=BACK_WITHIN,
-                       linger=0.2) == [b"idle-out"]
+        close_quietly(publisher091)
+        close_quietly(consumer091)
+    for route, body in (("pub", b"idle-pub"), ("out", b"idle-out"),
+                        ("pub091", b"idle-pub091"), ("out091", b"idle-out091")):
+        assert amqp10_take(life.url, life.address(route), [body], timeout=BACK_WITHIN,
+                           linger=0.2) == [body], route
     assert legacy_drain(life.server, "in-q", [b"idle-in"], timeout=BACK_WITHIN,
                         linger=0.2) == [b"idle-in"]
+    assert rabbit_drain(life.url, life.queues["in091-dst"], [b"idle-in091"],
+                        timeout=BACK_WITHIN, linger=0.2) == [b"idle-in091"]
     assert not life.log_events("client_silent"), "a façade client was taken for dead"
     life.checkpoint("after idling")
 
