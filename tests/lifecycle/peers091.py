@@ -79,7 +79,9 @@ def pika_socket(conn: pika.BlockingConnection) -> socket.socket:
 
 
 def close_quietly(conn: pika.BlockingConnection) -> None:
-    with contextlib.suppress(*CONNECTION_LOST):
+    """Close ``conn`` if pika still has it open (cleanup: a connection whose socket a test
+    cut from under pika makes pika fail in many ways)."""
+    with contextlib.suppress(*CONNECTION_LOST, ValueError):
         if conn.is_open:
             conn.close()
 
@@ -306,9 +308,9 @@ class FacadePublisher091(threading.Thread):
 
 
 def take_unacked(conn: pika.BlockingConnection, queue: str, count: int,
-                 timeout: float = 20) -> list[bytes]:
-    """Consume ``queue`` with a prefetch of ``count`` and receive that many messages
-    without acking them."""
+                 timeout: float = 20) -> tuple[Any, list[bytes]]:
+    """Consume ``queue`` on a new channel with a prefetch of ``count`` and receive that
+    many messages without acking them; the channel and the bodies."""
     ch = conn.channel()
     ch.basic_qos(prefetch_count=count)
     got: list[bytes] = []
@@ -317,7 +319,7 @@ def take_unacked(conn: pika.BlockingConnection, queue: str, count: int,
     while len(got) < count:
         assert time.monotonic() < deadline, f"took {len(got)} of {count} from {queue}"
         conn.process_data_events(time_limit=0.1)
-    return got
+    return ch, got
 
 
 def cut_mid_body(conn: pika.BlockingConnection, exchange: str, body_size: int) -> None:

@@ -37,6 +37,7 @@ the OS process stays). Run this module alone against a node of your own
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -404,31 +405,45 @@ BURST = 300
 
 
 def test_bursts_in_every_direction(life: Life) -> None:
-    out, into, pub, sub = (bodies(f"burst-{r}", BURST) for r in ("out", "in", "pub", "sub"))
+    routes = ("out", "in", "pub", "sub", "out091", "in091", "pub091", "sub091")
+    sent = {r: bodies(f"burst-{r}", BURST) for r in routes}
     consumer = FacadeConsumer(life.facade_port, "jobs")
+    consumer091 = FacadeConsumer091(life.facade091_port, "jobs091")
     consumer.start()
+    consumer091.start()
     try:
         consumer.subscribed.wait(30)
-        feeders = [LegacyFeeder(life.server, "out", out, 1.0),
-                   Amqp10Feeder(life.url, life.address("in"), into, 1.0),
-                   Amqp10Feeder(life.url, life.address("sub"), sub, 1.0)]
+        consumer091.subscribed.wait(30)
+        feeders = [LegacyFeeder(life.server, "out", sent["out"], 1.0),
+                   RabbitFeeder(life.url, life.queues["out091-src"], sent["out091"], 1.0),
+                   *(Amqp10Feeder(life.url, life.address(r), sent[r], 1.0)
+                     for r in ("in", "sub", "in091", "sub091"))]
         for feeder in feeders:
             feeder.start()
-        publisher = FacadePublisher(life.facade_port, "events", pub, 1.0)
-        publisher.start()
+        publishers = [FacadePublisher(life.facade_port, "events", sent["pub"], 1.0),
+                      FacadePublisher091(life.facade091_port, "events091", sent["pub091"], 1.0)]
+        for publisher in publishers:
+            publisher.start()
         for feeder in feeders:
             feeder.finish()
-        check_arrived(amqp10_take(life.url, life.address("out"), out, timeout=60), out,
-                      MAX_IN_FLIGHT, "out")
-        check_arrived(legacy_drain(life.server, "in-q", into, timeout=60), into,
+        for route in ("out", "out091"):
+            check_arrived(amqp10_take(life.url, life.address(route), sent[route], timeout=60),
+                          sent[route], MAX_IN_FLIGHT, route)
+        check_arrived(legacy_drain(life.server, "in-q", sent["in"], timeout=60), sent["in"],
                       MAX_IN_FLIGHT, "in")
-        consumer.wait_for(sub, 60, "sub")
-        check_arrived(consumer.finish(), sub, MAX_IN_FLIGHT, "sub")
-        publisher.finish()
-        check_arrived(amqp10_take(life.url, life.address("pub"), pub, timeout=60), pub,
-                      MAX_IN_FLIGHT, "pub")
+        check_arrived(rabbit_drain(life.url, life.queues["in091-dst"], sent["in091"],
+                                   timeout=60), sent["in091"], MAX_IN_FLIGHT, "in091")
+        for c, route in ((consumer, "sub"), (consumer091, "sub091")):
+            c.wait_for(sent[route], 60, route)
+            check_arrived(c.finish(), sent[route], MAX_IN_FLIGHT, route)
+        for publisher in publishers:
+            publisher.finish()
+        for route in ("pub", "pub091"):
+            check_arrived(amqp10_take(life.url, life.address(route), sent[route], timeout=60),
+                          sent[route], MAX_IN_FLIGHT, route)
     finally:
         consumer.stop()
+        consumer091.stop()
     life.checkpoint("after the bursts")
 
 
@@ -478,6 +493,63 @@ def test_subscribers_that_vanish_leave_nothing_stuck_and_nothing_held(life: Life
          lambda out: any(line.split() == [life.queues["sub"], "0"]
                          for line in out.splitlines()),
          15, "RabbitMQ to count no consumer on the façade route's queue")
+
+
+def test_091_consumers_that_vanish_give_their_messages_to_the_next_one(life: Life) -> None:
+    """pika consumers of the 0-9-1 façade that hold unacknowledged messages and vanish:
+    what they held goes back at once (the façade releases it on its 1.0 link, RabbitMQ
+    marks it redelivered) and reaches the next consumer, redelivered."""
+    kinds = ("cancel-close", "close", "channel-close", "reset", "shutdown", "kill")
+    sent = bodies("vanish-sub091", TAKEN * len(kinds))
+    amqp10_send(life.url, life.address("sub091"), sent)
+    taken: dict[str, list[bytes]] = {}
+    for kind in kinds:
+        if kind == "kill":  # a pika process SIGKILLed while it holds its messages
+            killed_consumer(life.facade091_port, "jobs091", TAKEN)
+            life.wait_resting("after a 0-9-1 consumer process that was killed")
+            continue
+        conn = facade091(life.facade091_port)
+        try:
+            channel, taken[kind] = take_unacked(conn, "jobs091", TAKEN)
+            if kind == "cancel-close":  # basic.cancel, then connection.close
+                channel.basic_cancel(channel.consumer_tags[0])
+                conn.close()
+            elif kind == "close":  # connection.close, nothing acked
+                conn.close()
+            elif kind == "channel-close":  # channel.close; the connection stays
+                channel.close()
+                life.wait_resting("after a 0-9-1 consumer that closed its channel")
+                assert conn.is_open
+                conn.close()
+            elif kind == "reset":  # TCP reset
+                abort(pika_socket(conn))
+            else:  # both directions shut down (FIN), then closed
+                sock = pika_socket(conn)
+                sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+        finally:
+            close_quietly(conn)
+        life.wait_resting(f"after a 0-9-1 consumer that vanished ({kind})")
+    for kind, got in taken.items():
+        assert len(set(got)) == TAKEN, (kind, got)
+    # the next consumer gets every message, those the others held included, redelivered
+    consumer = FacadeConsumer091(life.facade091_port, "jobs091")
+    consumer.start()
+    try:
+        consumer.wait_for(sent, BACK_WITHIN, "messages the vanished 0-9-1 consumers held")
+        received = list(consumer.received)
+        check_arrived(consumer.finish(), sent, MAX_IN_FLIGHT,
+                      "sub091 after vanished consumers")
+    finally:
+        consumer.stop()
+    redelivered = {body for body, again in received if again}
+    held = {body for got in taken.values() for body in got}
+    assert held <= redelivered, f"not marked redelivered: {sorted(held - redelivered)[:5]}"
+    life.checkpoint("after the vanished 0-9-1 consumers")
+    poll(lambda: rabbitmqctl(life.url, "list_queues", "name", "consumers"),
+         lambda out: any(line.split() == [life.queues["sub091"], "0"]
+                         for line in out.splitlines()),
+         15, "RabbitMQ to count no consumer on the 0-9-1 façade route's queue")
 
 
 # --- 4. façade publishers that vanish mid-transfer --------------------------------------------
