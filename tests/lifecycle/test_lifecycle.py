@@ -173,6 +173,12 @@ class Life:
         return {key[1][0][1]: value for key, value in s.samples.items()
                 if key[0] == "amqp_bridge_reconnects_total"}
 
+    def client_errors(self, listener: str) -> float:
+        """Clients of ``listener`` closed for an error of theirs, every reply code."""
+        return sum(value for (name, labels), value in self.scrape().samples.items()
+                   if name == "amqp_bridge_facade_client_errors_total"
+                   and ("listener", listener) in labels)
+
     def counter(self, name: str, route: str) -> float:
         return self.scrape().route(f"amqp_bridge_{name}_total", route)
 
@@ -589,6 +595,49 @@ def test_publishers_that_vanish_mid_transfer(life: Life) -> None:
     assert set(got) <= set(after) | set(gone), \
         f"unexpected bodies: {sorted(set(got) - set(after) - set(gone))[:3]!r}"[:500]
     life.checkpoint("after the vanished publishers")
+
+
+def test_091_publishers_that_vanish_mid_publish(life: Life) -> None:
+    """pika publishers of the 0-9-1 façade that vanish mid-publish: a message cut in its
+    body never goes out, what the bridge confirmed arrived, nothing stays held."""
+    client_errors = life.client_errors("app091")
+    # a basic.publish cut in its body: the connection shut down (FIN) or reset (RST)
+    for ending in ("shutdown", "reset"):
+        conn = facade091(life.facade091_port)
+        cut_mid_body(conn, "events091", 300_000)
+        sock = pika_socket(conn)
+        if ending == "shutdown":
+            sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        else:
+            abort(sock)
+        close_quietly(conn)
+    # a burst without confirms, reset right away: what the bridge took may arrive
+    conn = facade091(life.facade091_port)
+    channel = conn.channel()
+    gone = bodies("vanish-pub091", 50)
+    for body in gone:
+        channel.basic_publish("events091", "e", body, pika.BasicProperties(delivery_mode=2))
+    abort(pika_socket(conn))
+    close_quietly(conn)
+    # a pika process in confirm mode SIGKILLed mid-stream: what it saw confirmed arrives
+    confirmed = killed_publisher(life.facade091_port, "events091", "killed-pub091", 30)
+    poll(lambda: life.scrape().route("amqp_bridge_in_flight", "pub091"), lambda n: n == 0, 15,
+         "nothing in flight on the 0-9-1 publish route")
+    life.wait_resting("after the vanished 0-9-1 publishers")
+    # a publisher gone is no client error (the cut frames were well-formed so far)
+    assert life.client_errors("app091") == client_errors
+    # the route still works, and only whole messages went through
+    after = bodies("after-vanish-pub091", 20)
+    publisher = FacadePublisher091(life.facade091_port, "events091", after, 0)
+    publisher.run()
+    assert publisher.error is None, repr(publisher.error)
+    got = amqp10_take(life.url, life.address("pub091"), after + confirmed, timeout=BACK_WITHIN)
+    check_arrived(got, after + confirmed, MAX_IN_FLIGHT, "pub091 after vanished publishers")
+    unexpected = {b for b in got if b not in set(after) | set(gone)
+                  and not b.startswith(b"killed-pub091-")}
+    assert not unexpected, f"unexpected bodies: {sorted(unexpected)[:3]!r}"[:500]
+    life.checkpoint("after the vanished 0-9-1 publishers")
 
 
 # --- 5. the 0-10 broker's connection reset, then silent ----------------------------------------
