@@ -647,6 +647,7 @@ def test_legacy_connection_reset_mid_stream_then_silent(life: Life) -> None:
     out, into = bodies("reset-out", 400), bodies("reset-in", 400)
     reconnects = life.scrape().value("amqp_bridge_reconnects_total", connection="legacy",
                                      protocol="amqp0-10")
+    others = {name: n for name, n in life.reconnects().items() if name != "legacy"}
     delivered = life.counter("delivered", "out"), life.counter("delivered", "in")
     feeders = [LegacyFeeder(life.server, "out", out, 3.0),
                Amqp10Feeder(life.url, life.address("in"), into, 3.0)]
@@ -664,6 +665,8 @@ def test_legacy_connection_reset_mid_stream_then_silent(life: Life) -> None:
                   "in across a reset")
     assert life.scrape().value("amqp_bridge_reconnects_total", connection="legacy",
                                protocol="amqp0-10") > reconnects
+    # the other connections (the 0-9-1 one too) did not notice
+    assert {name: n for name, n in life.reconnects().items() if name != "legacy"} == others
     life.checkpoint("after the 0-10 connection reset")
 
     # the network goes silent: the heartbeat tells the bridge the broker is gone
@@ -687,18 +690,33 @@ def test_legacy_connection_reset_mid_stream_then_silent(life: Life) -> None:
 
 def test_rabbitmq_restart_mid_stream(life: Life) -> None:
     out, into, pub, sub = (bodies(f"restart-{r}", 300) for r in ("out", "in", "pub", "sub"))
+    out091, in091, pub091, sub091 = (bodies(f"restart-{r}", 300)
+                                     for r in ("out091", "in091", "pub091", "sub091"))
     consumer = FacadeConsumer(life.facade_port, "jobs")
     consumer.start()
+    consumer091 = FacadeConsumer091(life.facade091_port, "jobs091")
+    consumer091.start()
     try:
         consumer.subscribed.wait(30)
+        consumer091.subscribed.wait(30)
         amqp10_send(life.url, life.address("sub"), sub)
         amqp10_send(life.url, life.address("in"), into)
+        amqp10_send(life.url, life.address("sub091"), sub091)
+        amqp10_send(life.url, life.address("in091"), in091)
         feeder = LegacyFeeder(life.server, "out", out, 4.0)
         feeder.start()
+        # publishes to RabbitMQ's 0-9-1 side across the restart (reconnecting)
+        feeder091 = RabbitFeeder(life.url, life.queues["out091-src"], out091, 4.0)
+        feeder091.start()
         publisher = FacadePublisher(life.facade_port, "events", pub, 4.0)
         publisher.start()
-        poll(lambda: life.counter("delivered", "out"), lambda n: n > 0, 30, "out moving")
+        publisher091 = FacadePublisher091(life.facade091_port, "events091", pub091, 4.0)
+        publisher091.start()
+        poll(lambda: (life.counter("delivered", "out"), life.counter("delivered", "out091")),
+             lambda n: min(n) > 0, 30, "out and out091 moving")
         opened = len(life.log_events("open", connection="cloud"))
+        opened091 = len(life.log_events("open", connection="rabbit091"))
+        reconnects091 = life.reconnects()["rabbit091"]
         rabbitmqctl(life.url, "stop_app")
         try:
             time.sleep(2 * AMQP10_HEARTBEAT)  # down for a while
@@ -716,9 +734,26 @@ def test_rabbitmq_restart_mid_stream(life: Life) -> None:
         publisher.finish()
         check_arrived(amqp10_take(life.url, life.address("pub"), pub, timeout=60), pub,
                       MAX_IN_FLIGHT, "pub across the restart")
+        # the 0-9-1 routes: every message at least once, duplicates within max_in_flight
+        # (plus the at most one message per lost connection the feeder sent again)
+        feeder091.finish()
+        check_arrived(amqp10_take(life.url, life.address("out091"), out091, timeout=90),
+                      out091, MAX_IN_FLIGHT + feeder091.in_doubt, "out091 across the restart")
+        check_arrived(rabbit_drain(life.url, life.queues["in091-dst"], in091, timeout=60),
+                      in091, MAX_IN_FLIGHT, "in091 across the restart")
+        consumer091.wait_for(sub091, 60, "sub091 across the restart")
+        check_arrived(consumer091.finish(), sub091, MAX_IN_FLIGHT,
+                      "sub091 across the restart")
+        publisher091.finish()
+        check_arrived(amqp10_take(life.url, life.address("pub091"), pub091, timeout=60),
+                      pub091, MAX_IN_FLIGHT, "pub091 across the restart")
     finally:
         consumer.stop()
+        consumer091.stop()
     assert len(life.log_events("open", connection="cloud")) > opened
+    # the 0-9-1 connection was lost with the node and opened again
+    assert len(life.log_events("open", connection="rabbit091")) > opened091
+    assert life.reconnects()["rabbit091"] > reconnects091
     life.checkpoint("after the RabbitMQ restart")
 
 
@@ -728,10 +763,11 @@ def test_rabbitmq_restart_mid_stream(life: Life) -> None:
 def test_end_state(life: Life) -> None:
     life.checkpoint("at the end")
     final = life.scrape()
-    for route in ("out", "in", "pub", "sub"):
+    for route in ("out", "in", "pub", "sub", "out091", "in091", "pub091", "sub091"):
         assert final.route("amqp_bridge_in_flight", route) == 0, route
         assert final.route("amqp_bridge_route_ready", route) == 1, route
     assert legacy_backlog(life.broker, "out") == 0
+    assert rabbit_depth(life.url, life.queues["out091-src"]) == 0
     assert max(life.rss_kib) < RSS_BOUND_KIB
 
 
