@@ -411,7 +411,7 @@ def killed_publisher(port: int, exchange: str, prefix: str, confirmed: int) -> l
     """A pika process publishing ``PREFIX-n`` in confirm mode, SIGKILLed mid-stream once
     ``confirmed`` messages were confirmed; the bodies confirmed before the kill."""
     lines = _killed(_pika_process(KILLED_PUBLISHER, str(port), exchange, prefix),
-                    lambda line: len(line) > 0 and not line.startswith(prefix.encode())
+                    lambda line: (len(line) > 0 and not line.startswith(prefix.encode()))
                     or line == f"{prefix}-{confirmed - 1}".encode())
     assert all(line.startswith(prefix.encode()) for line in lines), lines[-3:]
     return lines

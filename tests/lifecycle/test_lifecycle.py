@@ -3,21 +3,33 @@ and peers that vanish.
 
 One bridge process for the whole module (the ``life`` fixture): three 0-10
 connections (the main in-memory broker behind a cuttable relay, and two brokers that
-stamp a user-id on every delivery as qpidd does), one RabbitMQ connection, one façade
-listener; every connection and façade client heartbeats every second; metrics on.
-Routes of every kind with a small ``max_in_flight``: 0-10 queue → 1.0 (``out``), 1.0 →
-0-10 exchange (``in``), façade publish (``pub``), façade consume (``sub``), and the two
-stamped queues → 1.0.
+stamp a user-id on every delivery as qpidd does), two RabbitMQ connections (AMQP 1.0
+``cloud`` and AMQP 0-9-1 ``rabbit091``), a 0-10 façade listener (``app``) and a 0-9-1
+one (``app091``, pika clients); every connection and façade client heartbeats every
+second (``cloud`` every two); metrics on. Routes of every kind with a small
+``max_in_flight``: 0-10 queue → 1.0 (``out``), 1.0 → 0-10 exchange (``in``), façade
+publish (``pub``), façade consume (``sub``), the two stamped queues → 1.0, and the same
+four for 0-9-1: RabbitMQ classic queue → 1.0 (``out091``), 1.0 → RabbitMQ's default
+exchange (``in091``), 0-9-1 façade publish (``pub091``) and consume (``sub091``).
 
 The tests below are the phases, in file order, on that one process:
 
-1. everything idle for more than three heartbeat intervals;
-2. bursts in every direction;
+1. everything idle for more than three heartbeat intervals (pika façade clients
+   included, and the 0-9-1 connection to RabbitMQ), then a message on every route;
+2. bursts in every direction, 0-9-1 ones included;
 3. façade subscribers that take messages and vanish (cancel then close, close
-   without accepting, TCP reset, SIGKILLed process);
-4. façade publishers that vanish mid-transfer;
-5. the 0-10 broker's TCP connection reset mid-stream, then gone silent;
-6. RabbitMQ restarted (``rabbitmqctl stop_app`` / ``start_app``) mid-stream;
+   without accepting, TCP reset, SIGKILLed process); then pika consumers of the 0-9-1
+   façade that vanish holding unacknowledged messages (basic.cancel then close,
+   connection close, channel close, TCP reset, socket shutdown, SIGKILLed pika
+   process): the next consumer gets them, redelivered;
+4. façade publishers that vanish mid-transfer; then 0-9-1 ones (cut mid-body with a
+   shutdown or a reset, reset after an unconfirmed burst, a pika process SIGKILLed in
+   confirm mode): what was confirmed arrives, nothing partial goes out, nothing held;
+5. the 0-10 broker's TCP connection reset mid-stream, then gone silent (the other
+   connections, the 0-9-1 one included, do not notice);
+6. RabbitMQ restarted (``rabbitmqctl stop_app`` / ``start_app``) mid-stream, under
+   every route that touches it, the 0-9-1 ones and the 0-9-1 façade included (durable
+   queues, persistent messages);
 7. the end state;
 8. the user-id stamping brokers.
 
@@ -63,6 +75,24 @@ from tests.support.metrics import Scrape, http_get, metrics_port, poll, scrape
 from tests.support.rabbitmq import rabbitmqctl
 from tests.support.relay import Relay
 
+from .peers import (
+    AMQP10_HEARTBEAT,
+    HEARTBEAT,
+    Amqp10Feeder,
+    FacadeConsumer,
+    FacadePublisher,
+    LegacyFeeder,
+    abort,
+    amqp10_send,
+    amqp10_take,
+    bodies,
+    check_arrived,
+    facade_client,
+    killed_subscriber,
+    legacy_drain,
+    legacy_publish,
+    take_unsettled,
+)
 from .peers091 import (
     PASSWORD,
     USER,
@@ -82,24 +112,6 @@ from .peers091 import (
     rabbit_publish,
     take_unacked,
 )
-from .peers import (
-    AMQP10_HEARTBEAT,
-    HEARTBEAT,
-    Amqp10Feeder,
-    FacadeConsumer,
-    FacadePublisher,
-    LegacyFeeder,
-    abort,
-    amqp10_send,
-    amqp10_take,
-    bodies,
-    check_arrived,
-    facade_client,
-    killed_subscriber,
-    legacy_drain,
-    legacy_publish,
-    take_unsettled,
-)
 
 MAX_IN_FLIGHT = 20
 """Every route's ``max_in_flight.messages``: the bound on duplicates after a fault."""
@@ -110,7 +122,7 @@ BACK_WITHIN = 20.0
 two-core machine; a message stuck for good never comes)."""
 RSS_BOUND_KIB = 128 * 1024
 """The bridge's resident memory must stay under 128 MiB all along. It runs at about
-57 MiB here (Python, proton, six routes) from start to end; a leak per vanished client,
+60 MiB here (Python, proton, pamqp, ten routes) from start to end; a leak per vanished client,
 message or reconnect would show as growth across the phases."""
 
 
@@ -354,9 +366,12 @@ def test_idle_past_three_heartbeats_on_every_connection(life: Life) -> None:
         pub091 = publisher091.channel()
         pub091.confirm_delivery()
         sub091: list[bytes] = []
-        consumer091.channel().basic_consume(
-            "jobs091", lambda ch, method, _p, body: (sub091.append(body),
-                                                     ch.basic_ack(method.delivery_tag)))
+
+        def on_message(ch: Any, method: Any, _props: Any, body: bytes) -> None:
+            sub091.append(body)
+            ch.basic_ack(method.delivery_tag)
+
+        consumer091.channel().basic_consume("jobs091", on_message)
         reconnects = life.reconnects()
         beats = [heartbeats_received(c) for c in (publisher091, consumer091)]
         deadline = time.monotonic() + IDLE
@@ -385,8 +400,12 @@ def test_idle_past_three_heartbeats_on_every_connection(life: Life) -> None:
         got = subscriber.receive("jobs", timeout=BACK_WITHIN)
         assert bytes(got.body) == b"idle-sub"
         subscriber.accept(got)
-        wait_for(lambda: pump(consumer091, seconds=0.1) or sub091, BACK_WITHIN,
-                 "the idle pika consumer's message", life.bridge)
+
+        def delivered() -> bool:
+            pump(consumer091, seconds=0.1)
+            return bool(sub091)
+
+        wait_for(delivered, BACK_WITHIN, "the idle pika consumer's message", life.bridge)
         assert sub091 == [b"idle-sub091"]
     finally:
         publisher.close()
@@ -420,14 +439,16 @@ def test_bursts_in_every_direction(life: Life) -> None:
     try:
         consumer.subscribed.wait(30)
         consumer091.subscribed.wait(30)
-        feeders = [LegacyFeeder(life.server, "out", sent["out"], 1.0),
-                   RabbitFeeder(life.url, life.queues["out091-src"], sent["out091"], 1.0),
-                   *(Amqp10Feeder(life.url, life.address(r), sent[r], 1.0)
-                     for r in ("in", "sub", "in091", "sub091"))]
+        feeders: list[LegacyFeeder | RabbitFeeder | Amqp10Feeder] = [
+            LegacyFeeder(life.server, "out", sent["out"], 1.0),
+            RabbitFeeder(life.url, life.queues["out091-src"], sent["out091"], 1.0),
+            *(Amqp10Feeder(life.url, life.address(r), sent[r], 1.0)
+              for r in ("in", "sub", "in091", "sub091"))]
         for feeder in feeders:
             feeder.start()
-        publishers = [FacadePublisher(life.facade_port, "events", sent["pub"], 1.0),
-                      FacadePublisher091(life.facade091_port, "events091", sent["pub091"], 1.0)]
+        publishers: list[FacadePublisher | FacadePublisher091] = [
+            FacadePublisher(life.facade_port, "events", sent["pub"], 1.0),
+            FacadePublisher091(life.facade091_port, "events091", sent["pub091"], 1.0)]
         for publisher in publishers:
             publisher.start()
         for feeder in feeders:
