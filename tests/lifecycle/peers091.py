@@ -382,8 +382,10 @@ def _pika_process(script: str, *args: str) -> subprocess.Popen[bytes]:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
-def _killed(proc: subprocess.Popen[bytes], until: Callable[[bytes], bool]) -> list[bytes]:
-    """Read ``proc``'s lines until ``until(line)``, then SIGKILL it; the lines read."""
+def _read_until(proc: subprocess.Popen[bytes], until: Callable[[bytes], bool]
+                ) -> list[bytes]:
+    """Read ``proc``'s lines until ``until(line)``; the lines read (SIGKILLs ``proc`` if
+    that fails)."""
     lines: list[bytes] = []
     try:
         assert proc.stdout is not None
@@ -392,19 +394,40 @@ def _killed(proc: subprocess.Popen[bytes], until: Callable[[bytes], bool]) -> li
             assert line, f"the pika process ended: {b''.join(lines)!r}"[:3000]
             lines.append(line.strip())
             if until(lines[-1]):
-                break
-    finally:
-        proc.kill()
-        proc.wait(10)
+                return lines
+    except BaseException:
+        kill(proc)
+        raise
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``proc`` and reap it."""
+    proc.kill()
+    proc.wait(10)
     assert proc.returncode == -9, proc.returncode
+
+
+def _killed(proc: subprocess.Popen[bytes], until: Callable[[bytes], bool]) -> list[bytes]:
+    """Read ``proc``'s lines until ``until(line)``, then SIGKILL it; the lines read."""
+    lines = _read_until(proc, until)
+    kill(proc)
     return lines
+
+
+def holding_consumer(port: int, queue: str, count: int) -> subprocess.Popen[bytes]:
+    """A pika process that holds ``count`` unacked messages of ``queue`` (answering
+    heartbeats until it is stopped or killed)."""
+    proc = _pika_process(KILLED_CONSUMER, str(port), queue, str(count))
+    lines = _read_until(proc, lambda line: line.startswith(b"took") or b"Error" in line)
+    if lines[-1] != f"took {count}".encode():
+        kill(proc)
+        raise AssertionError(lines)
+    return proc
 
 
 def killed_consumer(port: int, queue: str, count: int) -> None:
     """A pika process that holds ``count`` unacked messages of ``queue``, SIGKILLed."""
-    lines = _killed(_pika_process(KILLED_CONSUMER, str(port), queue, str(count)),
-                    lambda line: line.startswith(b"took") or b"Error" in line)
-    assert lines[-1] == f"took {count}".encode(), lines
+    kill(holding_consumer(port, queue, count))
 
 
 def killed_publisher(port: int, exchange: str, prefix: str, confirmed: int) -> list[bytes]:

@@ -21,7 +21,8 @@ The tests below are the phases, in file order, on that one process:
    without accepting, TCP reset, SIGKILLed process); then pika consumers of the 0-9-1
    façade that vanish holding unacknowledged messages (basic.cancel then close,
    connection close, channel close, TCP reset, socket shutdown, SIGKILLed pika
-   process): the next consumer gets them, redelivered;
+   process, SIGSTOPped pika process that the façade's heartbeat takes for dead): the
+   next consumer gets them, redelivered;
 4. façade publishers that vanish mid-transfer; then 0-9-1 ones (cut mid-body with a
    shutdown or a reset, reset after an unconfirmed burst, a pika process SIGKILLed in
    confirm mode): what was confirmed arrives, nothing partial goes out, nothing held;
@@ -49,6 +50,7 @@ the OS process stays). Run this module alone against a node of your own
 
 from __future__ import annotations
 
+import signal
 import socket
 import time
 import uuid
@@ -103,6 +105,8 @@ from .peers091 import (
     cut_mid_body,
     facade091,
     heartbeats_received,
+    holding_consumer,
+    kill,
     killed_consumer,
     killed_publisher,
     pika_socket,
@@ -372,6 +376,13 @@ def test_idle_past_three_heartbeats_on_every_connection(life: Life) -> None:
             ch.basic_ack(method.delivery_tag)
 
         consumer091.channel().basic_consume("jobs091", on_message)
+        # the heartbeat is on: RabbitMQ holds the bridge's 0-9-1 connection to HEARTBEAT,
+        # and the façade agreed HEARTBEAT with the pika clients
+        timeouts = [line.split()[1] for line in rabbitmqctl(
+            life.url, "list_connections", "protocol", "timeout").splitlines()
+            if line.startswith("{0,9,1}")]
+        assert timeouts and set(timeouts) == {str(HEARTBEAT)}, timeouts
+        assert {c._impl.params.heartbeat for c in (publisher091, consumer091)} == {HEARTBEAT}
         reconnects = life.reconnects()
         beats = [heartbeats_received(c) for c in (publisher091, consumer091)]
         deadline = time.monotonic() + IDLE
@@ -421,6 +432,7 @@ def test_idle_past_three_heartbeats_on_every_connection(life: Life) -> None:
     assert rabbit_drain(life.url, life.queues["in091-dst"], [b"idle-in091"],
                         timeout=BACK_WITHIN, linger=0.2) == [b"idle-in091"]
     assert not life.log_events("client_silent"), "a façade client was taken for dead"
+    assert not life.log_events("heartbeat_timeout"), "a connection was taken for dead"
     life.checkpoint("after idling")
 
 
@@ -523,10 +535,11 @@ def test_subscribers_that_vanish_leave_nothing_stuck_and_nothing_held(life: Life
 
 
 def test_091_consumers_that_vanish_give_their_messages_to_the_next_one(life: Life) -> None:
-    """pika consumers of the 0-9-1 façade that hold unacknowledged messages and vanish:
-    what they held goes back at once (the façade releases it on its 1.0 link, RabbitMQ
-    marks it redelivered) and reaches the next consumer, redelivered."""
-    kinds = ("cancel-close", "close", "channel-close", "reset", "shutdown", "kill")
+    """pika consumers of the 0-9-1 façade that hold unacknowledged messages and vanish,
+    or go silent (the façade's heartbeat takes them for dead): what they held goes back
+    at once (the façade releases it on its 1.0 link, RabbitMQ marks it redelivered) and
+    reaches the next consumer, redelivered."""
+    kinds = ("cancel-close", "close", "channel-close", "reset", "shutdown", "kill", "silent")
     sent = bodies("vanish-sub091", TAKEN * len(kinds))
     amqp10_send(life.url, life.address("sub091"), sent)
     taken: dict[str, list[bytes]] = {}
@@ -534,6 +547,19 @@ def test_091_consumers_that_vanish_give_their_messages_to_the_next_one(life: Lif
         if kind == "kill":  # a pika process SIGKILLed while it holds its messages
             killed_consumer(life.facade091_port, "jobs091", TAKEN)
             life.wait_resting("after a 0-9-1 consumer process that was killed")
+            continue
+        if kind == "silent":  # SIGSTOPped: its TCP connection open, no more heartbeats
+            silent = len(life.log_events("client_silent", listener="app091"))
+            proc = holding_consumer(life.facade091_port, "jobs091", TAKEN)
+            try:
+                proc.send_signal(signal.SIGSTOP)
+                wait_for(lambda n=silent: len(life.log_events("client_silent",
+                                                              listener="app091")) > n,
+                         10 * HEARTBEAT + BACK_WITHIN,
+                         "the façade to take the silent pika consumer for dead", life.bridge)
+                life.wait_resting("after a 0-9-1 consumer that went silent")
+            finally:
+                kill(proc)
             continue
         conn = facade091(life.facade091_port)
         try:
