@@ -3,21 +3,34 @@ and peers that vanish.
 
 One bridge process for the whole module (the ``life`` fixture): three 0-10
 connections (the main in-memory broker behind a cuttable relay, and two brokers that
-stamp a user-id on every delivery as qpidd does), one RabbitMQ connection, one façade
-listener; every connection and façade client heartbeats every second; metrics on.
-Routes of every kind with a small ``max_in_flight``: 0-10 queue → 1.0 (``out``), 1.0 →
-0-10 exchange (``in``), façade publish (``pub``), façade consume (``sub``), and the two
-stamped queues → 1.0.
+stamp a user-id on every delivery as qpidd does), two RabbitMQ connections (AMQP 1.0
+``cloud`` and AMQP 0-9-1 ``rabbit091``), a 0-10 façade listener (``app``) and a 0-9-1
+one (``app091``, pika clients); every connection and façade client heartbeats every
+second (``cloud`` every two); metrics on. Routes of every kind with a small
+``max_in_flight``: 0-10 queue → 1.0 (``out``), 1.0 → 0-10 exchange (``in``), façade
+publish (``pub``), façade consume (``sub``), the two stamped queues → 1.0, and the same
+four for 0-9-1: RabbitMQ classic queue → 1.0 (``out091``), 1.0 → RabbitMQ's default
+exchange (``in091``), 0-9-1 façade publish (``pub091``) and consume (``sub091``).
 
 The tests below are the phases, in file order, on that one process:
 
-1. everything idle for more than three heartbeat intervals;
-2. bursts in every direction;
+1. everything idle for more than three heartbeat intervals (pika façade clients
+   included, and the 0-9-1 connection to RabbitMQ), then a message on every route;
+2. bursts in every direction, 0-9-1 ones included;
 3. façade subscribers that take messages and vanish (cancel then close, close
-   without accepting, TCP reset, SIGKILLed process);
-4. façade publishers that vanish mid-transfer;
-5. the 0-10 broker's TCP connection reset mid-stream, then gone silent;
-6. RabbitMQ restarted (``rabbitmqctl stop_app`` / ``start_app``) mid-stream;
+   without accepting, TCP reset, SIGKILLed process); then pika consumers of the 0-9-1
+   façade that vanish holding unacknowledged messages (basic.cancel then close,
+   connection close, channel close, TCP reset, socket shutdown, SIGKILLed pika
+   process, SIGSTOPped pika process that the façade's heartbeat takes for dead): the
+   next consumer gets them, redelivered;
+4. façade publishers that vanish mid-transfer; then 0-9-1 ones (cut mid-body with a
+   shutdown or a reset, reset after an unconfirmed burst, a pika process SIGKILLed in
+   confirm mode): what was confirmed arrives, nothing partial goes out, nothing held;
+5. the 0-10 broker's TCP connection reset mid-stream, then gone silent (the other
+   connections, the 0-9-1 one included, do not notice);
+6. RabbitMQ restarted (``rabbitmqctl stop_app`` / ``start_app``) mid-stream, under
+   every route that touches it, the 0-9-1 ones and the 0-9-1 façade included (durable
+   queues, persistent messages);
 7. the end state;
 8. the user-id stamping brokers.
 
@@ -37,12 +50,15 @@ the OS process stays). Run this module alone against a node of your own
 
 from __future__ import annotations
 
+import signal
+import socket
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import pika
 import pytest
 
 from amqp010.spec import DeliveryProperties
@@ -79,6 +95,27 @@ from .peers import (
     legacy_publish,
     take_unsettled,
 )
+from .peers091 import (
+    PASSWORD,
+    USER,
+    FacadeConsumer091,
+    FacadePublisher091,
+    RabbitFeeder,
+    close_quietly,
+    cut_mid_body,
+    facade091,
+    heartbeats_received,
+    holding_consumer,
+    kill,
+    killed_consumer,
+    killed_publisher,
+    pika_socket,
+    pump,
+    rabbit_depth,
+    rabbit_drain,
+    rabbit_publish,
+    take_unacked,
+)
 
 MAX_IN_FLIGHT = 20
 """Every route's ``max_in_flight.messages``: the bound on duplicates after a fault."""
@@ -89,16 +126,19 @@ BACK_WITHIN = 20.0
 two-core machine; a message stuck for good never comes)."""
 RSS_BOUND_KIB = 128 * 1024
 """The bridge's resident memory must stay under 128 MiB all along. It runs at about
-57 MiB here (Python, proton, six routes) from start to end; a leak per vanished client,
+60 MiB here (Python, proton, pamqp, ten routes) from start to end; a leak per vanished client,
 message or reconnect would show as growth across the phases."""
 
 
-RESTING = {"links{cloud}": 5, "legacy_sessions{legacy}": 2,
+RESTING = {"links{cloud}": 8, "legacy_sessions{legacy}": 2,
            "legacy_sessions{stamp-empty}": 1, "legacy_sessions{stamp-alice}": 1,
-           "facade_sessions{app}": 0, "facade_subscriptions{app}": 0}
-"""The resource gauges at rest: a 1.0 link per route side on RabbitMQ (out's target, in's
-source, pub's target, the two stamped routes' targets), a 0-10 session per route on its
-connection, no façade client."""
+           "legacy_sessions{rabbit091}": 2,
+           "facade_sessions{app}": 0, "facade_subscriptions{app}": 0,
+           "facade_sessions{app091}": 0, "facade_subscriptions{app091}": 0}
+"""The resource gauges at rest: a 1.0 link per route side on RabbitMQ that is no façade
+consumer (the targets of out, out091, pub, pub091 and the two stamped routes, the sources
+of in and in091), a 0-10 session per route on its 0-10 connection, a channel per route on
+the 0-9-1 connection, no façade client (0-9-1: channels and consumers)."""
 
 
 def rabbit_queue(prefix: str) -> str:
@@ -117,6 +157,7 @@ class Life:
     queues: dict[str, str]
     """Route name → RabbitMQ queue name (durable, declared up front)."""
     facade_port: int
+    facade091_port: int
     bridge: BridgeRun
     metrics: int = 0
     resting: dict[str, float] = field(default_factory=lambda: dict(RESTING))
@@ -132,12 +173,14 @@ class Life:
         """The resource gauges, by ``metric{label}``."""
         s = self.scrape()
         out = {"links{cloud}": s.value("amqp_bridge_amqp10_links", connection="cloud")}
-        for conn in ("legacy", "stamp-empty", "stamp-alice"):
+        for conn in ("legacy", "stamp-empty", "stamp-alice", "rabbit091"):
             out[f"legacy_sessions{{{conn}}}"] = s.value("amqp_bridge_legacy_sessions",
                                                         connection=conn)
-        out["facade_sessions{app}"] = s.value("amqp_bridge_facade_sessions", listener="app")
-        out["facade_subscriptions{app}"] = s.value("amqp_bridge_facade_subscriptions",
-                                                   listener="app")
+        for listener in ("app", "app091"):
+            out[f"facade_sessions{{{listener}}}"] = s.value("amqp_bridge_facade_sessions",
+                                                            listener=listener)
+            out[f"facade_subscriptions{{{listener}}}"] = s.value(
+                "amqp_bridge_facade_subscriptions", listener=listener)
         return out
 
     def reconnects(self) -> dict[str, float]:
@@ -145,6 +188,12 @@ class Life:
         s = self.scrape()
         return {key[1][0][1]: value for key, value in s.samples.items()
                 if key[0] == "amqp_bridge_reconnects_total"}
+
+    def client_errors(self, listener: str) -> float:
+        """Clients of ``listener`` closed for an error of theirs, every reply code."""
+        return sum(value for (name, labels), value in self.scrape().samples.items()
+                   if name == "amqp_bridge_facade_client_errors_total"
+                   and ("listener", listener) in labels)
 
     def counter(self, name: str, route: str) -> float:
         return self.scrape().route(f"amqp_bridge_{name}_total", route)
@@ -176,7 +225,7 @@ class Life:
 
 
 def config(life_queues: dict[str, str], legacy_url: str, stamp_urls: dict[str, str],
-           rabbitmq_url: str, facade_port: int) -> str:
+           rabbitmq_url: str, facade_port: int, facade091_port: int) -> str:
     def legacy(name: str, url: str) -> str:
         return f"""
   {name}:
@@ -197,8 +246,15 @@ connections:{legacy("legacy", legacy_url)}{legacy("stamp-empty", stamp_urls["sta
     url: "{rabbitmq_url}"
     heartbeat: {AMQP10_HEARTBEAT}
     reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
+  rabbit091:
+    protocol: amqp0-9-1
+    url: "{rabbitmq_url}"
+    heartbeat: {HEARTBEAT}
+    reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
 listeners:
   app: {{protocol: amqp0-10, bind: "127.0.0.1:{facade_port}", allow_anonymous: true}}
+  app091: {{protocol: amqp0-9-1, bind: "127.0.0.1:{facade091_port}",
+           users: {{{USER}: "{PASSWORD}"}}}}
 metrics: {{bind: "127.0.0.1:0"}}
 logging: {{format: json}}
 routes:
@@ -217,6 +273,22 @@ routes:
   - name: sub
     from: {to_rabbit("sub")}
     to:   {{listener: app, queue: jobs}}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: out091
+    from: {{connection: rabbit091, queue: {life_queues["out091-src"]}}}
+    to:   {to_rabbit("out091")}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: in091
+    from: {to_rabbit("in091")}
+    to:   {{connection: rabbit091, exchange: "", routing_key: {life_queues["in091-dst"]}}}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: pub091
+    from: {{listener: app091, exchange: events091}}
+    to:   {to_rabbit("pub091")}
+    max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
+  - name: sub091
+    from: {to_rabbit("sub091")}
+    to:   {{listener: app091, queue: jobs091}}
     max_in_flight: {{messages: {MAX_IN_FLIGHT}}}
   - name: stamp-empty
     from: {{connection: stamp-empty, queue: stamped}}
@@ -246,7 +318,9 @@ def life(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         ("stamp-empty", Broker(users={"guest": "guest"}, stamp_user_id=b"")),
         ("stamp-alice", Broker(users={"guest": "guest"}, stamp_user_id=b"alice")))}
     queues = {route: rabbit_queue(route)
-              for route in ("out", "in", "pub", "sub", "stamp-empty", "stamp-alice")}
+              for route in ("out", "in", "pub", "sub", "stamp-empty", "stamp-alice",
+                            "out091-src", "out091", "in091", "in091-dst", "pub091",
+                            "sub091")}
     declare_durable(rabbitmq_url, list(queues.values()))
     with legacy_client(server) as admin:
         admin.declare_queue("out")
@@ -255,11 +329,14 @@ def life(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     for _, stamp_server in stampers.values():
         with legacy_client(stamp_server) as admin:
             admin.declare_queue("stamped")
-    port = free_port()
+    port, port091 = free_port(), free_port()
+    while port091 == port:
+        port091 = free_port()
     text = config(queues, relay.url(server.url),
-                  {name: s.url for name, (_, s) in stampers.items()}, rabbitmq_url, port)
+                  {name: s.url for name, (_, s) in stampers.items()}, rabbitmq_url, port,
+                  port091)
     bridge = BridgeRun(text, tmp_path_factory.mktemp("life"))
-    life = Life(rabbitmq_url, broker, server, relay, stampers, queues, port, bridge)
+    life = Life(rabbitmq_url, broker, server, relay, stampers, queues, port, port091, bridge)
     try:
         bridge.start()
         life.metrics = metrics_port(bridge.log)
@@ -286,35 +363,76 @@ def test_starts_with_the_resting_resources(life: Life) -> None:
 def test_idle_past_three_heartbeats_on_every_connection(life: Life) -> None:
     publisher = facade_client(life.facade_port)
     subscriber = facade_client(life.facade_port)
+    publisher091 = facade091(life.facade091_port)
+    consumer091 = facade091(life.facade091_port)
     try:
         subscriber.subscribe("jobs", messages=10)
+        pub091 = publisher091.channel()
+        pub091.confirm_delivery()
+        sub091: list[bytes] = []
+
+        def on_message(ch: Any, method: Any, _props: Any, body: bytes) -> None:
+            sub091.append(body)
+            ch.basic_ack(method.delivery_tag)
+
+        consumer091.channel().basic_consume("jobs091", on_message)
+        # the heartbeat is on: RabbitMQ holds the bridge's 0-9-1 connection to HEARTBEAT,
+        # and the façade agreed HEARTBEAT with the pika clients
+        timeouts = [line.split()[1] for line in rabbitmqctl(
+            life.url, "list_connections", "protocol", "timeout").splitlines()
+            if line.startswith("{0,9,1}")]
+        assert timeouts and set(timeouts) == {str(HEARTBEAT)}, timeouts
+        assert {c._impl.params.heartbeat for c in (publisher091, consumer091)} == {HEARTBEAT}
         reconnects = life.reconnects()
+        beats = [heartbeats_received(c) for c in (publisher091, consumer091)]
         deadline = time.monotonic() + IDLE
-        while time.monotonic() < deadline:  # both clients silent, answering heartbeats
+        while time.monotonic() < deadline:  # every client silent, answering heartbeats
             publisher.idle(0.2)
             subscriber.idle(0.2)
+            pump(publisher091, consumer091, seconds=0.1)
         life.alive()
         # heartbeats kept every connection up: none was taken for dead and re-opened
         assert life.reconnects() == reconnects, life.log_events("transport_error")[-3:]
+        # the 0-9-1 façade sent its own heartbeats to the idle pika clients
+        after = [heartbeats_received(c) for c in (publisher091, consumer091)]
+        assert all(a > b for a, b in zip(after, beats, strict=True)), (beats, after)
+        assert publisher091.is_open and consumer091.is_open
         # every connection is still up and every route still moves messages
         publisher.publish(b"idle-pub", exchange="events", routing_key="e",
                           delivery=DeliveryProperties(delivery_mode=2))
+        pub091.basic_publish("events091", "e", b"idle-pub091",
+                             pika.BasicProperties(delivery_mode=2))  # confirmed
         legacy_publish(life.server, "out", [b"idle-out"])
+        rabbit_publish(life.url, life.queues["out091-src"], [b"idle-out091"])
         amqp10_send(life.url, life.address("in"), [b"idle-in"])
+        amqp10_send(life.url, life.address("in091"), [b"idle-in091"])
         amqp10_send(life.url, life.address("sub"), [b"idle-sub"])
+        amqp10_send(life.url, life.address("sub091"), [b"idle-sub091"])
         got = subscriber.receive("jobs", timeout=BACK_WITHIN)
         assert bytes(got.body) == b"idle-sub"
         subscriber.accept(got)
+
+        def delivered() -> bool:
+            pump(consumer091, seconds=0.1)
+            return bool(sub091)
+
+        wait_for(delivered, BACK_WITHIN, "the idle pika consumer's message", life.bridge)
+        assert sub091 == [b"idle-sub091"]
     finally:
         publisher.close()
         subscriber.close()
-    assert amqp10_take(life.url, life.address("pub"), [b"idle-pub"], timeout=BACK_WITHIN,
-                       linger=0.2) == [b"idle-pub"]
-    assert amqp10_take(life.url, life.address("out"), [b"idle-out"], timeout=BACK_WITHIN,
-                       linger=0.2) == [b"idle-out"]
+        close_quietly(publisher091)
+        close_quietly(consumer091)
+    for route, body in (("pub", b"idle-pub"), ("out", b"idle-out"),
+                        ("pub091", b"idle-pub091"), ("out091", b"idle-out091")):
+        assert amqp10_take(life.url, life.address(route), [body], timeout=BACK_WITHIN,
+                           linger=0.2) == [body], route
     assert legacy_drain(life.server, "in-q", [b"idle-in"], timeout=BACK_WITHIN,
                         linger=0.2) == [b"idle-in"]
+    assert rabbit_drain(life.url, life.queues["in091-dst"], [b"idle-in091"],
+                        timeout=BACK_WITHIN, linger=0.2) == [b"idle-in091"]
     assert not life.log_events("client_silent"), "a façade client was taken for dead"
+    assert not life.log_events("heartbeat_timeout"), "a connection was taken for dead"
     life.checkpoint("after idling")
 
 
@@ -324,31 +442,47 @@ BURST = 300
 
 
 def test_bursts_in_every_direction(life: Life) -> None:
-    out, into, pub, sub = (bodies(f"burst-{r}", BURST) for r in ("out", "in", "pub", "sub"))
+    routes = ("out", "in", "pub", "sub", "out091", "in091", "pub091", "sub091")
+    sent = {r: bodies(f"burst-{r}", BURST) for r in routes}
     consumer = FacadeConsumer(life.facade_port, "jobs")
+    consumer091 = FacadeConsumer091(life.facade091_port, "jobs091")
     consumer.start()
+    consumer091.start()
     try:
         consumer.subscribed.wait(30)
-        feeders = [LegacyFeeder(life.server, "out", out, 1.0),
-                   Amqp10Feeder(life.url, life.address("in"), into, 1.0),
-                   Amqp10Feeder(life.url, life.address("sub"), sub, 1.0)]
+        consumer091.subscribed.wait(30)
+        feeders: list[LegacyFeeder | RabbitFeeder | Amqp10Feeder] = [
+            LegacyFeeder(life.server, "out", sent["out"], 1.0),
+            RabbitFeeder(life.url, life.queues["out091-src"], sent["out091"], 1.0),
+            *(Amqp10Feeder(life.url, life.address(r), sent[r], 1.0)
+              for r in ("in", "sub", "in091", "sub091"))]
         for feeder in feeders:
             feeder.start()
-        publisher = FacadePublisher(life.facade_port, "events", pub, 1.0)
-        publisher.start()
+        publishers: list[FacadePublisher | FacadePublisher091] = [
+            FacadePublisher(life.facade_port, "events", sent["pub"], 1.0),
+            FacadePublisher091(life.facade091_port, "events091", sent["pub091"], 1.0)]
+        for publisher in publishers:
+            publisher.start()
         for feeder in feeders:
             feeder.finish()
-        check_arrived(amqp10_take(life.url, life.address("out"), out, timeout=60), out,
-                      MAX_IN_FLIGHT, "out")
-        check_arrived(legacy_drain(life.server, "in-q", into, timeout=60), into,
+        for route in ("out", "out091"):
+            check_arrived(amqp10_take(life.url, life.address(route), sent[route], timeout=60),
+                          sent[route], MAX_IN_FLIGHT, route)
+        check_arrived(legacy_drain(life.server, "in-q", sent["in"], timeout=60), sent["in"],
                       MAX_IN_FLIGHT, "in")
-        consumer.wait_for(sub, 60, "sub")
-        check_arrived(consumer.finish(), sub, MAX_IN_FLIGHT, "sub")
-        publisher.finish()
-        check_arrived(amqp10_take(life.url, life.address("pub"), pub, timeout=60), pub,
-                      MAX_IN_FLIGHT, "pub")
+        check_arrived(rabbit_drain(life.url, life.queues["in091-dst"], sent["in091"],
+                                   timeout=60), sent["in091"], MAX_IN_FLIGHT, "in091")
+        for c, route in ((consumer, "sub"), (consumer091, "sub091")):
+            c.wait_for(sent[route], 60, route)
+            check_arrived(c.finish(), sent[route], MAX_IN_FLIGHT, route)
+        for publisher in publishers:
+            publisher.finish()
+        for route in ("pub", "pub091"):
+            check_arrived(amqp10_take(life.url, life.address(route), sent[route], timeout=60),
+                          sent[route], MAX_IN_FLIGHT, route)
     finally:
         consumer.stop()
+        consumer091.stop()
     life.checkpoint("after the bursts")
 
 
@@ -400,6 +534,77 @@ def test_subscribers_that_vanish_leave_nothing_stuck_and_nothing_held(life: Life
          15, "RabbitMQ to count no consumer on the façade route's queue")
 
 
+def test_091_consumers_that_vanish_give_their_messages_to_the_next_one(life: Life) -> None:
+    """pika consumers of the 0-9-1 façade that hold unacknowledged messages and vanish,
+    or go silent (the façade's heartbeat takes them for dead): what they held goes back
+    at once (the façade releases it on its 1.0 link, RabbitMQ marks it redelivered) and
+    reaches the next consumer, redelivered."""
+    kinds = ("cancel-close", "close", "channel-close", "reset", "shutdown", "kill", "silent")
+    sent = bodies("vanish-sub091", TAKEN * len(kinds))
+    amqp10_send(life.url, life.address("sub091"), sent)
+    taken: dict[str, list[bytes]] = {}
+    for kind in kinds:
+        if kind == "kill":  # a pika process SIGKILLed while it holds its messages
+            killed_consumer(life.facade091_port, "jobs091", TAKEN)
+            life.wait_resting("after a 0-9-1 consumer process that was killed")
+            continue
+        if kind == "silent":  # SIGSTOPped: its TCP connection open, no more heartbeats
+            silent = len(life.log_events("client_silent", listener="app091"))
+            proc = holding_consumer(life.facade091_port, "jobs091", TAKEN)
+            try:
+                proc.send_signal(signal.SIGSTOP)
+                wait_for(lambda n=silent: len(life.log_events("client_silent",
+                                                              listener="app091")) > n,
+                         10 * HEARTBEAT + BACK_WITHIN,
+                         "the façade to take the silent pika consumer for dead", life.bridge)
+                life.wait_resting("after a 0-9-1 consumer that went silent")
+            finally:
+                kill(proc)
+            continue
+        conn = facade091(life.facade091_port)
+        try:
+            channel, taken[kind] = take_unacked(conn, "jobs091", TAKEN)
+            if kind == "cancel-close":  # basic.cancel, then connection.close
+                channel.basic_cancel(channel.consumer_tags[0])
+                conn.close()
+            elif kind == "close":  # connection.close, nothing acked
+                conn.close()
+            elif kind == "channel-close":  # channel.close; the connection stays
+                channel.close()
+                life.wait_resting("after a 0-9-1 consumer that closed its channel")
+                assert conn.is_open
+                conn.close()
+            elif kind == "reset":  # TCP reset
+                abort(pika_socket(conn))
+            else:  # both directions shut down (FIN), then closed
+                sock = pika_socket(conn)
+                sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+        finally:
+            close_quietly(conn)
+        life.wait_resting(f"after a 0-9-1 consumer that vanished ({kind})")
+    for kind, got in taken.items():
+        assert len(set(got)) == TAKEN, (kind, got)
+    # the next consumer gets every message, those the others held included, redelivered
+    consumer = FacadeConsumer091(life.facade091_port, "jobs091")
+    consumer.start()
+    try:
+        consumer.wait_for(sent, BACK_WITHIN, "messages the vanished 0-9-1 consumers held")
+        received = list(consumer.received)
+        check_arrived(consumer.finish(), sent, MAX_IN_FLIGHT,
+                      "sub091 after vanished consumers")
+    finally:
+        consumer.stop()
+    redelivered = {body for body, again in received if again}
+    held = {body for got in taken.values() for body in got}
+    assert held <= redelivered, f"not marked redelivered: {sorted(held - redelivered)[:5]}"
+    life.checkpoint("after the vanished 0-9-1 consumers")
+    poll(lambda: rabbitmqctl(life.url, "list_queues", "name", "consumers"),
+         lambda out: any(line.split() == [life.queues["sub091"], "0"]
+                         for line in out.splitlines()),
+         15, "RabbitMQ to count no consumer on the 0-9-1 façade route's queue")
+
+
 # --- 4. façade publishers that vanish mid-transfer --------------------------------------------
 
 
@@ -439,6 +644,49 @@ def test_publishers_that_vanish_mid_transfer(life: Life) -> None:
     life.checkpoint("after the vanished publishers")
 
 
+def test_091_publishers_that_vanish_mid_publish(life: Life) -> None:
+    """pika publishers of the 0-9-1 façade that vanish mid-publish: a message cut in its
+    body never goes out, what the bridge confirmed arrived, nothing stays held."""
+    client_errors = life.client_errors("app091")
+    # a basic.publish cut in its body: the connection shut down (FIN) or reset (RST)
+    for ending in ("shutdown", "reset"):
+        conn = facade091(life.facade091_port)
+        cut_mid_body(conn, "events091", 300_000)
+        sock = pika_socket(conn)
+        if ending == "shutdown":
+            sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        else:
+            abort(sock)
+        close_quietly(conn)
+    # a burst without confirms, reset right away: what the bridge took may arrive
+    conn = facade091(life.facade091_port)
+    channel = conn.channel()
+    gone = bodies("vanish-pub091", 50)
+    for body in gone:
+        channel.basic_publish("events091", "e", body, pika.BasicProperties(delivery_mode=2))
+    abort(pika_socket(conn))
+    close_quietly(conn)
+    # a pika process in confirm mode SIGKILLed mid-stream: what it saw confirmed arrives
+    confirmed = killed_publisher(life.facade091_port, "events091", "killed-pub091", 30)
+    poll(lambda: life.scrape().route("amqp_bridge_in_flight", "pub091"), lambda n: n == 0, 15,
+         "nothing in flight on the 0-9-1 publish route")
+    life.wait_resting("after the vanished 0-9-1 publishers")
+    # a publisher gone is no client error (the cut frames were well-formed so far)
+    assert life.client_errors("app091") == client_errors
+    # the route still works, and only whole messages went through
+    after = bodies("after-vanish-pub091", 20)
+    publisher = FacadePublisher091(life.facade091_port, "events091", after, 0)
+    publisher.run()
+    assert publisher.error is None, repr(publisher.error)
+    got = amqp10_take(life.url, life.address("pub091"), after + confirmed, timeout=BACK_WITHIN)
+    check_arrived(got, after + confirmed, MAX_IN_FLIGHT, "pub091 after vanished publishers")
+    unexpected = {b for b in got if b not in set(after) | set(gone)
+                  and not b.startswith(b"killed-pub091-")}
+    assert not unexpected, f"unexpected bodies: {sorted(unexpected)[:3]!r}"[:500]
+    life.checkpoint("after the vanished 0-9-1 publishers")
+
+
 # --- 5. the 0-10 broker's connection reset, then silent ----------------------------------------
 
 
@@ -446,6 +694,7 @@ def test_legacy_connection_reset_mid_stream_then_silent(life: Life) -> None:
     out, into = bodies("reset-out", 400), bodies("reset-in", 400)
     reconnects = life.scrape().value("amqp_bridge_reconnects_total", connection="legacy",
                                      protocol="amqp0-10")
+    others = {name: n for name, n in life.reconnects().items() if name != "legacy"}
     delivered = life.counter("delivered", "out"), life.counter("delivered", "in")
     feeders = [LegacyFeeder(life.server, "out", out, 3.0),
                Amqp10Feeder(life.url, life.address("in"), into, 3.0)]
@@ -463,6 +712,8 @@ def test_legacy_connection_reset_mid_stream_then_silent(life: Life) -> None:
                   "in across a reset")
     assert life.scrape().value("amqp_bridge_reconnects_total", connection="legacy",
                                protocol="amqp0-10") > reconnects
+    # the other connections (the 0-9-1 one too) did not notice
+    assert {name: n for name, n in life.reconnects().items() if name != "legacy"} == others
     life.checkpoint("after the 0-10 connection reset")
 
     # the network goes silent: the heartbeat tells the bridge the broker is gone
@@ -486,24 +737,40 @@ def test_legacy_connection_reset_mid_stream_then_silent(life: Life) -> None:
 
 def test_rabbitmq_restart_mid_stream(life: Life) -> None:
     out, into, pub, sub = (bodies(f"restart-{r}", 300) for r in ("out", "in", "pub", "sub"))
+    out091, in091, pub091, sub091 = (bodies(f"restart-{r}", 300)
+                                     for r in ("out091", "in091", "pub091", "sub091"))
     consumer = FacadeConsumer(life.facade_port, "jobs")
     consumer.start()
+    consumer091 = FacadeConsumer091(life.facade091_port, "jobs091")
+    consumer091.start()
     try:
         consumer.subscribed.wait(30)
+        consumer091.subscribed.wait(30)
         amqp10_send(life.url, life.address("sub"), sub)
         amqp10_send(life.url, life.address("in"), into)
+        amqp10_send(life.url, life.address("sub091"), sub091)
+        amqp10_send(life.url, life.address("in091"), in091[:150])
         feeder = LegacyFeeder(life.server, "out", out, 4.0)
         feeder.start()
+        # publishes to RabbitMQ's 0-9-1 side across the restart (reconnecting)
+        feeder091 = RabbitFeeder(life.url, life.queues["out091-src"], out091, 4.0)
+        feeder091.start()
         publisher = FacadePublisher(life.facade_port, "events", pub, 4.0)
         publisher.start()
-        poll(lambda: life.counter("delivered", "out"), lambda n: n > 0, 30, "out moving")
+        publisher091 = FacadePublisher091(life.facade091_port, "events091", pub091, 4.0)
+        publisher091.start()
+        poll(lambda: (life.counter("delivered", "out"), life.counter("delivered", "out091")),
+             lambda n: min(n) > 0, 30, "out and out091 moving")
         opened = len(life.log_events("open", connection="cloud"))
+        opened091 = len(life.log_events("open", connection="rabbit091"))
+        reconnects091 = life.reconnects()["rabbit091"]
         rabbitmqctl(life.url, "stop_app")
         try:
             time.sleep(2 * AMQP10_HEARTBEAT)  # down for a while
         finally:
             rabbitmqctl(life.url, "start_app")
         rabbitmqctl(life.url, "await_startup")
+        amqp10_send(life.url, life.address("in091"), in091[150:])  # half before, half after
         feeder.finish()
         check_arrived(amqp10_take(life.url, life.address("out"), out, timeout=90), out,
                       MAX_IN_FLIGHT, "out across the restart")
@@ -515,9 +782,26 @@ def test_rabbitmq_restart_mid_stream(life: Life) -> None:
         publisher.finish()
         check_arrived(amqp10_take(life.url, life.address("pub"), pub, timeout=60), pub,
                       MAX_IN_FLIGHT, "pub across the restart")
+        # the 0-9-1 routes: every message at least once, duplicates within max_in_flight
+        # (plus the at most one message per lost connection the feeder sent again)
+        feeder091.finish()
+        check_arrived(amqp10_take(life.url, life.address("out091"), out091, timeout=90),
+                      out091, MAX_IN_FLIGHT + feeder091.in_doubt, "out091 across the restart")
+        check_arrived(rabbit_drain(life.url, life.queues["in091-dst"], in091, timeout=60),
+                      in091, MAX_IN_FLIGHT, "in091 across the restart")
+        consumer091.wait_for(sub091, 60, "sub091 across the restart")
+        check_arrived(consumer091.finish(), sub091, MAX_IN_FLIGHT,
+                      "sub091 across the restart")
+        publisher091.finish()
+        check_arrived(amqp10_take(life.url, life.address("pub091"), pub091, timeout=60),
+                      pub091, MAX_IN_FLIGHT, "pub091 across the restart")
     finally:
         consumer.stop()
+        consumer091.stop()
     assert len(life.log_events("open", connection="cloud")) > opened
+    # the 0-9-1 connection was lost with the node and opened again
+    assert len(life.log_events("open", connection="rabbit091")) > opened091
+    assert life.reconnects()["rabbit091"] > reconnects091
     life.checkpoint("after the RabbitMQ restart")
 
 
@@ -527,10 +811,11 @@ def test_rabbitmq_restart_mid_stream(life: Life) -> None:
 def test_end_state(life: Life) -> None:
     life.checkpoint("at the end")
     final = life.scrape()
-    for route in ("out", "in", "pub", "sub"):
+    for route in ("out", "in", "pub", "sub", "out091", "in091", "pub091", "sub091"):
         assert final.route("amqp_bridge_in_flight", route) == 0, route
         assert final.route("amqp_bridge_route_ready", route) == 1, route
     assert legacy_backlog(life.broker, "out") == 0
+    assert rabbit_depth(life.url, life.queues["out091-src"]) == 0
     assert max(life.rss_kib) < RSS_BOUND_KIB
 
 
