@@ -625,7 +625,8 @@ def _check_amqp091_listener(cfg: BridgeConfig, where: str, route: Route,
                             published: dict[tuple[str, str, str | None], int],
                             index: int) -> list[str]:
     """What an amqp0-9-1 listener's routes must be: publish routes take an exchange (and
-    maybe one routing key: one route per exchange and key), consume routes serve a queue;
+    maybe one routing key: one route per exchange and key), consume routes serve a queue
+    (or an exchange temporary queues bind to);
     a 0-10 listener's publish routes take no routing key."""
     source, target = route.source, route.target
     out = []
@@ -638,9 +639,10 @@ def _check_amqp091_listener(cfg: BridgeConfig, where: str, route: Route,
                 out.append(f"{where}.from.routing_key: only for an amqp0-9-1 listener (an "
                            f"amqp0-10 listener's route takes every publish to its exchange)")
             continue
-        if side == "to" and not ep.queue:
+        if side == "to" and not ep.queue and not ep.exchange:
             out.append(f"{where}.to.queue: required for an amqp0-9-1 listener (its clients "
-                       f"consume from the queues the routes configure)")
+                       f"consume from the queues the routes configure), or to.exchange for "
+                       f"the temporary queues its clients bind to that exchange")
         if side == "from" and ep.exchange is not None:
             key = (str(ep.listener), ep.exchange, ep.routing_key)
             first = published.setdefault(key, index)

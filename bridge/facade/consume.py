@@ -104,6 +104,12 @@ class Subscription:
                                route=route.name)
 
     @property
+    def adopted(self) -> bool:
+        """A subscriber took this subscription (a temporary queue's is made unadopted at
+        its bind, and adopted by the message.subscribe to the queue)."""
+        return self.destination is not None
+
+    @property
     def client_socket(self) -> EngineSocket:
         """The subscriber's connection (what a fault of this subscription closes)."""
         return self.st.client.sock
@@ -458,6 +464,10 @@ class FacadeConsume:
         if not self.connection.up:
             out.append(f"1.0 connection {self.connection.name}")
         return out
+
+    def binding_address(self, binding_key: str) -> str:
+        """The 1.0 address a temporary queue bound with ``binding_key`` consumes from."""
+        return self.address.replace("{binding_key}", binding_key)
 
     def subscribe(self, st: SessionState, destination: str | None, accept_mode: AcceptMode,
                   exclusive: bool, *, queue: str = "", address: str | None = None

@@ -43,7 +43,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pamqp.commands import Basic
+from pamqp.commands import Basic, Queue
 from proton import Delivery
 
 from amqp091.connection import ProtocolError
@@ -53,6 +53,7 @@ from mappings.amqp091 import Delivery091
 from ..amqp10.link import Amqp10Link
 from ..amqp10.outcomes import accept, give_back, reject
 from ..facade.consume import REJECTED_BY_SUBSCRIBER, FacadeConsume
+from ..facade.state import TemporaryQueue
 from ..runtime import Timer
 from ..runtime.containment import Part
 from .state import Channel091
@@ -91,11 +92,19 @@ class Consumer091:
     """One basic.consume (or a channel's basic.gets) and its own 1.0 receiver link."""
 
     def __init__(self, route: Consume091, ch: Channel091, tag: str | None, *, no_ack: bool,
-                 exclusive: bool, prefetch: int) -> None:
+                 exclusive: bool, prefetch: int, getter: bool = False,
+                 temporary: TemporaryQueue | None = None) -> None:
         self.route = route
         self.ch = ch
+        """The channel it delivers on (a temporary queue's: the binding's until adopted)."""
         self.tag = tag
-        """The consumer tag; None for a channel's getter."""
+        """The consumer tag; None for a channel's getter and a temporary queue's consumer
+        not adopted yet."""
+        self.getter = getter
+        self.temporary = temporary
+        """The temporary queue whose consumer this is (its link attached at queue.bind)."""
+        self.binds: list[tuple[Channel091, bool]] = []
+        """queue.binds waiting for the link to attach: (channel, reply owed)."""
         self.no_ack = no_ack
         self.exclusive = exclusive
         self.prefetch = prefetch
@@ -107,13 +116,21 @@ class Consumer091:
         self.cancelled = False
         self.closed = False
         self._retry_scheduled = False
-        self.link = Amqp10Link(route.container, route.amqp10, route.address, sender=False,
+        address = route.address if temporary is None or temporary.binding is None \
+            else route.binding_address(temporary.binding[1])
+        self.link = Amqp10Link(route.container, route.amqp10, address, sender=False,
                                owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
                                route=route.name)
 
     @property
     def engine(self) -> Any:
         return self.ch.client.engine
+
+    @property
+    def adopted(self) -> bool:
+        """Consuming (a temporary queue's consumer is made at queue.bind, adopted by the
+        basic.consume on the queue)."""
+        return self.tag is not None
 
     @property
     def busy(self) -> int:
@@ -130,8 +147,10 @@ class Consumer091:
         """What the client may still be sent (for the route's credit gauge)."""
         if self.cancelled or not self.ch.live:
             return 0
-        if self.tag is None:
+        if self.getter:
             return len(self.gets)
+        if self.tag is None:
+            return 0
         if self.no_ack or not self.prefetch:
             return self.route.limit_messages
         return max(0, self.prefetch - len(self.unsettled))
@@ -146,8 +165,10 @@ class Consumer091:
                 or route.paused or (route.tap is not None and route.tap.backpressured):
             return 0
         promised = self.promised
-        if self.tag is None:
+        if self.getter:
             room = len(self.gets) - promised
+        elif self.tag is None:
+            return 0  # a temporary queue nobody consumes yet: the 1.0 broker keeps it
         elif self.no_ack:
             if self.ch.client.sock.backpressured:
                 self._retry_later()
@@ -172,6 +193,48 @@ class Consumer091:
 
     def _retry(self) -> None:
         self._retry_scheduled = False
+        self.route.grant()
+
+    # -- temporary queues ---------------------------------------------------------------------
+
+    def answer_when_attached(self, ch: Channel091, reply: bool) -> None:
+        """queue.bind of the temporary queue: bind-ok (if ``reply``) once the link is
+        attached — the 1.0 broker keeps what is published from then on, as a bound queue
+        does; publishes of the client wait until then.  Not attached within
+        ``LINK_WAIT``: the channel is closed 404."""
+        self.binds.append((ch, reply))
+        ch.client.binds_pending += 1
+        if self.link.up:
+            self._answer_binds()
+        else:
+            self.route.container.schedule(LINK_WAIT, Timer(self._bind_timeout))
+
+    def _answer_binds(self) -> None:
+        binds, self.binds = self.binds, []
+        for ch, reply in binds:
+            if reply and ch.live:
+                self.engine_of(ch).send_method(ch.number, Queue.BindOk())
+                self.route.facade.flush_later(ch.client.sock)
+            self.route.facade.bound(ch.client)
+
+    def _bind_timeout(self) -> None:
+        binds, self.binds = self.binds, []
+        for ch, _ in binds:
+            if ch.live:
+                self.engine_of(ch).close_channel(
+                    ch.number, ReplyCode.NOT_FOUND, f"the AMQP 1.0 source {self.link.address} "
+                    f"did not attach within {LINK_WAIT:.0f}s", class_id=50, method_id=20)
+                self.route.facade.flush_later(ch.client.sock)
+            self.route.facade.bound(ch.client)
+
+    @staticmethod
+    def engine_of(ch: Channel091) -> Any:
+        return ch.client.engine
+
+    def adopt(self, ch: Channel091, tag: str, *, no_ack: bool, exclusive: bool) -> None:
+        """basic.consume on the temporary queue: deliver on ``ch`` from now on."""
+        self.ch, self.tag = ch, tag
+        self.no_ack, self.exclusive, self.prefetch = no_ack, exclusive, ch.prefetch
         self.route.grant()
 
     # -- basic.get ----------------------------------------------------------------------------
@@ -204,6 +267,7 @@ class Consumer091:
     # -- Amqp10Link owner -------------------------------------------------------------------
 
     def on_link_up(self, link: Amqp10Link) -> None:
+        self._answer_binds()
         self.route.grant()
         for serial, _ in self.gets:  # gets waiting for the link: their grace starts now
             self._expire_later(serial, GET_GRACE)
@@ -216,7 +280,7 @@ class Consumer091:
         for msg in self.unsettled.values():
             msg.delivery = None  # the client's outcome for it goes nowhere now
         route.forget_dead_letters(self)  # type: ignore[arg-type]
-        if link.refusal is None and link.failures + 1 >= CANCEL_AFTER and self.tag is not None \
+        if link.refusal is None and link.failures + 1 >= CANCEL_AFTER and self.adopted \
                 and not self.cancelled:
             self._cancelled_by_source(link)
 
@@ -244,7 +308,7 @@ class Consumer091:
 
     def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
         route = self.route
-        wanted = not self.closed and self.ch.live and (self.tag is not None or bool(self.gets))
+        wanted = not self.closed and self.ch.live and (self.adopted or bool(self.gets))
         taken = route.take_delivery(self, link, delivery, wanted,
                                     lambda m: route.translator.amqp10_to_legacy091(
                                         m, own_routing_key=True))
@@ -269,12 +333,14 @@ class Consumer091:
         sent = False
         while self.held and channel is not None and channel.peer_flow_active \
                 and not self.cancelled and not self.route.paused \
-                and (self.tag is not None or self.gets):
+                and (self.adopted or self.gets):
             msg = self.held.popleft()
             exchange = msg.where.exchange or ""
+            if not exchange and self.temporary is not None and self.temporary.binding:
+                exchange = self.temporary.binding[0]
             key = msg.where.routing_key if msg.where.routing_key is not None \
                 else self.route.queue
-            if self.tag is None:
+            if self.getter:
                 no_ack = self.gets.popleft()[1]
                 tag = engine.get_ok(ch.number, exchange, key, msg.body, msg.properties,
                                     message_count=len(self.held),
@@ -386,7 +452,17 @@ class Consume091(FacadeConsume):
 
     def getter(self, ch: Channel091) -> Consumer091:
         """The channel's getter for basic.get on the route's queue."""
-        consumer = Consumer091(self, ch, None, no_ack=False, exclusive=False, prefetch=0)
+        consumer = Consumer091(self, ch, None, no_ack=False, exclusive=False, prefetch=0,
+                               getter=True)
+        self.subscriptions.add(consumer)  # type: ignore[arg-type]
+        return consumer
+
+    def bind_temporary(self, ch: Channel091, temporary: TemporaryQueue) -> Consumer091:
+        """The consumer of ``temporary``, just bound to the route's exchange: its link to
+        the route's address with the binding key filled in attaches now; it delivers
+        once a basic.consume adopts it."""
+        consumer = Consumer091(self, ch, None, no_ack=False, exclusive=True, prefetch=0,
+                               temporary=temporary)
         self.subscriptions.add(consumer)  # type: ignore[arg-type]
         return consumer
 
@@ -394,7 +470,8 @@ class Consume091(FacadeConsume):
     def consumer_count(self) -> int:
         """Active consumers (queue.declare-ok's consumer-count)."""
         return sum(1 for c in self.subscriptions
-                   if isinstance(c, Consumer091) and c.tag is not None and not c.cancelled)
+                   if isinstance(c, Consumer091) and c.temporary is None and c.adopted
+                   and not c.cancelled)
 
 
 __all__ = ["CANCEL_AFTER", "GET_GRACE", "Consume091", "Consumer091"]
