@@ -274,7 +274,9 @@ class Listener(_Model):
                                        "before its body is buffered.")
     max_buffered_per_connection: int = Field(
         128 << 20, ge=4096, description="Octets of unfinished messages one connection may "
-                                        "make the bridge hold (at least max_message_size).")
+                                        "make the bridge hold (at least max_message_size); "
+                                        "past it the connection is closed (AMQP 0-10: "
+                                        "framing-error; AMQP 0-9-1: 506 resource-error).")
     max_buffered: int = Field(
         512 << 20, ge=4096, description="Octets of unfinished messages all connections of the "
                                         "listener may make the bridge hold together (at least "

@@ -111,6 +111,7 @@ class Facade091(ListenerCore):
             mechanisms=mechanisms,
             virtual_hosts=frozenset(settings.virtual_hosts) if settings.virtual_hosts else None,
             max_message_size=settings.max_message_size,
+            max_buffered=settings.max_buffered_per_connection,
             handshake_timeout=settings.handshake_timeout,
             field_types=FIELD_TYPES))
 

@@ -74,7 +74,7 @@ connections:
   cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
 listeners:
   legacy: {{protocol: amqp0-9-1, bind: "127.0.0.1:{port}", users: {{{USER}: "{PASSWORD}"}},
-            max_message_size: {MAX_MESSAGE}}}
+            max_message_size: {MAX_MESSAGE}, max_buffered_per_connection: {MAX_MESSAGE}}}
 routes:
   - name: orders-out
     from: {{listener: legacy, exchange: orders}}
@@ -315,6 +315,14 @@ def test_wrong_password_is_refused_with_403(facade: Facade) -> None:
     assert "403" in str(info.value)
 
 
+def encode_content(channel: int, body_size: int) -> bytes:
+    """A content header frame announcing ``body_size`` octets (pamqp marshals it)."""
+    from pamqp import frame as pframe
+    from pamqp import header as pheader
+
+    return pframe.marshal(pheader.ContentHeader(0, body_size, C.Basic.Properties()), channel)
+
+
 class _Raw:
     """A client written with pamqp frames directly, to send what no library would."""
 
@@ -350,7 +358,8 @@ class _Raw:
         return int(close.reply_code)
 
 
-@pytest.mark.parametrize("bad", ["garbage", "over_frame_max", "unknown_method"])
+@pytest.mark.parametrize("bad", ["garbage", "over_frame_max", "unknown_method",
+                                 "over_buffered"])
 def test_bad_input_closes_that_client_only(facade: Facade, bad: str) -> None:
     with facade.connect() as bystander:
         bch = bystander.channel()
@@ -365,6 +374,21 @@ def test_bad_input_closes_that_client_only(facade: Facade, bad: str) -> None:
             assert isinstance(raw.read(), C.Channel.OpenOk)
             raw.sock.sendall(struct.pack(">BHI", 3, 1, raw.frame_max + 64))
             expected = ReplyCode.FRAME_ERROR
+        elif bad == "over_buffered":  # two unfinished messages, each within the size bound
+            for ch in (1, 2):
+                raw.sock.sendall(encode_method(ch, C.Channel.Open()))
+                assert isinstance(raw.read(), C.Channel.OpenOk)
+            chunk = raw.frame_max - 8
+            for ch in (1, 2):
+                raw.sock.sendall(encode_method(ch, C.Basic.Publish(exchange="audit",
+                                                                    routing_key="audit.log"))
+                                 + encode_content(ch, MAX_MESSAGE))
+            held = 0
+            while held <= MAX_MESSAGE:  # the last frame takes it past the bound
+                ch = 1 + (held // chunk) % 2
+                raw.sock.sendall(struct.pack(">BHI", 3, ch, chunk) + b"x" * chunk + b"\xce")
+                held += chunk
+            expected = ReplyCode.RESOURCE_ERROR
         else:
             raw.sock.sendall(struct.pack(">BHIHH", 1, 0, 4, 10, 999) + b"\xce")
             expected = ReplyCode.NOT_IMPLEMENTED
