@@ -336,6 +336,10 @@ class Commands091:
             if consumer is not None:
                 consumer.settle(tag, state, reason)
                 routes.add(consumer.route)
+        if ch.global_prefetch:  # room for the channel: any of its consumers may deliver
+            for consumer in list(ch.consumers.values()):
+                consumer.pump()
+                routes.add(consumer.route)
         for route in routes:
             route.grant()
 

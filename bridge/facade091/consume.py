@@ -176,9 +176,10 @@ class Consumer091:
             room = route.limit_messages - promised
         else:
             room = (self.prefetch or route.limit_messages) - len(self.unsettled) - promised
-            if self.ch.global_prefetch:
-                others = sum(c.promised for c in self.ch.consumers.values() if not c.no_ack)
-                room = min(room, self.ch.global_prefetch - self.ch.unacked - others)
+            if self.ch.global_prefetch:  # each may be promised the channel's whole share:
+                # link credit on an empty queue cannot be taken back, so the share is not
+                # split; pump() keeps what the channel's consumers deliver within it
+                room = min(room, self.ch.global_prefetch - len(self.unsettled) - promised)
         busy = route.busy if route_busy is None else route_busy
         room = min(room, route.limit_messages - busy)
         if room <= 0 or route.bytes_in_flight >= route.limit_bytes:
@@ -334,6 +335,9 @@ class Consumer091:
         while self.held and channel is not None and channel.peer_flow_active \
                 and not self.cancelled and not self.route.paused \
                 and (self.adopted or self.gets):
+            if self.adopted and not self.no_ack and ch.global_prefetch \
+                    and ch.unacked >= ch.global_prefetch:
+                break  # the channel's global prefetch: waits for an ack of any consumer
             msg = self.held.popleft()
             exchange = msg.where.exchange or ""
             if not exchange and self.temporary is not None and self.temporary.binding:

@@ -128,6 +128,27 @@ class Facade091(ListenerCore):
     def _set_external_identity(self, engine: Any, identity: str | None) -> None:
         engine.server_config.external_identity = identity
 
+    def update_reading(self) -> None:
+        """Pause reading on every client publishing to a throttled route, resume the others
+        (:class:`~bridge.facade.base.ListenerCore`); a client that announced the
+        ``connection.blocked`` capability is told (connection.blocked / unblocked, as
+        RabbitMQ tells its publishers at a resource alarm)."""
+        super().update_reading()
+        for client in list(self.clients.values()):
+            blocked = client.sock.reading_paused
+            if blocked == client.blocked or not client.engine.is_open:
+                continue
+            client.blocked = blocked
+            try:
+                told = client.engine.block("amqp-bridge: a route this connection publishes "
+                                           "to has max_in_flight messages unconfirmed by "
+                                           "its AMQP 1.0 broker") if blocked \
+                    else client.engine.unblock()
+            except ProtocolError:
+                continue
+            if told:
+                self.flush_later(client.sock)
+
     @property
     def sessions(self) -> list[Channel091]:
         """Open channels of every client (the façade-sessions gauge)."""

@@ -54,6 +54,9 @@ class Client091:
     """Queues this connection declared for itself (server-named, exclusive or
     auto-delete) to bind to a subscription exchange: they end with it, as exclusive
     queues do."""
+    blocked: bool = False
+    """Not read (a route it publishes to is throttled); told with connection.blocked if
+    it announced the capability."""
     binds_pending: int = 0
     """queue.binds of temporary queues whose 1.0 link is not attached yet."""
     held_publishes: deque[tuple[Channel091, MessageReceived]] = field(default_factory=deque)
