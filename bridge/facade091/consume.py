@@ -51,8 +51,7 @@ from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
 
 from ..amqp10.link import Amqp10Link
-from ..amqp10.outcomes import accept, give_back, reject
-from ..facade.consume import REJECTED_BY_SUBSCRIBER, FacadeConsume
+from ..facade.consume import FacadeConsume
 from ..facade.state import TemporaryQueue
 from ..runtime import Timer
 from ..runtime.containment import Part
@@ -356,7 +355,7 @@ class Consumer091:
                                      no_ack=no_ack)
             sent = True
             if no_ack:
-                self._settled(msg, Delivery.ACCEPTED, "")
+                self.route.settle_held(msg, Delivery.ACCEPTED)
             else:
                 self.unsettled[tag] = msg
                 ch.deliveries[tag] = self
@@ -370,28 +369,9 @@ class Consumer091:
         self.ch.deliveries.pop(tag, None)
         if msg is None:
             return
-        self._settled(msg, state, reason)
+        self.route.settle_held(msg, state, reason)
         if self.cancelled:
             self._close_when_idle()
-
-    def _settled(self, msg: _Held, state: int, reason: str) -> None:
-        route = self.route
-        route.bytes_in_flight -= len(msg.body)
-        if state == Delivery.ACCEPTED and route.tap is not None:
-            route.tap.delivered(msg.data)  # the client has it, whatever became of its link
-        delivery = msg.delivery
-        if delivery is None:
-            pass  # void: its link was lost and the source redelivers it anyway
-        elif state == Delivery.ACCEPTED:
-            accept(delivery)
-            route.stats.delivered += 1
-            route.stats.latency.observe(time.monotonic() - msg.t0)
-        elif state == Delivery.REJECTED:
-            reject(delivery, str(REJECTED_BY_SUBSCRIBER), reason)
-            route.stats.rejected += 1
-        else:
-            give_back(delivery, failed=True)  # the client has seen it
-            route.stats.released += 1
 
     # -- the end ------------------------------------------------------------------------------
 
@@ -407,7 +387,7 @@ class Consumer091:
         self.cancelled = True
         for tag, msg in list(self.unsettled.items()):
             self.ch.deliveries.pop(tag, None)
-            self._settled(msg, Delivery.MODIFIED, "")
+            self.route.settle_held(msg, Delivery.MODIFIED)  # the client has seen it
         self.unsettled.clear()
         self.gets.clear()
         self._close_when_idle()
@@ -420,13 +400,7 @@ class Consumer091:
             return
         self.closed = True
         route = self.route
-        while self.held:
-            msg = self.held.popleft()
-            route.bytes_in_flight -= len(msg.body)
-            if msg.delivery is not None:
-                msg.delivery.update(Delivery.RELEASED)
-                msg.delivery.settle()
-                route.stats.released += 1
+        route.release_held(self.held)
         self.link.forget()  # detaches and ends the link's session
         route.subscriptions.discard(self)  # type: ignore[arg-type]
         self.ch.cancelled.discard(self)

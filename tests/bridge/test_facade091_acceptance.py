@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -30,54 +29,22 @@ from proton import Message, byte, float32, int32, symbol, ulong
 
 from mappings.message import AmqpMessage, BodyKind
 from tests.mappings.sdk import to_sdk
-from tests.support.bridge import BridgeRun, free_port, wait_listening
-from tests.support.rabbitmq import (
-    assert_no_message,
-    declare_queue,
-    queue_address,
-    receive_messages,
-    send_messages,
-    unique_queue,
-)
+from tests.support.facade091 import USER, facade091
+from tests.support.facade091 import Facade091 as Facade
+from tests.support.rabbitmq import assert_no_message, receive_messages, send_messages
 from tests.support.typed import typed_value
 
 COUNT = 10_000
 WINDOW = 500
 CREATED = 1_764_000_000  # seconds
-USER, PASSWORD = "app", "s3cret"
 NESTED = symbol("x-amqp-0-9-1.headers")
 HEADER_TYPES = symbol("x-amqp-0-9-1.header-types")
 
 
-@dataclass
-class Facade:
-    rabbitmq_url: str
-    port: int
-    queues: dict[str, str]
-    proc: BridgeRun
-
-    def connect(self) -> pika.BlockingConnection:
-        return pika.BlockingConnection(pika.ConnectionParameters(
-            "127.0.0.1", self.port, credentials=pika.PlainCredentials(USER, PASSWORD),
-            connection_attempts=1, heartbeat=0))
-
-    def address(self, role: str) -> str:
-        return queue_address(self.queues[role])
-
-
 @pytest.fixture(scope="module")
 def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Facade]:
-    queues = {role: unique_queue(f"facade2-acc-{role}") for role in ("out", "in", "leave")}
-    for role in ("in", "leave"):
-        declare_queue(rabbitmq_url, queues[role])
-    port = free_port()
-    q = {role: queue_address(name) for role, name in queues.items()}
-    config = f"""
-connections:
-  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
-listeners:
-  legacy: {{protocol: amqp0-9-1, bind: "127.0.0.1:{port}", users: {{{USER}: "{PASSWORD}"}}}}
-routes:
+    def routes(q: dict[str, str], _: dict[str, str]) -> str:
+        return f"""
   - name: orders-out
     from: {{listener: legacy, exchange: orders}}
     to:   {{connection: cloud, address: {q["out"]}}}
@@ -95,13 +62,10 @@ routes:
     from: {{connection: cloud, address: {q["leave"]}}}
     to:   {{listener: legacy, queue: leave}}
 """
-    proc = BridgeRun(config, tmp_path_factory.mktemp("facade091-acceptance")).start()
-    try:
-        wait_listening(port, proc)
-        yield Facade(rabbitmq_url, port, queues, proc)
-    finally:
-        rc = proc.stop()
-    assert rc == 0, proc.log()
+
+    with facade091(rabbitmq_url, tmp_path_factory.mktemp("facade091-acceptance"),
+                   ("out", "in", "leave"), routes) as running:
+        yield running
 
 
 # --- pika → façade → 1.0 -------------------------------------------------------------------

@@ -13,7 +13,6 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import aio_pika
@@ -24,52 +23,17 @@ import pytest
 from proton import Message
 
 from amqp091.methods import ReplyCode
-from tests.support.bridge import BridgeRun, free_port, wait_listening
-from tests.support.rabbitmq import (
-    assert_no_message,
-    declare_queue,
-    queue_address,
-    send_messages,
-    unique_queue,
-)
+from tests.support.facade091 import Facade091 as Facade
+from tests.support.facade091 import facade091
+from tests.support.rabbitmq import assert_no_message, send_messages
 
-USER, PASSWORD = "app", "s3cret"
 TOPIC = "/exchange/amq.topic"
-
-
-@dataclass
-class Facade:
-    rabbitmq_url: str
-    port: int
-    queues: dict[str, str]
-    proc: BridgeRun
-
-    @property
-    def url(self) -> str:
-        return f"amqp://{USER}:{PASSWORD}@127.0.0.1:{self.port}/"
-
-    def connect(self) -> pika.BlockingConnection:
-        return pika.BlockingConnection(pika.ConnectionParameters(
-            "127.0.0.1", self.port, credentials=pika.PlainCredentials(USER, PASSWORD),
-            connection_attempts=1, heartbeat=0))
-
-    def address(self, role: str) -> str:
-        return queue_address(self.queues[role])
 
 
 @pytest.fixture(scope="module")
 def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Facade]:
-    queues = {role: unique_queue(f"facade2-{role}") for role in ("kombu", "aio")}
-    for name in queues.values():
-        declare_queue(rabbitmq_url, name)
-    port = free_port()
-    q = {role: queue_address(name) for role, name in queues.items()}
-    config = f"""
-connections:
-  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
-listeners:
-  legacy: {{protocol: amqp0-9-1, bind: "127.0.0.1:{port}", users: {{{USER}: "{PASSWORD}"}}}}
-routes:
+    def routes(q: dict[str, str], _: dict[str, str]) -> str:
+        return f"""
   - name: kombu-out
     from: {{listener: legacy, exchange: tasks}}
     to:   {{connection: cloud, address: {q["kombu"]}}}
@@ -86,13 +50,10 @@ routes:
     from: {{connection: cloud, address: "{TOPIC}/{{binding_key}}"}}
     to:   {{listener: legacy, exchange: replies}}
 """
-    proc = BridgeRun(config, tmp_path_factory.mktemp("facade091-clients")).start()
-    try:
-        wait_listening(port, proc)
-        yield Facade(rabbitmq_url, port, queues, proc)
-    finally:
-        rc = proc.stop()
-    assert rc == 0, proc.log()
+
+    with facade091(rabbitmq_url, tmp_path_factory.mktemp("facade091-clients"),
+                   ("kombu", "aio"), routes) as running:
+        yield running
 
 
 def reply_key() -> str:

@@ -13,7 +13,6 @@ AMQP 1.0 (the bridge's 1.0 connection runs through a relay the test can pause):
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,58 +24,32 @@ import pytest
 from pamqp import commands as C
 from proton import Message
 
-from amqp091.framing import PROTOCOL_HEADER, FrameReader, encode_method
+from amqp091.framing import encode_method
 from amqp091.methods import ReplyCode
-from tests.support.bridge import BridgeRun, free_port, wait_for, wait_listening
-from tests.support.rabbitmq import (
-    assert_no_message,
-    declare_queue,
-    queue_address,
-    receive_messages,
-    send_messages,
-    unique_queue,
-)
+from tests.support.bridge import wait_for
+from tests.support.facade091 import Facade091 as Facade
+from tests.support.facade091 import RawClient, facade091, publish_frames
+from tests.support.rabbitmq import assert_no_message, receive_messages, send_messages
 from tests.support.relay import Relay
 
-USER, PASSWORD = "app", "s3cret"
 WINDOW = 20
 """max_in_flight of the publish route."""
 
 
 @dataclass
-class Facade:
-    rabbitmq_url: str
-    port: int
-    queues: dict[str, str]
-    proc: BridgeRun
+class Flow:
+    facade: Facade
     relay: Relay
-
-    def connect(self) -> pika.BlockingConnection:
-        return pika.BlockingConnection(pika.ConnectionParameters(
-            "127.0.0.1", self.port, credentials=pika.PlainCredentials(USER, PASSWORD),
-            connection_attempts=1, heartbeat=0))
-
-    def address(self, role: str) -> str:
-        return queue_address(self.queues[role])
+    """Between the bridge and RabbitMQ's AMQP 1.0."""
 
 
 @pytest.fixture(scope="module")
-def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Facade]:
-    roles = ("out", "left", "right", "cancel", "gone")
-    queues = {role: unique_queue(f"facade2-flow-{role}") for role in roles}
-    for name in queues.values():
-        declare_queue(rabbitmq_url, name)
+def flow(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flow]:
     port = int(rabbitmq_url.rsplit(":", 1)[1])
     relay = Relay(("127.0.0.1", port), None)
-    cloud = rabbitmq_url.replace(f":{port}", f":{relay.port}")
-    listen = free_port()
-    q = {role: queue_address(name) for role, name in queues.items()}
-    config = f"""
-connections:
-  cloud: {{protocol: amqp1.0, url: "{cloud}", heartbeat: 60}}
-listeners:
-  legacy: {{protocol: amqp0-9-1, bind: "127.0.0.1:{listen}", users: {{{USER}: "{PASSWORD}"}}}}
-routes:
+
+    def routes(q: dict[str, str], names: dict[str, str]) -> str:
+        return f"""
   - name: out
     from: {{listener: legacy, exchange: orders}}
     to:   {{connection: cloud, address: {q["out"]}}}
@@ -87,67 +60,31 @@ routes:
       to: {{listener: legacy, queue: right}}}}
   - {{name: cancel, from: {{connection: cloud, address: {q["cancel"]}}},
       to: {{listener: legacy, queue: cancel}}}}
-  - {{name: gone, from: {{connection: cloud, address: "/amq/queue/{queues["gone"]}"}},
+  - {{name: gone, from: {{connection: cloud, address: "/amq/queue/{names["gone"]}"}},
       to: {{listener: legacy, queue: gone}}}}
 """
-    proc = BridgeRun(config, tmp_path_factory.mktemp("facade091-flow")).start()
+
     try:
-        wait_listening(listen, proc)
-        yield Facade(rabbitmq_url, listen, queues, proc, relay)
+        with facade091(rabbitmq_url, tmp_path_factory.mktemp("facade091-flow"),
+                       ("out", "left", "right", "cancel", "gone"), routes,
+                       cloud_url=rabbitmq_url.replace(f":{port}", f":{relay.port}")) as running:
+            yield Flow(running, relay)
     finally:
         relay.resume()
-        rc = proc.stop()
-    assert rc == 0, proc.log()
-
-
-class RawClient:
-    """A 0-9-1 client of pamqp frames, to see exactly what the façade answers when."""
-
-    def __init__(self, port: int, capabilities: dict[str, Any]) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.reader = FrameReader(1 << 20, expect_protocol_header=False)
-        self.sock.sendall(PROTOCOL_HEADER)
-        assert isinstance(self.read(), C.Connection.Start)
-        self.sock.sendall(encode_method(0, C.Connection.StartOk(
-            client_properties={"capabilities": capabilities}, mechanism="PLAIN",
-            response=f"\0{USER}\0{PASSWORD}", locale="en_US")))
-        tune = self.read()
-        assert isinstance(tune, C.Connection.Tune)
-        self.sock.sendall(encode_method(0, C.Connection.TuneOk(tune.channel_max,
-                                                               tune.frame_max, 0))
-                          + encode_method(0, C.Connection.Open(virtual_host="/")))
-        assert isinstance(self.read(), C.Connection.OpenOk)
-        self.sock.sendall(encode_method(1, C.Channel.Open()))
-        assert isinstance(self.read(), C.Channel.OpenOk)
-
-    def read(self, timeout: float = 10.0) -> object:
-        """The next frame; socket.timeout if none comes within ``timeout``."""
-        self.sock.settimeout(timeout)
-        while True:
-            for _, frame in self.reader.frames():
-                return frame
-            data = self.sock.recv(65536)
-            assert data, "the bridge closed the transport"
-            self.reader.feed(data)
-
-    def publish(self, body: bytes) -> bytes:
-        from pamqp import frame as pframe
-        from pamqp import header as pheader
-        from pamqp.body import ContentBody
-
-        return (encode_method(1, C.Basic.Publish(exchange="orders", routing_key="k"))
-                + pframe.marshal(pheader.ContentHeader(0, len(body), C.Basic.Properties()), 1)
-                + pframe.marshal(ContentBody(body), 1))
 
 
 @pytest.mark.parametrize("announced", [True, False])
 def test_publishers_past_max_in_flight_are_not_read_until_the_1_0_side_settles(
-        facade: Facade, announced: bool) -> None:
-    client = RawClient(facade.port, {"connection.blocked": announced})
+        flow: Flow, announced: bool) -> None:
+    facade = flow.facade
+    client = RawClient(facade.port)
+    client.login({"connection.blocked": announced})
+    client.open_channel(1)
     try:
-        facade.relay.pause()  # the 1.0 broker hears nothing: no publish is settled
+        flow.relay.pause()  # the 1.0 broker hears nothing: no publish is settled
         count = 3 * WINDOW
-        client.sock.sendall(b"".join(client.publish(f"m{i}".encode()) for i in range(count)))
+        client.sock.sendall(b"".join(publish_frames(1, "orders", "k", f"m{i}".encode())
+                                     for i in range(count)))
         if announced:
             blocked = client.read()
             assert isinstance(blocked, C.Connection.Blocked), blocked
@@ -157,7 +94,7 @@ def test_publishers_past_max_in_flight_are_not_read_until_the_1_0_side_settles(
                                                                 passive=True)))
         with pytest.raises(TimeoutError):
             client.read(timeout=1.0)
-        facade.relay.resume()
+        flow.relay.resume()
         first = client.read(timeout=30)
         if announced:
             assert isinstance(first, C.Connection.Unblocked), first
@@ -166,7 +103,7 @@ def test_publishers_past_max_in_flight_are_not_read_until_the_1_0_side_settles(
         got = receive_messages(facade.rabbitmq_url, facade.address("out"), count, timeout=30)
         assert [bytes(r.message.body) for r in got] == [f"m{i}".encode() for i in range(count)]
     finally:
-        facade.relay.resume()
+        flow.relay.resume()
         client.sock.close()
 
 
@@ -177,7 +114,8 @@ def _pump(conn: Any, until: Any, timeout: float = 20.0, what: str = "") -> None:
         conn.process_data_events(time_limit=0.05)
 
 
-def test_global_prefetch_bounds_the_channels_consumers_together(facade: Facade) -> None:
+def test_global_prefetch_bounds_the_channels_consumers_together(flow: Flow) -> None:
+    facade = flow.facade
     for role in ("left", "right"):
         send_messages(facade.rabbitmq_url, facade.address(role),
                       [Message(body=f"{role} {i}".encode(), inferred=True) for i in range(8)])
@@ -204,7 +142,8 @@ def test_global_prefetch_bounds_the_channels_consumers_together(facade: Facade) 
         assert_no_message(facade.rabbitmq_url, facade.address(role))
 
 
-def test_cancel_keeps_the_unacked_deliveries_until_acked(facade: Facade) -> None:
+def test_cancel_keeps_the_unacked_deliveries_until_acked(flow: Flow) -> None:
+    facade = flow.facade
     send_messages(facade.rabbitmq_url, facade.address("cancel"),
                   [Message(body=f"c{i}".encode(), inferred=True) for i in range(4)])
     with facade.connect() as conn, facade.connect() as other:
@@ -227,7 +166,8 @@ def test_cancel_keeps_the_unacked_deliveries_until_acked(facade: Facade) -> None
     assert_no_message(facade.rabbitmq_url, facade.address("cancel"))
 
 
-def test_tx_select_is_540(facade: Facade) -> None:
+def test_tx_select_is_540(flow: Flow) -> None:
+    facade = flow.facade
     with facade.connect() as conn:
         with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as info:
             conn.channel().tx_select()
@@ -235,7 +175,8 @@ def test_tx_select_is_540(facade: Facade) -> None:
         assert "confirm" in info.value.reply_text
 
 
-def test_consumer_cancelled_when_its_1_0_source_is_gone(facade: Facade) -> None:
+def test_consumer_cancelled_when_its_1_0_source_is_gone(flow: Flow) -> None:
+    facade = flow.facade
     with facade.connect() as conn:
         ch = conn.channel()
         cancelled: list[Any] = []
