@@ -650,6 +650,19 @@ class Connection(ChannelCalls, ServerCalls):
             self._finish(None, f"the peer does not speak AMQP 0-9-1 (it answered with the "
                                f"protocol header of {version})", by_peer=True)
 
+    def _check_buffered(self) -> None:
+        """Server: the unfinished message bodies of all channels together must stay
+        within ``ServerConfig.max_buffered`` (else 506 resource-error: the connection
+        ends, its unfinished messages with it, never confirmed)."""
+        limit = self.server_config.max_buffered if self.role is Role.SERVER else None
+        if limit is None:
+            return
+        held = sum(c.incoming.received for c in self.channels.values() if c.incoming)
+        if held > limit:
+            raise FrameError(ReplyCode.RESOURCE_ERROR,
+                             f"unfinished messages of this connection hold {held} octets, "
+                             f"more than the configured max {limit}")
+
     def _on_method(self, channel: int, method: Frame) -> None:
         t = type(method)
         if t not in SENT_BY[self.peer_role]:
@@ -723,12 +736,14 @@ class Connection(ChannelCalls, ServerCalls):
             log.warning("AMQP 0-9-1 channel %s error %s: %s", channel, exc.code, exc.text)
             self._close_channel(chan, exc.code, exc.text)
             return
-        if done is not None:
-            assert done.properties is not None
-            body = b"".join(done.parts) if len(done.parts) != 1 else done.parts[0]
-            tag = chan.publish_tag() if self.role is Role.SERVER else None
-            self._emit(MessageReceived(channel, done.method, done.properties,  # type: ignore[arg-type]
-                                       body, tag))
+        if done is None:
+            self._check_buffered()
+            return
+        assert done.properties is not None
+        body = b"".join(done.parts) if len(done.parts) != 1 else done.parts[0]
+        tag = chan.publish_tag() if self.role is Role.SERVER else None
+        self._emit(MessageReceived(channel, done.method, done.properties,  # type: ignore[arg-type]
+                                   body, tag))
 
     # channel methods
 

@@ -72,6 +72,12 @@ class ServerConfig:
     max_message_size: int = 128 << 20
     """Largest message body a client may publish: a bigger one closes its channel with
     406 precondition-failed (RabbitMQ's answer) before a byte of it is buffered."""
+    max_buffered: int | None = None
+    """Octets of unfinished message bodies (all channels together) one connection may
+    make us hold (None: only ``max_message_size`` per channel bounds it).  Past it the
+    connection is closed with 506 resource-error — RabbitMQ has no such per-connection
+    bound (it blocks publishers at its memory alarm); 506 is the spec's code for a
+    server lacking the resources to go on."""
     handshake_timeout: float = 10.0
     """Seconds (of the clock given to ``tick``) from the first tick until the
     connection must be open; then it is dropped (RabbitMQ's ``handshake_timeout``).

@@ -274,7 +274,9 @@ class Listener(_Model):
                                        "before its body is buffered.")
     max_buffered_per_connection: int = Field(
         128 << 20, ge=4096, description="Octets of unfinished messages one connection may "
-                                        "make the bridge hold (at least max_message_size).")
+                                        "make the bridge hold (at least max_message_size); "
+                                        "past it the connection is closed (AMQP 0-10: "
+                                        "framing-error; AMQP 0-9-1: 506 resource-error).")
     max_buffered: int = Field(
         512 << 20, ge=4096, description="Octets of unfinished messages all connections of the "
                                         "listener may make the bridge hold together (at least "
@@ -625,7 +627,8 @@ def _check_amqp091_listener(cfg: BridgeConfig, where: str, route: Route,
                             published: dict[tuple[str, str, str | None], int],
                             index: int) -> list[str]:
     """What an amqp0-9-1 listener's routes must be: publish routes take an exchange (and
-    maybe one routing key: one route per exchange and key), consume routes serve a queue;
+    maybe one routing key: one route per exchange and key), consume routes serve a queue
+    (or an exchange temporary queues bind to);
     a 0-10 listener's publish routes take no routing key."""
     source, target = route.source, route.target
     out = []
@@ -638,9 +641,10 @@ def _check_amqp091_listener(cfg: BridgeConfig, where: str, route: Route,
                 out.append(f"{where}.from.routing_key: only for an amqp0-9-1 listener (an "
                            f"amqp0-10 listener's route takes every publish to its exchange)")
             continue
-        if side == "to" and not ep.queue:
+        if side == "to" and not ep.queue and not ep.exchange:
             out.append(f"{where}.to.queue: required for an amqp0-9-1 listener (its clients "
-                       f"consume from the queues the routes configure)")
+                       f"consume from the queues the routes configure), or to.exchange for "
+                       f"the temporary queues its clients bind to that exchange")
         if side == "from" and ep.exchange is not None:
             key = (str(ep.listener), ep.exchange, ep.routing_key)
             first = published.setdefault(key, index)

@@ -12,7 +12,9 @@ protocol:
   (bounded, fair across addresses), answered with the engine's
   ``finish_authentication`` (both engines have it);
 - the route tables' registration (one route per exchange / queue, else a
-  :class:`~bridge.config.ConfigError` naming both routes);
+  :class:`~bridge.config.ConfigError` naming both routes), including the routes to an
+  exchange of the listener that serve the *temporary queues* clients bind to it
+  (:attr:`ListenerCore.exchange_subscriptions`);
 - output once per burst of loop events, throttling (publishers of a throttled
   route are not read), warnings a client can provoke rate-limited per address;
 - graceful stop: nothing new accepted, clients closed once the routes drained;
@@ -82,6 +84,9 @@ class ListenerCore:
         self._client_warnings = WarnLimiter()
         """Refusals a client can provoke: one WARNING per client address every 10 s."""
         self.clients = {}
+        self.exchange_subscriptions: dict[str, Any] = {}
+        """Routes to an exchange of this listener (``to: {listener, exchange}``): what the
+        temporary queues clients bind to that exchange consume (docs/semantics.md)."""
         self.acceptor: EngineListener | None = None
         self.address: tuple[str, int] | None = None
         self.stopping = False
@@ -122,6 +127,11 @@ class ListenerCore:
             raise ConfigError([f"route {route.name}: {what} of listener {self.name!r} is "
                                f"already the {role} of route {other.name}"])
         table[key] = route
+
+    def add_exchange_subscription(self, route: Any, exchange: str) -> None:
+        """``route`` feeds the temporary queues clients bind to ``exchange``."""
+        self._register(self.exchange_subscriptions, exchange, route,
+                       f"exchange {exchange!r}", "target")
 
     def start(self) -> None:
         """Start listening (after the routes were added)."""

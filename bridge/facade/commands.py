@@ -47,7 +47,7 @@ from amqp010.spec import (
 
 from .consume import FacadeConsume, Subscription
 from .publish import FacadePublish
-from .state import LATER, Later, Refused, SessionState, TemporaryQueue
+from .state import LATER, AlreadyBound, Later, Refused, SessionState, TemporaryQueue
 
 log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
 
@@ -160,16 +160,15 @@ class ServerCommands:
                 raise Refused(ErrorCode.NOT_FOUND, f"bind failed: no route serves bindings "
                               f"to exchange {exchange!r} (this façade's: {known})", 1)
             key = c.binding_key or ""
-            if temporary.binding == (exchange, key):
-                return None
-            if temporary.binding is not None:
-                raise Refused(ErrorCode.NOT_IMPLEMENTED, f"queue {temporary.name!r} is bound "
-                              f"already; the façade serves one binding per temporary queue", 2)
-            temporary.binding = (exchange, key)
+            try:
+                if not temporary.bind(exchange, key):
+                    return None
+            except AlreadyBound as exc:
+                raise Refused(ErrorCode.NOT_IMPLEMENTED, str(exc), 2) from None
             # bound means the 1.0 broker keeps what is published from now on: attach first
             temporary.sub = route.subscribe(st, None, AcceptMode.EXPLICIT, False,
                                             queue=temporary.name,
-                                            address=route.address.replace("{binding_key}", key))
+                                            address=route.binding_address(key))
             later = temporary.sub.complete_when_attached(cid, c)
             if later is not None:
                 st.binds_pending += 1
@@ -189,7 +188,7 @@ class ServerCommands:
         if temporary is None:
             raise Refused(ErrorCode.NOT_IMPLEMENTED,
                           f"{c.NAME} is not implemented by the amqp-bridge façade")
-        if temporary.sub is not None and temporary.sub.destination is None:
+        if temporary.sub is not None and not temporary.consuming:
             temporary.sub.end()  # bound, never subscribed: its link goes
 
     def _exchange_unbind(self, st: SessionState, cid: int, c: ExchangeUnbind) -> None:
@@ -197,10 +196,9 @@ class ServerCommands:
         if temporary is None:
             raise Refused(ErrorCode.NOT_IMPLEMENTED,
                           f"{c.NAME} is not implemented by the amqp-bridge façade")
-        if temporary.binding == (c.exchange or "", c.binding_key or "") \
-                and temporary.sub is not None and temporary.sub.destination is None:
+        if temporary.unbind(c.exchange or "", c.binding_key or ""):
             temporary.sub.end()
-            temporary.binding = temporary.sub = None
+            temporary.sub = None
 
     def _subscribe(self, st: SessionState, cid: int, c: MessageSubscribe) -> Later | None:
         temporary = st.temporary_queues.get(c.queue or "")
@@ -228,7 +226,7 @@ class ServerCommands:
         if sub is None:
             raise Refused(ErrorCode.NOT_FOUND, f"queue {c.queue!r} is bound to no exchange "
                                                f"the façade serves", 0)
-        if sub.destination is not None or sub.closed:
+        if sub.adopted or sub.closed:
             raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {c.queue!r} has a subscriber "
                           f"already (the façade serves one per temporary queue)", 0)
         if c.acquire_mode == AcquireMode.NOT_ACQUIRED:

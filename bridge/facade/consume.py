@@ -21,7 +21,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from proton import Delivery, symbol
 from proton.reactor import Container
@@ -57,6 +57,15 @@ FLUSH_GRACE = 0.05
 """Seconds a message.flush waits for messages already promised by 1.0 link credit."""
 SUBSCRIBE_TIMEOUT = 10.0
 """Seconds a message.subscribe waits for its 1.0 link before it fails with not-found."""
+
+
+class HeldMessage(Protocol):
+    """A 1.0 delivery mapped for a legacy client (each façade's ``_Held``)."""
+
+    delivery: Delivery | None
+    body: bytes
+    t0: float
+    data: bytes | None
 
 
 @dataclass(eq=False, slots=True)
@@ -102,6 +111,12 @@ class Subscription:
         self.link = Amqp10Link(route.container, route.amqp10, address, sender=False,
                                owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
                                route=route.name)
+
+    @property
+    def adopted(self) -> bool:
+        """A subscriber took this subscription (a temporary queue's is made unadopted at
+        its bind, and adopted by the message.subscribe to the queue)."""
+        return self.destination is not None
 
     @property
     def client_socket(self) -> EngineSocket:
@@ -306,39 +321,12 @@ class Subscription:
         self.st.transfers.pop(tid, None)
         if msg is None:
             return
-        route = self.route
-        route.bytes_in_flight -= len(msg.body)
-        if state == Delivery.ACCEPTED and route.tap is not None:
-            route.tap.delivered(msg.data)  # the subscriber has it, whatever became of its link
-        delivery = msg.delivery
-        if delivery is None:
-            pass  # void: its link was lost and the source redelivers it anyway
-        elif state == Delivery.ACCEPTED:
-            delivery.update(Delivery.ACCEPTED)
-            delivery.settle()
-            route.stats.delivered += 1
-            route.stats.latency.observe(time.monotonic() - msg.t0)
-        elif state == Delivery.REJECTED:
-            reject(delivery, str(REJECTED_BY_SUBSCRIBER), reason)
-            route.stats.rejected += 1
-        else:
-            give_back(delivery, failed=state == Delivery.MODIFIED)
-            route.stats.released += 1
+        self.route.settle_held(msg, state, reason)
         if self.cancelled:
             self._close_when_idle()
-        route.grant()
+        self.route.grant()
 
     # -- the end ------------------------------------------------------------------------------
-
-    def release_held(self) -> None:
-        """Give back to the 1.0 broker what was received but never transferred."""
-        while self.held:
-            msg = self.held.popleft()
-            self.route.bytes_in_flight -= len(msg.body)
-            if msg.delivery is not None:  # never transferred: not a failed delivery
-                msg.delivery.update(Delivery.RELEASED)
-                msg.delivery.settle()
-                self.route.stats.released += 1
 
     def cancel(self) -> None:
         """message.cancel: no more messages; transfers already made can still be settled.
@@ -360,10 +348,7 @@ class Subscription:
         self.cancelled = True
         for tid, msg in self.unsettled.items():
             self.st.transfers.pop(tid, None)
-            self.route.bytes_in_flight -= len(msg.body)
-            if msg.delivery is not None:
-                give_back(msg.delivery, failed=True)  # the subscriber may have seen it
-                self.route.stats.released += 1
+            self.route.settle_held(msg, Delivery.MODIFIED)  # the subscriber may have seen it
         self.unsettled.clear()
         self.flushes.clear()
         self._close_when_idle()
@@ -373,7 +358,7 @@ class Subscription:
         """Detach once the transfers made are settled (the link carries their outcomes)."""
         if not self.closed and not self.unsettled:
             self.closed = True
-            self.release_held()
+            self.route.release_held(self.held)
             self.link.forget()  # detaches and ends the link's session
             self.route.subscriptions.discard(self)
             self.st.cancelled.discard(self)
@@ -459,6 +444,10 @@ class FacadeConsume:
             out.append(f"1.0 connection {self.connection.name}")
         return out
 
+    def binding_address(self, binding_key: str) -> str:
+        """The 1.0 address a temporary queue bound with ``binding_key`` consumes from."""
+        return self.address.replace("{binding_key}", binding_key)
+
     def subscribe(self, st: SessionState, destination: str | None, accept_mode: AcceptMode,
                   exclusive: bool, *, queue: str = "", address: str | None = None
                   ) -> Subscription:
@@ -497,6 +486,39 @@ class FacadeConsume:
             self.unmappable(sub, delivery, data, exc)
             sub.grant()
             return None
+
+    def settle_held(self, msg: HeldMessage, state: int, reason: str = "") -> None:
+        """The outcome of a message a subscriber (0-10) or consumer (0-9-1) had, for its
+        1.0 delivery: ``Delivery.ACCEPTED``; ``REJECTED`` (``reason`` says why); else
+        given back — ``MODIFIED``: the client has seen it (delivery-failed, so the
+        source marks it redelivered), ``RELEASED``: not."""
+        self.bytes_in_flight -= len(msg.body)
+        if state == Delivery.ACCEPTED and self.tap is not None:
+            self.tap.delivered(msg.data)  # the client has it, whatever became of its link
+        delivery = msg.delivery
+        if delivery is None:
+            pass  # void: its link was lost and the source redelivers it anyway
+        elif state == Delivery.ACCEPTED:
+            accept(delivery)
+            self.stats.delivered += 1
+            self.stats.latency.observe(time.monotonic() - msg.t0)
+        elif state == Delivery.REJECTED:
+            reject(delivery, str(REJECTED_BY_SUBSCRIBER), reason)
+            self.stats.rejected += 1
+        else:
+            give_back(delivery, failed=state == Delivery.MODIFIED)
+            self.stats.released += 1
+
+    def release_held(self, held: deque[Any]) -> None:
+        """Give back to the 1.0 broker what was received for a client and never passed on
+        (released: not a failed delivery)."""
+        while held:
+            msg = held.popleft()
+            self.bytes_in_flight -= len(msg.body)
+            if msg.delivery is not None:
+                msg.delivery.update(Delivery.RELEASED)
+                msg.delivery.settle()
+                self.stats.released += 1
 
     def on_tap_ready(self) -> None:
         """The tap's writer caught up: grant credit again."""
@@ -581,4 +603,4 @@ class FacadeConsume:
         return Part("route", f"route {self.name}", {"route": self.name}, "logged")
 
 
-__all__ = ["FLUSH_GRACE", "REJECTED_BY_SUBSCRIBER", "SUBSCRIBE_TIMEOUT", "FacadeConsume", "Subscription"]
+__all__ = ["FLUSH_GRACE", "REJECTED_BY_SUBSCRIBER", "HeldMessage", "SUBSCRIBE_TIMEOUT", "FacadeConsume", "Subscription"]

@@ -60,8 +60,6 @@ class Facade(ListenerCore):
             anonymous=settings.allow_anonymous, external=self.client_certs, defer=True)
         self.publish_routes: dict[str, FacadePublish] = {}
         self.consume_routes: dict[str, FacadeConsume] = {}
-        self.exchange_subscriptions: dict[str, FacadeConsume] = {}
-        """Routes to an exchange of this listener: what temporary queues bound to it get."""
         self.commands = ServerCommands(name, self.publish_routes, self.consume_routes,
                                        self.exchange_subscriptions, lambda: self.stopping)
         """The model commands, answered from the route tables."""
@@ -80,11 +78,6 @@ class Facade(ListenerCore):
     def add_consume(self, route: FacadeConsume, queue: str) -> None:
         """``route`` feeds the subscribers of ``queue``."""
         self._register(self.consume_routes, queue, route, f"queue {queue!r}", "target")
-
-    def add_exchange_subscription(self, route: FacadeConsume, exchange: str) -> None:
-        """``route`` feeds the temporary queues clients bind to ``exchange``."""
-        self._register(self.exchange_subscriptions, exchange, route,
-                       f"exchange {exchange!r}", "target")
 
     def _can_log_in(self) -> bool:
         return bool(self.authenticator.mechanisms("client-certificate"))
@@ -156,7 +149,7 @@ class Facade(ListenerCore):
     def _end_session(self, st: SessionState) -> None:
         st.ended = True
         unsubscribed = [t.sub for t in st.temporary_queues.values()
-                        if t.sub is not None and t.sub.destination is None]
+                        if t.sub is not None and not t.consuming]
         for sub in [*st.subscriptions.values(), *st.cancelled, *unsubscribed]:
             sub.end()
         st.temporary_queues.clear()

@@ -12,9 +12,11 @@ helper.
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from amqp010.events import MessageReceived
 from amqp010.session import Session
@@ -57,18 +59,54 @@ class Client:
     publishes_to: set[FacadePublish] = field(default_factory=set)
 
 
+class AlreadyBound(Exception):
+    """A second binding of a temporary queue (the façade serves one per queue)."""
+
+
+def server_named_queue() -> str:
+    """A name for a queue declared without one, in RabbitMQ's style (``amq.gen-…``)."""
+    return "amq.gen-" + base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
 @dataclass(eq=False)
 class TemporaryQueue:
-    """A queue a client declared for itself (exclusive or auto-delete) to bind to one of
-    the façade's subscription exchanges: its subscriptions consume from that route's
-    address with the binding key filled in."""
+    """A queue a client declared for itself (exclusive or auto-delete, or server-named)
+    to bind to one of the façade's subscription exchanges (both protocols): its
+    subscriber consumes from that route's address with the binding key filled in
+    (:meth:`~bridge.facade.consume.FacadeConsume.binding_address`)."""
 
     name: str
     binding: tuple[str, str] | None = None
     """(exchange, binding key)."""
-    sub: Subscription | None = None
-    """Its subscription, made (and its 1.0 link attached) when it was bound: from then
-    on the 1.0 broker keeps what is published for it, as a bound queue does."""
+    sub: Any = None
+    """Its subscription (0-10 :class:`~bridge.facade.consume.Subscription`, 0-9-1
+    :class:`~bridge.facade091.consume.Consumer091`), made (and its 1.0 link attached)
+    when it was bound: from then on the 1.0 broker keeps what is published for it, as a
+    bound queue does."""
+
+    def bind(self, exchange: str, key: str) -> bool:
+        """Record the binding: True if it is new (the caller subscribes), False if the
+        queue has exactly this binding already; :class:`AlreadyBound` if it has another."""
+        if self.binding == (exchange, key):
+            return False
+        if self.binding is not None:
+            raise AlreadyBound(f"queue {self.name!r} is bound already; the façade serves "
+                               f"one binding per temporary queue")
+        self.binding = (exchange, key)
+        return True
+
+    def unbind(self, exchange: str, key: str) -> bool:
+        """Remove the binding if it is (``exchange``, ``key``) and nobody consumes from the
+        queue yet: True if the caller should end :attr:`sub` (the link goes)."""
+        if self.binding != (exchange, key) or self.sub is None or self.consuming:
+            return False
+        self.binding = None
+        return True
+
+    @property
+    def consuming(self) -> bool:
+        """A subscriber has taken the queue's subscription."""
+        return self.sub is not None and self.sub.adopted
 
 
 @dataclass(eq=False)
@@ -120,7 +158,9 @@ class FacadeHost(Protocol):
 
     def update_reading(self) -> None: ...
 
-    def bound(self, st: SessionState) -> None: ...
+    def bound(self, st: Any) -> None:
+        """A temporary queue's pending bind is over: what the session (0-10) or client
+        connection (0-9-1) ``st`` published meanwhile goes on."""
 
     def socket_fault_part(self, sock: EngineSocket) -> Part: ...
 
@@ -132,5 +172,5 @@ def waiting_for(facade: FacadeHost, links: list[Amqp10Link]) -> list[str]:
     return out
 
 
-__all__ = ["LATER", "Client", "FacadeHost", "Later", "Refused", "SessionState", "TemporaryQueue",
-           "waiting_for"]
+__all__ = ["LATER", "AlreadyBound", "Client", "FacadeHost", "Later", "Refused", "SessionState", "TemporaryQueue",
+           "server_named_queue", "waiting_for"]

@@ -12,6 +12,14 @@ tables, as RabbitMQ would answer it (one handler per method class,
   exchange or queue is 403 ACCESS_REFUSED, saying the name is not configured on
   the bridge (what RabbitMQ answers a user without configure permission); delete,
   purge and exchange-to-exchange bindings are 403 too;
+- on a listener with *subscription exchanges* (routes ``to: {listener, exchange}``), a
+  server-named queue (``queue.declare`` of ``""``: ``amq.gen-…``) or an exclusive or
+  auto-delete queue of another name is a *temporary queue* of the connection, as on
+  the 0-10 façade (:class:`~bridge.facade.state.TemporaryQueue`): ``queue.bind`` to a
+  subscription exchange attaches its consumer's 1.0 link to the route's address with
+  the binding key filled in and answers bind-ok once it is attached; ``basic.consume``
+  on the queue adopts that consumer; ``queue.delete``, the consumer's cancel, or the
+  connection's end detach it;
 - ``queue.bind`` / ``queue.unbind`` of a configured queue to a configured exchange
   succeed (what reaches the queue is decided by its route's 1.0 source);
 - ``queue.declare-ok`` counts the queue's active consumers; its message-count is 0
@@ -43,7 +51,8 @@ from proton import Delivery
 from amqp091.events import DeliveriesSettled
 from amqp091.methods import ReplyCode
 
-from .consume import Consume091
+from ..facade.state import AlreadyBound, TemporaryQueue, server_named_queue
+from .consume import Consume091, Consumer091
 from .state import Channel091, ChannelRefused, ConnectionRefused
 
 if TYPE_CHECKING:
@@ -97,9 +106,12 @@ class Commands091:
                                  f"no queue '{name}' in vhost '{self._vhost(ch)}'")
         return route
 
+    def _known_exchange(self, name: str) -> bool:
+        return name in self.facade.exchanges or name in self.facade.exchange_subscriptions
+
     def _not_configured(self, ch: Channel091, kind: str, name: str) -> ChannelRefused:
-        known = sorted(self.facade.exchanges if kind == "exchange"
-                       else self.facade.consume_routes)
+        known = sorted({*self.facade.exchanges, *self.facade.exchange_subscriptions}
+                       if kind == "exchange" else self.facade.consume_routes)
         return ChannelRefused(
             ReplyCode.ACCESS_REFUSED,
             f"access to {kind} '{name}' in vhost '{self._vhost(ch)}' refused: it is not "
@@ -113,7 +125,7 @@ class Commands091:
         if name == "" and not m.passive:
             raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
                                  "operation not permitted on the default exchange")
-        if name and name not in self.facade.exchanges:
+        if name and not self._known_exchange(name):
             if m.passive:
                 raise ChannelRefused(ReplyCode.NOT_FOUND,
                                      f"no exchange '{name}' in vhost '{self._vhost(ch)}'")
@@ -125,28 +137,40 @@ class Commands091:
 
     def _queue_declare(self, ch: Channel091, m: C.Queue.Declare) -> Frame | None:
         name = m.queue or ""
+        temporaries = ch.client.temporary_queues
         route = self.facade.consume_routes.get(name)
-        if route is None:
-            if m.passive:
-                self._queue(ch, name)
-            if not name:
-                raise ChannelRefused(
-                    ReplyCode.ACCESS_REFUSED, f"the amqp-bridge façade {self.facade.name} "
-                    f"serves only the queues its routes configure (a server-named queue "
-                    f"cannot be declared)")
+        if route is not None:
+            count = route.consumer_count
+        elif name in temporaries:
+            count = int(temporaries[name].consuming)
+        elif m.passive:
+            self._queue(ch, name)
+            raise AssertionError  # (_queue raised)
+        elif self.facade.exchange_subscriptions and (not name or m.exclusive or m.auto_delete):
+            name = name or server_named_queue()
+            temporaries[name] = TemporaryQueue(name)  # to bind to a subscription exchange
+            count = 0
+        elif not name:
+            raise ChannelRefused(
+                ReplyCode.ACCESS_REFUSED, f"the amqp-bridge façade {self.facade.name} "
+                f"serves only the queues its routes configure (a server-named queue needs a "
+                f"route to an exchange of the listener to bind it to)")
+        else:
             raise self._not_configured(ch, "queue", name)
         if m.nowait:
             return None
-        return C.Queue.DeclareOk(queue=name, message_count=0,
-                                 consumer_count=route.consumer_count)
+        return C.Queue.DeclareOk(queue=name, message_count=0, consumer_count=count)
 
     def _queue_bind(self, ch: Channel091, m: C.Queue.Bind | C.Queue.Unbind) -> Frame | None:
-        self._queue(ch, m.queue or "")
         exchange = m.exchange or ""
+        temporary = ch.client.temporary_queues.get(m.queue or "")
+        if temporary is not None and exchange:
+            return self._bind_temporary(ch, m, temporary, exchange)
+        self._queue(ch, m.queue or "")
         if exchange == "":
             raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
                                  "operation not permitted on the default exchange")
-        if exchange not in self.facade.exchanges:
+        if not self._known_exchange(exchange):
             raise ChannelRefused(ReplyCode.NOT_FOUND,
                                  f"no exchange '{exchange}' in vhost '{self._vhost(ch)}'")
         log.debug("façade %s: binding %r -> %r accepted (routing is the 1.0 broker's)",
@@ -154,6 +178,54 @@ class Commands091:
         if isinstance(m, C.Queue.Unbind):
             return C.Queue.UnbindOk()
         return None if m.nowait else C.Queue.BindOk()
+
+    def _bind_temporary(self, ch: Channel091, m: C.Queue.Bind | C.Queue.Unbind,
+                        temporary: TemporaryQueue, exchange: str) -> Frame | None:
+        """(Un)bind a temporary queue: the bind attaches its consumer's link (bind-ok once
+        attached: :meth:`~bridge.facade091.consume.Consumer091.answer_when_attached`)."""
+        key = m.routing_key or ""
+        if isinstance(m, C.Queue.Unbind):
+            if temporary.unbind(exchange, key):
+                temporary.sub.end()
+                temporary.sub = None
+            return C.Queue.UnbindOk()
+        route = self.facade.exchange_subscriptions.get(exchange)
+        if route is None:
+            if self._known_exchange(exchange):
+                raise ChannelRefused(
+                    ReplyCode.ACCESS_REFUSED, f"exchange '{exchange}' of the amqp-bridge "
+                    f"façade {self.facade.name} takes no bindings of temporary queues (no "
+                    f"route to it: its subscription exchanges: "
+                    f"{', '.join(map(repr, sorted(self.facade.exchange_subscriptions)))})")
+            raise ChannelRefused(ReplyCode.NOT_FOUND,
+                                 f"no exchange '{exchange}' in vhost '{self._vhost(ch)}'")
+        try:
+            if not temporary.bind(exchange, key):
+                return None if m.nowait else C.Queue.BindOk()
+        except AlreadyBound as exc:
+            raise ConnectionRefused(ReplyCode.NOT_IMPLEMENTED, str(exc)) from None
+        temporary.sub = route.bind_temporary(ch, temporary)
+        temporary.sub.answer_when_attached(ch, reply=not m.nowait)
+        return None
+
+    def _queue_delete(self, ch: Channel091, m: C.Queue.Delete) -> Frame | None:
+        temporary = ch.client.temporary_queues.pop(m.queue or "", None)
+        if temporary is None:
+            return self._refused_change(ch, m)
+        if temporary.sub is not None:
+            self._drop_consumer(temporary.sub)
+        return None if m.nowait else C.Queue.DeleteOk(message_count=0)
+
+    def _drop_consumer(self, consumer: Consumer091) -> None:
+        """A temporary queue goes: its consumer (adopted or not) ends, its link detaches
+        once what it delivered is settled."""
+        if consumer.adopted and consumer.ch.consumers.get(consumer.tag or "") is consumer:
+            consumer.ch.consumers.pop(consumer.tag or "")
+            consumer.cancel()
+            if not consumer.closed:
+                consumer.ch.cancelled.add(consumer)
+        else:
+            consumer.end()
 
     def _refused_change(self, ch: Channel091, m: Frame) -> Frame | None:
         raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
@@ -176,8 +248,9 @@ class Commands091:
         return C.Basic.QosOk()
 
     def _consume(self, ch: Channel091, m: C.Basic.Consume) -> Frame | None:
-        route = self._queue(ch, m.queue or "")
         client = ch.client
+        temporary = client.temporary_queues.get(m.queue or "")
+        route = self._queue(ch, m.queue or "") if temporary is None else None
         tag = m.consumer_tag or ""
         if not tag:
             client.consumer_tags += 1
@@ -185,6 +258,19 @@ class Commands091:
         elif tag in ch.consumers:
             raise ConnectionRefused(ReplyCode.NOT_ALLOWED,
                                     f"attempt to reuse consumer tag '{tag}'")
+        if temporary is not None:
+            consumer = temporary.sub
+            if consumer is None or consumer.closed:
+                raise ChannelRefused(ReplyCode.NOT_FOUND, f"queue '{m.queue}' is bound to no "
+                                     f"exchange the amqp-bridge façade serves")
+            if consumer.adopted:
+                raise ChannelRefused(ReplyCode.ACCESS_REFUSED, f"queue '{m.queue}' in vhost "
+                                     f"'{self._vhost(ch)}' has a consumer already (the "
+                                     f"façade serves one per temporary queue)")
+            consumer.adopt(ch, tag, no_ack=bool(m.no_ack), exclusive=bool(m.exclusive))
+            ch.consumers[tag] = consumer
+            return None if m.nowait else C.Basic.ConsumeOk(consumer_tag=tag)
+        assert route is not None
         if any(c.exclusive for c in route.subscriptions if not c.closed) \
                 or (m.exclusive and route.consumer_count):
             raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
@@ -203,10 +289,16 @@ class Commands091:
             consumer.cancel()
             if not consumer.closed:  # deliveries unsettled: they end with the channel
                 ch.cancelled.add(consumer)
+            if consumer.temporary is not None:  # its only consumer: the queue goes with it
+                ch.client.temporary_queues.pop(consumer.temporary.name, None)
         return None if m.nowait else C.Basic.CancelOk(consumer_tag=tag)
 
     def _get(self, ch: Channel091, m: C.Basic.Get) -> Frame | None:
         name = m.queue or ""
+        if name in ch.client.temporary_queues:
+            raise ChannelRefused(ReplyCode.ACCESS_REFUSED, f"basic.get from temporary queue "
+                                 f"'{name}' is not served by the amqp-bridge façade "
+                                 f"(basic.consume is)")
         route = self._queue(ch, name)
         getter = ch.getters.get(name)
         if getter is None or getter.closed:
@@ -244,6 +336,10 @@ class Commands091:
             if consumer is not None:
                 consumer.settle(tag, state, reason)
                 routes.add(consumer.route)
+        if ch.global_prefetch:  # room for the channel: any of its consumers may deliver
+            for consumer in list(ch.consumers.values()):
+                consumer.pump()
+                routes.add(consumer.route)
         for route in routes:
             route.grant()
 
@@ -257,7 +353,7 @@ HANDLERS: dict[type[Frame], Callable[[Commands091, Channel091, Any], Frame | Non
     C.Queue.Bind: Commands091._queue_bind,
     C.Queue.Unbind: Commands091._queue_bind,
     C.Queue.Purge: Commands091._refused_change,
-    C.Queue.Delete: Commands091._refused_change,
+    C.Queue.Delete: Commands091._queue_delete,
     C.Basic.Qos: Commands091._qos,
     C.Basic.Consume: Commands091._consume,
     C.Basic.Cancel: Commands091._cancel,

@@ -43,7 +43,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pamqp.commands import Basic
+from pamqp.commands import Basic, Queue
 from proton import Delivery
 
 from amqp091.connection import ProtocolError
@@ -51,8 +51,8 @@ from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
 
 from ..amqp10.link import Amqp10Link
-from ..amqp10.outcomes import accept, give_back, reject
-from ..facade.consume import REJECTED_BY_SUBSCRIBER, FacadeConsume
+from ..facade.consume import FacadeConsume
+from ..facade.state import TemporaryQueue
 from ..runtime import Timer
 from ..runtime.containment import Part
 from .state import Channel091
@@ -91,11 +91,19 @@ class Consumer091:
     """One basic.consume (or a channel's basic.gets) and its own 1.0 receiver link."""
 
     def __init__(self, route: Consume091, ch: Channel091, tag: str | None, *, no_ack: bool,
-                 exclusive: bool, prefetch: int) -> None:
+                 exclusive: bool, prefetch: int, getter: bool = False,
+                 temporary: TemporaryQueue | None = None) -> None:
         self.route = route
         self.ch = ch
+        """The channel it delivers on (a temporary queue's: the binding's until adopted)."""
         self.tag = tag
-        """The consumer tag; None for a channel's getter."""
+        """The consumer tag; None for a channel's getter and a temporary queue's consumer
+        not adopted yet."""
+        self.getter = getter
+        self.temporary = temporary
+        """The temporary queue whose consumer this is (its link attached at queue.bind)."""
+        self.binds: list[tuple[Channel091, bool]] = []
+        """queue.binds waiting for the link to attach: (channel, reply owed)."""
         self.no_ack = no_ack
         self.exclusive = exclusive
         self.prefetch = prefetch
@@ -107,13 +115,21 @@ class Consumer091:
         self.cancelled = False
         self.closed = False
         self._retry_scheduled = False
-        self.link = Amqp10Link(route.container, route.amqp10, route.address, sender=False,
+        address = route.address if temporary is None or temporary.binding is None \
+            else route.binding_address(temporary.binding[1])
+        self.link = Amqp10Link(route.container, route.amqp10, address, sender=False,
                                owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
                                route=route.name)
 
     @property
     def engine(self) -> Any:
         return self.ch.client.engine
+
+    @property
+    def adopted(self) -> bool:
+        """Consuming (a temporary queue's consumer is made at queue.bind, adopted by the
+        basic.consume on the queue)."""
+        return self.tag is not None
 
     @property
     def busy(self) -> int:
@@ -130,8 +146,10 @@ class Consumer091:
         """What the client may still be sent (for the route's credit gauge)."""
         if self.cancelled or not self.ch.live:
             return 0
-        if self.tag is None:
+        if self.getter:
             return len(self.gets)
+        if self.tag is None:
+            return 0
         if self.no_ack or not self.prefetch:
             return self.route.limit_messages
         return max(0, self.prefetch - len(self.unsettled))
@@ -146,8 +164,10 @@ class Consumer091:
                 or route.paused or (route.tap is not None and route.tap.backpressured):
             return 0
         promised = self.promised
-        if self.tag is None:
+        if self.getter:
             room = len(self.gets) - promised
+        elif self.tag is None:
+            return 0  # a temporary queue nobody consumes yet: the 1.0 broker keeps it
         elif self.no_ack:
             if self.ch.client.sock.backpressured:
                 self._retry_later()
@@ -155,9 +175,10 @@ class Consumer091:
             room = route.limit_messages - promised
         else:
             room = (self.prefetch or route.limit_messages) - len(self.unsettled) - promised
-            if self.ch.global_prefetch:
-                others = sum(c.promised for c in self.ch.consumers.values() if not c.no_ack)
-                room = min(room, self.ch.global_prefetch - self.ch.unacked - others)
+            if self.ch.global_prefetch:  # each may be promised the channel's whole share:
+                # link credit on an empty queue cannot be taken back, so the share is not
+                # split; pump() keeps what the channel's consumers deliver within it
+                room = min(room, self.ch.global_prefetch - len(self.unsettled) - promised)
         busy = route.busy if route_busy is None else route_busy
         room = min(room, route.limit_messages - busy)
         if room <= 0 or route.bytes_in_flight >= route.limit_bytes:
@@ -172,6 +193,48 @@ class Consumer091:
 
     def _retry(self) -> None:
         self._retry_scheduled = False
+        self.route.grant()
+
+    # -- temporary queues ---------------------------------------------------------------------
+
+    def answer_when_attached(self, ch: Channel091, reply: bool) -> None:
+        """queue.bind of the temporary queue: bind-ok (if ``reply``) once the link is
+        attached — the 1.0 broker keeps what is published from then on, as a bound queue
+        does; publishes of the client wait until then.  Not attached within
+        ``LINK_WAIT``: the channel is closed 404."""
+        self.binds.append((ch, reply))
+        ch.client.binds_pending += 1
+        if self.link.up:
+            self._answer_binds()
+        else:
+            self.route.container.schedule(LINK_WAIT, Timer(self._bind_timeout))
+
+    def _answer_binds(self) -> None:
+        binds, self.binds = self.binds, []
+        for ch, reply in binds:
+            if reply and ch.live:
+                self.engine_of(ch).send_method(ch.number, Queue.BindOk())
+                self.route.facade.flush_later(ch.client.sock)
+            self.route.facade.bound(ch.client)
+
+    def _bind_timeout(self) -> None:
+        binds, self.binds = self.binds, []
+        for ch, _ in binds:
+            if ch.live:
+                self.engine_of(ch).close_channel(
+                    ch.number, ReplyCode.NOT_FOUND, f"the AMQP 1.0 source {self.link.address} "
+                    f"did not attach within {LINK_WAIT:.0f}s", class_id=50, method_id=20)
+                self.route.facade.flush_later(ch.client.sock)
+            self.route.facade.bound(ch.client)
+
+    @staticmethod
+    def engine_of(ch: Channel091) -> Any:
+        return ch.client.engine
+
+    def adopt(self, ch: Channel091, tag: str, *, no_ack: bool, exclusive: bool) -> None:
+        """basic.consume on the temporary queue: deliver on ``ch`` from now on."""
+        self.ch, self.tag = ch, tag
+        self.no_ack, self.exclusive, self.prefetch = no_ack, exclusive, ch.prefetch
         self.route.grant()
 
     # -- basic.get ----------------------------------------------------------------------------
@@ -204,6 +267,7 @@ class Consumer091:
     # -- Amqp10Link owner -------------------------------------------------------------------
 
     def on_link_up(self, link: Amqp10Link) -> None:
+        self._answer_binds()
         self.route.grant()
         for serial, _ in self.gets:  # gets waiting for the link: their grace starts now
             self._expire_later(serial, GET_GRACE)
@@ -216,7 +280,7 @@ class Consumer091:
         for msg in self.unsettled.values():
             msg.delivery = None  # the client's outcome for it goes nowhere now
         route.forget_dead_letters(self)  # type: ignore[arg-type]
-        if link.refusal is None and link.failures + 1 >= CANCEL_AFTER and self.tag is not None \
+        if link.refusal is None and link.failures + 1 >= CANCEL_AFTER and self.adopted \
                 and not self.cancelled:
             self._cancelled_by_source(link)
 
@@ -244,7 +308,7 @@ class Consumer091:
 
     def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
         route = self.route
-        wanted = not self.closed and self.ch.live and (self.tag is not None or bool(self.gets))
+        wanted = not self.closed and self.ch.live and (self.adopted or bool(self.gets))
         taken = route.take_delivery(self, link, delivery, wanted,
                                     lambda m: route.translator.amqp10_to_legacy091(
                                         m, own_routing_key=True))
@@ -269,12 +333,17 @@ class Consumer091:
         sent = False
         while self.held and channel is not None and channel.peer_flow_active \
                 and not self.cancelled and not self.route.paused \
-                and (self.tag is not None or self.gets):
+                and (self.adopted or self.gets):
+            if self.adopted and not self.no_ack and ch.global_prefetch \
+                    and ch.unacked >= ch.global_prefetch:
+                break  # the channel's global prefetch: waits for an ack of any consumer
             msg = self.held.popleft()
             exchange = msg.where.exchange or ""
+            if not exchange and self.temporary is not None and self.temporary.binding:
+                exchange = self.temporary.binding[0]
             key = msg.where.routing_key if msg.where.routing_key is not None \
                 else self.route.queue
-            if self.tag is None:
+            if self.getter:
                 no_ack = self.gets.popleft()[1]
                 tag = engine.get_ok(ch.number, exchange, key, msg.body, msg.properties,
                                     message_count=len(self.held),
@@ -286,7 +355,7 @@ class Consumer091:
                                      no_ack=no_ack)
             sent = True
             if no_ack:
-                self._settled(msg, Delivery.ACCEPTED, "")
+                self.route.settle_held(msg, Delivery.ACCEPTED)
             else:
                 self.unsettled[tag] = msg
                 ch.deliveries[tag] = self
@@ -300,28 +369,9 @@ class Consumer091:
         self.ch.deliveries.pop(tag, None)
         if msg is None:
             return
-        self._settled(msg, state, reason)
+        self.route.settle_held(msg, state, reason)
         if self.cancelled:
             self._close_when_idle()
-
-    def _settled(self, msg: _Held, state: int, reason: str) -> None:
-        route = self.route
-        route.bytes_in_flight -= len(msg.body)
-        if state == Delivery.ACCEPTED and route.tap is not None:
-            route.tap.delivered(msg.data)  # the client has it, whatever became of its link
-        delivery = msg.delivery
-        if delivery is None:
-            pass  # void: its link was lost and the source redelivers it anyway
-        elif state == Delivery.ACCEPTED:
-            accept(delivery)
-            route.stats.delivered += 1
-            route.stats.latency.observe(time.monotonic() - msg.t0)
-        elif state == Delivery.REJECTED:
-            reject(delivery, str(REJECTED_BY_SUBSCRIBER), reason)
-            route.stats.rejected += 1
-        else:
-            give_back(delivery, failed=True)  # the client has seen it
-            route.stats.released += 1
 
     # -- the end ------------------------------------------------------------------------------
 
@@ -337,7 +387,7 @@ class Consumer091:
         self.cancelled = True
         for tag, msg in list(self.unsettled.items()):
             self.ch.deliveries.pop(tag, None)
-            self._settled(msg, Delivery.MODIFIED, "")
+            self.route.settle_held(msg, Delivery.MODIFIED)  # the client has seen it
         self.unsettled.clear()
         self.gets.clear()
         self._close_when_idle()
@@ -350,13 +400,7 @@ class Consumer091:
             return
         self.closed = True
         route = self.route
-        while self.held:
-            msg = self.held.popleft()
-            route.bytes_in_flight -= len(msg.body)
-            if msg.delivery is not None:
-                msg.delivery.update(Delivery.RELEASED)
-                msg.delivery.settle()
-                route.stats.released += 1
+        route.release_held(self.held)
         self.link.forget()  # detaches and ends the link's session
         route.subscriptions.discard(self)  # type: ignore[arg-type]
         self.ch.cancelled.discard(self)
@@ -386,7 +430,17 @@ class Consume091(FacadeConsume):
 
     def getter(self, ch: Channel091) -> Consumer091:
         """The channel's getter for basic.get on the route's queue."""
-        consumer = Consumer091(self, ch, None, no_ack=False, exclusive=False, prefetch=0)
+        consumer = Consumer091(self, ch, None, no_ack=False, exclusive=False, prefetch=0,
+                               getter=True)
+        self.subscriptions.add(consumer)  # type: ignore[arg-type]
+        return consumer
+
+    def bind_temporary(self, ch: Channel091, temporary: TemporaryQueue) -> Consumer091:
+        """The consumer of ``temporary``, just bound to the route's exchange: its link to
+        the route's address with the binding key filled in attaches now; it delivers
+        once a basic.consume adopts it."""
+        consumer = Consumer091(self, ch, None, no_ack=False, exclusive=True, prefetch=0,
+                               temporary=temporary)
         self.subscriptions.add(consumer)  # type: ignore[arg-type]
         return consumer
 
@@ -394,7 +448,8 @@ class Consume091(FacadeConsume):
     def consumer_count(self) -> int:
         """Active consumers (queue.declare-ok's consumer-count)."""
         return sum(1 for c in self.subscriptions
-                   if isinstance(c, Consumer091) and c.tag is not None and not c.cancelled)
+                   if isinstance(c, Consumer091) and c.temporary is None and c.adopted
+                   and not c.cancelled)
 
 
 __all__ = ["CANCEL_AFTER", "GET_GRACE", "Consume091", "Consumer091"]

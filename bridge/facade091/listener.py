@@ -46,7 +46,7 @@ from amqp091.events import (
 )
 from amqp091.methods import ReplyCode
 
-from ..config import ConfigError, Listener
+from ..config import Listener
 from ..facade.base import ListenerCore
 from ..legacy.amqp091 import FIELD_TYPES
 from ..runtime import EngineSocket
@@ -92,12 +92,13 @@ class Facade091(ListenerCore):
         """``route`` feeds the consumers of ``queue``."""
         self._register(self.consume_routes, queue, route, f"queue {queue!r}", "target")
 
-    def add_exchange_subscription(self, route: Any, exchange: str) -> None:
-        raise ConfigError([f"route {route.name}: an amqp0-9-1 listener's consume routes "
-                           f"serve a queue (to.queue), not an exchange"])
-
-    def bound(self, st: Any) -> None:  # FacadeHost: temporary queues are 0-10 only
-        """Not used: the 0-9-1 façade has no temporary queues."""
+    def bound(self, client: Client091) -> None:
+        """A temporary queue's binding exists now (or failed): publishes held for it go on."""
+        client.binds_pending -= 1
+        while not client.binds_pending and client.held_publishes:
+            ch, ev = client.held_publishes.popleft()
+            if ch.live:
+                self._on_publish(ch, ev)
 
     # -- ListenerCore's hooks -------------------------------------------------------------
 
@@ -110,6 +111,7 @@ class Facade091(ListenerCore):
             mechanisms=mechanisms,
             virtual_hosts=frozenset(settings.virtual_hosts) if settings.virtual_hosts else None,
             max_message_size=settings.max_message_size,
+            max_buffered=settings.max_buffered_per_connection,
             handshake_timeout=settings.handshake_timeout,
             field_types=FIELD_TYPES))
 
@@ -126,6 +128,27 @@ class Facade091(ListenerCore):
     def _set_external_identity(self, engine: Any, identity: str | None) -> None:
         engine.server_config.external_identity = identity
 
+    def update_reading(self) -> None:
+        """Pause reading on every client publishing to a throttled route, resume the others
+        (:class:`~bridge.facade.base.ListenerCore`); a client that announced the
+        ``connection.blocked`` capability is told (connection.blocked / unblocked, as
+        RabbitMQ tells its publishers at a resource alarm)."""
+        super().update_reading()
+        for client in list(self.clients.values()):
+            blocked = client.sock.reading_paused
+            if blocked == client.blocked or not client.engine.is_open:
+                continue
+            client.blocked = blocked
+            try:
+                told = client.engine.block("amqp-bridge: a route this connection publishes "
+                                           "to has max_in_flight messages unconfirmed by "
+                                           "its AMQP 1.0 broker") if blocked \
+                    else client.engine.unblock()
+            except ProtocolError:
+                continue
+            if told:
+                self.flush_later(client.sock)
+
     @property
     def sessions(self) -> list[Channel091]:
         """Open channels of every client (the façade-sessions gauge)."""
@@ -139,7 +162,9 @@ class Facade091(ListenerCore):
             return
         if isinstance(ev, MessageReceived):
             ch = client.channels.get(ev.channel)
-            if ch is not None:
+            if ch is not None and client.binds_pending:
+                client.held_publishes.append((ch, ev))
+            elif ch is not None:
                 self._on_publish(ch, ev)
         elif isinstance(ev, MethodReceived):
             ch = client.channels.get(ev.channel)
@@ -177,6 +202,11 @@ class Facade091(ListenerCore):
             for ch in list(client.channels.values()):
                 self._end_channel(ch)
             client.channels.clear()
+            for temporary in client.temporary_queues.values():  # exclusive: they end too
+                if temporary.sub is not None:
+                    temporary.sub.end()
+            client.temporary_queues.clear()
+            client.held_publishes.clear()
             if not ev.by_peer and ev.code not in _ORDINARY_CLOSES:
                 self._count_error(client, ev.code, ev.text)
             self.client_closed(sock, ev.code, ev.text)
@@ -220,7 +250,8 @@ class Facade091(ListenerCore):
         method: Any = ev.method
         exchange, key = method.exchange or "", method.routing_key or ""
         client, engine = ch.client, ch.client.engine
-        if exchange and exchange not in self.exchanges:
+        if exchange and exchange not in self.exchanges \
+                and exchange not in self.exchange_subscriptions:
             reason = f"no exchange '{exchange}' in vhost '{client.virtual_host or '/'}'"
             self.publish_refused(client.sock.peer, reason)
             self._count_error(client, ReplyCode.NOT_FOUND, f"basic.publish: {reason}")

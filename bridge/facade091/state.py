@@ -10,12 +10,15 @@ the façade answers by closing the channel (as a broker would) raises
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amqp091.channel import ChannelState
 from amqp091.connection import Connection
+from amqp091.events import MessageReceived
 
+from ..facade.state import TemporaryQueue
 from ..runtime import EngineSocket
 
 if TYPE_CHECKING:
@@ -47,6 +50,18 @@ class Client091:
     channels: dict[int, Channel091] = field(default_factory=dict)
     consumer_tags: int = 0
     """Consumer tags made for consumers that named none (``amq.ctag-N``)."""
+    temporary_queues: dict[str, TemporaryQueue] = field(default_factory=dict)
+    """Queues this connection declared for itself (server-named, exclusive or
+    auto-delete) to bind to a subscription exchange: they end with it, as exclusive
+    queues do."""
+    blocked: bool = False
+    """Not read (a route it publishes to is throttled); told with connection.blocked if
+    it announced the capability."""
+    binds_pending: int = 0
+    """queue.binds of temporary queues whose 1.0 link is not attached yet."""
+    held_publishes: deque[tuple[Channel091, MessageReceived]] = field(default_factory=deque)
+    """Publishes that came while a bind was pending: a broker executes a connection's
+    methods in order, so they wait until the binding exists (else it would miss them)."""
 
     @property
     def engine(self) -> Connection:

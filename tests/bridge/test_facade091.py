@@ -6,12 +6,9 @@ One bridge process serves the whole module (one listener, several routes).
 
 from __future__ import annotations
 
-import socket
 import struct
 import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,61 +18,27 @@ import pytest
 from pamqp import commands as C
 from proton import Message
 
-from amqp091.framing import PROTOCOL_HEADER, FrameReader, encode_method
+from amqp091.framing import encode_method
 from amqp091.methods import ReplyCode
-from tests.support.bridge import BridgeRun, free_port, wait_for, wait_listening
+from tests.support.bridge import wait_for
+from tests.support.facade091 import USER, RawClient, content_header, facade091
+from tests.support.facade091 import Facade091 as Facade
 from tests.support.rabbitmq import (
     assert_no_message,
-    declare_queue,
-    queue_address,
     rabbitmqctl,
     receive_messages,
     send_messages,
-    unique_queue,
 )
 
-USER, PASSWORD = "app", "s3cret"
 MAX_MESSAGE = 1 << 20
-"""The listener's max_message_size."""
-
-
-@dataclass
-class Facade:
-    rabbitmq_url: str
-    port: int
-    queues: dict[str, str]
-    proc: BridgeRun
-
-    def connect(self, password: str = PASSWORD) -> pika.BlockingConnection:
-        return pika.BlockingConnection(pika.ConnectionParameters(
-            "127.0.0.1", self.port, credentials=pika.PlainCredentials(USER, password),
-            connection_attempts=1, heartbeat=0))
-
-    def address(self, role: str) -> str:
-        return queue_address(self.queues[role])
+"""The listener's max_message_size (and max_buffered_per_connection)."""
+ROLES = ("orders", "urgent", "audit", "jobs", "fetch", "outcomes", "outcomes_dlq", "leave")
 
 
 @pytest.fixture(scope="module")
 def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Facade]:
-    roles = ["orders", "urgent", "audit", "jobs", "fetch", "outcomes", "outcomes_dlq", "leave"]
-    queues = {role: unique_queue(f"facade091-{role.replace('_', '-')}") for role in roles}
-    # a consumer's reject (requeue false) shows on the 1.0 side through RabbitMQ's DLX
-    policy = f"amqp-bridge-test-{queues['outcomes']}"
-    rabbitmqctl(rabbitmq_url, "set_policy", "--apply-to", "queues", "--priority", "10", policy,
-                "^" + queues["outcomes"].replace(".", r"\.") + "$",
-                '{"expires": 600000, "dead-letter-exchange": "", '
-                f'"dead-letter-routing-key": "{queues["outcomes_dlq"]}"}}')
-    for role in ("outcomes_dlq", "jobs", "fetch", "outcomes", "leave"):
-        declare_queue(rabbitmq_url, queues[role])
-    port = free_port()
-    q = {role: queue_address(name) for role, name in queues.items()}
-    config = f"""
-connections:
-  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
-listeners:
-  legacy: {{protocol: amqp0-9-1, bind: "127.0.0.1:{port}", users: {{{USER}: "{PASSWORD}"}},
-            max_message_size: {MAX_MESSAGE}}}
-routes:
+    def routes(q: dict[str, str], _: dict[str, str]) -> str:
+        return f"""
   - name: orders-out
     from: {{listener: legacy, exchange: orders}}
     to:   {{connection: cloud, address: {q["orders"]}}}
@@ -100,14 +63,20 @@ routes:
     from: {{connection: cloud, address: {q["leave"]}}}
     to:   {{listener: legacy, queue: leave}}
 """
-    proc = BridgeRun(config, tmp_path_factory.mktemp("facade091")).start()
-    try:
-        wait_listening(port, proc)
-        yield Facade(rabbitmq_url, port, queues, proc)
-    finally:
-        rc = proc.stop()
-        rabbitmqctl(rabbitmq_url, "clear_policy", policy)
-    assert rc == 0, proc.log()
+    with facade091(rabbitmq_url, tmp_path_factory.mktemp("facade091"), ROLES, routes,
+                   listener=f", max_message_size: {MAX_MESSAGE}, "
+                            f"max_buffered_per_connection: {MAX_MESSAGE}") as running:
+        # a consumer's reject (requeue false) shows on the 1.0 side through RabbitMQ's DLX
+        queues = running.queues
+        policy = f"amqp-bridge-test-{queues['outcomes']}"
+        rabbitmqctl(rabbitmq_url, "set_policy", "--apply-to", "queues", "--priority", "10",
+                    policy, "^" + queues["outcomes"].replace(".", r"\.") + "$",
+                    '{"expires": 600000, "dead-letter-exchange": "", '
+                    f'"dead-letter-routing-key": "{queues["outcomes_dlq"]}"}}')
+        try:
+            yield running
+        finally:
+            rabbitmqctl(rabbitmq_url, "clear_policy", policy)
 
 
 def _deliveries(channel: Any, count: int, timeout: float = 20.0) -> list[tuple[Any, Any, bytes]]:
@@ -315,56 +284,35 @@ def test_wrong_password_is_refused_with_403(facade: Facade) -> None:
     assert "403" in str(info.value)
 
 
-class _Raw:
-    """A client written with pamqp frames directly, to send what no library would."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.reader = FrameReader(1 << 20, expect_protocol_header=False)
-
-    def read(self) -> object:
-        while True:
-            for _, frame in self.reader.frames():
-                return frame
-            data = self.sock.recv(65536)
-            assert data, "the bridge closed the transport"
-            self.reader.feed(data)
-
-    def login(self) -> None:
-        self.sock.sendall(PROTOCOL_HEADER)
-        assert isinstance(self.read(), C.Connection.Start)
-        self.sock.sendall(encode_method(0, C.Connection.StartOk(
-            client_properties={}, mechanism="PLAIN", response=f"\0{USER}\0{PASSWORD}",
-            locale="en_US")))
-        tune = self.read()
-        assert isinstance(tune, C.Connection.Tune)
-        self.sock.sendall(encode_method(0, C.Connection.TuneOk(tune.channel_max,
-                                                               tune.frame_max, 0))
-                          + encode_method(0, C.Connection.Open(virtual_host="/")))
-        assert isinstance(self.read(), C.Connection.OpenOk)
-        self.frame_max = tune.frame_max
-
-    def closed_with(self) -> int:
-        close = self.read()
-        assert isinstance(close, C.Connection.Close), close
-        return int(close.reply_code)
-
-
-@pytest.mark.parametrize("bad", ["garbage", "over_frame_max", "unknown_method"])
+@pytest.mark.parametrize("bad", ["garbage", "over_frame_max", "unknown_method",
+                                 "over_buffered"])
 def test_bad_input_closes_that_client_only(facade: Facade, bad: str) -> None:
     with facade.connect() as bystander:
         bch = bystander.channel()
         bch.confirm_delivery()
-        raw = _Raw(facade.port)
+        raw = RawClient(facade.port)
         raw.login()
         if bad == "garbage":
             raw.sock.sendall(b"\x09\x00\x01\x00\x00\x00\x00\xce")
             expected = ReplyCode.FRAME_ERROR
         elif bad == "over_frame_max":
-            raw.sock.sendall(encode_method(1, C.Channel.Open()))
-            assert isinstance(raw.read(), C.Channel.OpenOk)
+            raw.open_channel(1)
             raw.sock.sendall(struct.pack(">BHI", 3, 1, raw.frame_max + 64))
             expected = ReplyCode.FRAME_ERROR
+        elif bad == "over_buffered":  # two unfinished messages, each within the size bound
+            for ch in (1, 2):
+                raw.open_channel(ch)
+            chunk = raw.frame_max - 8
+            for ch in (1, 2):
+                raw.sock.sendall(encode_method(ch, C.Basic.Publish(exchange="audit",
+                                                                    routing_key="audit.log"))
+                                 + content_header(ch, MAX_MESSAGE))
+            held = 0
+            while held <= MAX_MESSAGE:  # the last frame takes it past the bound
+                ch = 1 + (held // chunk) % 2
+                raw.sock.sendall(struct.pack(">BHI", 3, ch, chunk) + b"x" * chunk + b"\xce")
+                held += chunk
+            expected = ReplyCode.RESOURCE_ERROR
         else:
             raw.sock.sendall(struct.pack(">BHIHH", 1, 0, 4, 10, 999) + b"\xce")
             expected = ReplyCode.NOT_IMPLEMENTED
@@ -390,4 +338,3 @@ def test_a_message_over_max_message_size_closes_the_channel_with_406(facade: Fac
         bch.basic_publish("audit", "audit.log", b"other client")
     got = receive_messages(facade.rabbitmq_url, facade.address("audit"), 2, timeout=20)
     assert sorted(bytes(r.message.body) for r in got) == [b"other client", b"same connection"]
-    assert uuid  # (unique names come from unique_queue)

@@ -318,3 +318,26 @@ def test_an_amqp10_heartbeat_under_two_seconds_is_refused() -> None:
     [problem] = problems(text, {"LEGACY_PASSWORD": "pw"})
     assert problem.startswith("connections.cloud: heartbeat: 1s is too short for AMQP 1.0")
     assert parse_config(text.replace("heartbeat: 1}", "heartbeat: 2}"), env={"LEGACY_PASSWORD": "pw"})
+
+
+AMQP091_LISTENER = """
+connections:
+  cloud: {protocol: amqp1.0, url: "amqp://localhost:5672"}
+listeners:
+  rabbit: {protocol: amqp0-9-1, bind: "127.0.0.1:5673", users: {app: pw}}
+routes:
+  - name: replies
+    from: {connection: cloud, address: "ADDRESS"}
+    to:   {listener: rabbit, exchange: replies}
+"""
+
+
+def test_an_amqp091_listener_serves_temporary_queues_bound_to_an_exchange() -> None:
+    cfg = parse_config(AMQP091_LISTENER.replace("ADDRESS", "/exchange/amq.topic/{binding_key}"))
+    assert cfg.routes[0].target.exchange == "replies"
+    assert any("needs {binding_key}" in p for p in
+               problems(AMQP091_LISTENER.replace("ADDRESS", "/exchange/amq.topic")))
+    no_exchange = AMQP091_LISTENER.replace("ADDRESS", "/queue/q").replace(
+        "exchange: replies", "routing_key: k")
+    assert any("to.queue: required for an amqp0-9-1 listener" in p
+               for p in problems(no_exchange))

@@ -260,3 +260,42 @@ def test_awaiting_header_until_the_protocol_header_arrives() -> None:
     conn.receive_data(PROTOCOL_HEADER)
     assert not conn.awaiting_header
     assert not Connection(Role.CLIENT, ConnectionConfig()).awaiting_header
+
+
+def test_unfinished_bodies_of_all_channels_are_bounded_per_connection() -> None:
+    """``max_buffered``: what the channels' unfinished messages hold together; past it
+    the connection is closed with 506 resource-error (each message is within
+    ``max_message_size``, so only the sum can tell)."""
+    conn = opened(max_message_size=10_000, max_buffered=25_000)
+    for ch in (1, 2, 3):
+        channel(conn, ch)
+    for ch in (1, 2):  # 9,000 of 10,000 octets each: 18,000 held
+        conn.receive_data(wire(ch, C.Basic.Publish(exchange="", routing_key="q"),
+                               pheader.ContentHeader(0, 10_000, C.Basic.Properties()),
+                               pbody.ContentBody(b"x" * 9_000)))
+    assert conn.buffered >= 18_000 and not conn.closed
+    conn.receive_data(wire(1, pbody.ContentBody(b"x" * 1_000)))  # message 1 done: 9,000 held
+    assert [type(e).__name__ for e in conn.events()] == ["MessageReceived"]
+    conn.receive_data(wire(3, C.Basic.Publish(exchange="", routing_key="q"),
+                           pheader.ContentHeader(0, 10_000, C.Basic.Properties()),
+                           pbody.ContentBody(b"x" * 9_000)))
+    assert not conn.closed  # 18,000 held again
+    conn.receive_data(wire(1, C.Basic.Publish(exchange="", routing_key="q"),
+                           pheader.ContentHeader(0, 10_000, C.Basic.Properties()),
+                           pbody.ContentBody(b"x" * 7_001)))  # 25,001
+    (close,) = methods(conn)
+    assert close.reply_code == ReplyCode.RESOURCE_ERROR
+    assert "25001 octets" in close.reply_text and close.reply_text.startswith("RESOURCE_ERROR")
+    assert conn.closed and conn.buffered == 0
+    closed = [e for e in conn.events() if isinstance(e, ConnectionClosed)]
+    assert closed[0].code == ReplyCode.RESOURCE_ERROR
+
+
+def test_without_max_buffered_only_the_message_size_bounds_input() -> None:
+    conn = opened(max_message_size=10_000)
+    for ch in (1, 2, 3, 4):
+        channel(conn, ch)
+        conn.receive_data(wire(ch, C.Basic.Publish(exchange="", routing_key="q"),
+                               pheader.ContentHeader(0, 10_000, C.Basic.Properties()),
+                               pbody.ContentBody(b"x" * 9_999)))
+    assert not conn.closed and conn.buffered >= 39_996

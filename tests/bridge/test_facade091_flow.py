@@ -1,0 +1,192 @@
+"""The 0-9-1 façade's flow control and consumer life, end to end against RabbitMQ's
+AMQP 1.0 (the bridge's 1.0 connection runs through a relay the test can pause):
+
+- publishers past the route's ``max_in_flight`` are not read (a synchronous method
+  they send is not answered) and told ``connection.blocked``; once the 1.0 broker
+  settles, ``connection.unblocked``, they are read again, nothing lost;
+- a global ``basic.qos`` bounds a channel's consumers together;
+- ``basic.cancel`` keeps the unacknowledged deliveries with the consumer until acked;
+- ``tx.select`` is ``540 NOT_IMPLEMENTED``;
+- the 1.0 source gone for good (its RabbitMQ queue deleted): consumer cancel
+  notification.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pika
+import pika.exceptions
+import pytest
+from pamqp import commands as C
+from proton import Message
+
+from amqp091.framing import encode_method
+from amqp091.methods import ReplyCode
+from tests.support.bridge import wait_for
+from tests.support.facade091 import Facade091 as Facade
+from tests.support.facade091 import RawClient, facade091, publish_frames
+from tests.support.rabbitmq import assert_no_message, receive_messages, send_messages
+from tests.support.relay import Relay
+
+WINDOW = 20
+"""max_in_flight of the publish route."""
+
+
+@dataclass
+class Flow:
+    facade: Facade
+    relay: Relay
+    """Between the bridge and RabbitMQ's AMQP 1.0."""
+
+
+@pytest.fixture(scope="module")
+def flow(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flow]:
+    port = int(rabbitmq_url.rsplit(":", 1)[1])
+    relay = Relay(("127.0.0.1", port), None)
+
+    def routes(q: dict[str, str], names: dict[str, str]) -> str:
+        return f"""
+  - name: out
+    from: {{listener: legacy, exchange: orders}}
+    to:   {{connection: cloud, address: {q["out"]}}}
+    max_in_flight: {{messages: {WINDOW}}}
+  - {{name: left, from: {{connection: cloud, address: {q["left"]}}},
+      to: {{listener: legacy, queue: left}}}}
+  - {{name: right, from: {{connection: cloud, address: {q["right"]}}},
+      to: {{listener: legacy, queue: right}}}}
+  - {{name: cancel, from: {{connection: cloud, address: {q["cancel"]}}},
+      to: {{listener: legacy, queue: cancel}}}}
+  - {{name: gone, from: {{connection: cloud, address: "/amq/queue/{names["gone"]}"}},
+      to: {{listener: legacy, queue: gone}}}}
+"""
+
+    try:
+        with facade091(rabbitmq_url, tmp_path_factory.mktemp("facade091-flow"),
+                       ("out", "left", "right", "cancel", "gone"), routes,
+                       cloud_url=rabbitmq_url.replace(f":{port}", f":{relay.port}")) as running:
+            yield Flow(running, relay)
+    finally:
+        relay.resume()
+
+
+@pytest.mark.parametrize("announced", [True, False])
+def test_publishers_past_max_in_flight_are_not_read_until_the_1_0_side_settles(
+        flow: Flow, announced: bool) -> None:
+    facade = flow.facade
+    client = RawClient(facade.port)
+    client.login({"connection.blocked": announced})
+    client.open_channel(1)
+    try:
+        flow.relay.pause()  # the 1.0 broker hears nothing: no publish is settled
+        count = 3 * WINDOW
+        client.sock.sendall(b"".join(publish_frames(1, "orders", "k", f"m{i}".encode())
+                                     for i in range(count)))
+        if announced:
+            blocked = client.read()
+            assert isinstance(blocked, C.Connection.Blocked), blocked
+            assert "max_in_flight" in (blocked.reason or "")
+        # a synchronous method after the window: not read, so not answered
+        client.sock.sendall(encode_method(1, C.Exchange.Declare(exchange="orders",
+                                                                passive=True)))
+        with pytest.raises(TimeoutError):
+            client.read(timeout=1.0)
+        flow.relay.resume()
+        first = client.read(timeout=30)
+        if announced:
+            assert isinstance(first, C.Connection.Unblocked), first
+            first = client.read(timeout=30)
+        assert isinstance(first, C.Exchange.DeclareOk), first
+        got = receive_messages(facade.rabbitmq_url, facade.address("out"), count, timeout=30)
+        assert [bytes(r.message.body) for r in got] == [f"m{i}".encode() for i in range(count)]
+    finally:
+        flow.relay.resume()
+        client.sock.close()
+
+
+def _pump(conn: Any, until: Any, timeout: float = 20.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not until():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        conn.process_data_events(time_limit=0.05)
+
+
+def test_global_prefetch_bounds_the_channels_consumers_together(flow: Flow) -> None:
+    facade = flow.facade
+    for role in ("left", "right"):
+        send_messages(facade.rabbitmq_url, facade.address(role),
+                      [Message(body=f"{role} {i}".encode(), inferred=True) for i in range(8)])
+    with facade.connect() as conn:
+        ch = conn.channel()
+        ch.basic_qos(prefetch_count=5, global_qos=True)
+        got: list[tuple[Any, bytes]] = []
+        for queue in ("left", "right"):
+            ch.basic_consume(queue, lambda c, m, p, b: got.append((m, b)))
+        _pump(conn, lambda: len(got) >= 5, what="5 deliveries")
+        conn.process_data_events(time_limit=0.5)
+        assert len(got) == 5  # both consumers together: the channel's prefetch
+        while len(got) < 16:  # acknowledged one at a time: never more than 5 out
+            unacked = len(got)
+            ch.basic_ack(got[unacked - 5][0].delivery_tag)
+            _pump(conn, lambda n=unacked: len(got) > n or n == 16, what="one more")
+            conn.process_data_events(time_limit=0.05)
+            assert len(got) <= unacked + 1
+        ch.basic_ack(got[-1][0].delivery_tag, multiple=True)
+        assert sorted(b for _, b in got) == sorted(
+            f"{r} {i}".encode() for r in ("left", "right") for i in range(8))
+        conn.process_data_events(time_limit=0.2)
+    for role in ("left", "right"):
+        assert_no_message(facade.rabbitmq_url, facade.address(role))
+
+
+def test_cancel_keeps_the_unacked_deliveries_until_acked(flow: Flow) -> None:
+    facade = flow.facade
+    send_messages(facade.rabbitmq_url, facade.address("cancel"),
+                  [Message(body=f"c{i}".encode(), inferred=True) for i in range(4)])
+    with facade.connect() as conn, facade.connect() as other:
+        ch = conn.channel()
+        ch.basic_qos(prefetch_count=4)
+        got: list[tuple[Any, bytes]] = []
+        tag = ch.basic_consume("cancel", lambda c, m, p, b: got.append((m, b)))
+        _pump(conn, lambda: len(got) == 4, what="4 deliveries")
+        ch.basic_cancel(tag)
+        och = other.channel()
+        seen: list[bytes] = []
+        och.basic_consume("cancel", lambda c, m, p, b: seen.append(b))
+        other.process_data_events(time_limit=1.0)
+        assert seen == []  # still the cancelled consumer's: not given to another
+        for m, _ in got:  # acknowledged after the cancel: still settles on the 1.0 side
+            ch.basic_ack(m.delivery_tag)
+        conn.process_data_events(time_limit=0.3)
+        other.process_data_events(time_limit=0.3)
+        assert seen == []
+    assert_no_message(facade.rabbitmq_url, facade.address("cancel"))
+
+
+def test_tx_select_is_540(flow: Flow) -> None:
+    facade = flow.facade
+    with facade.connect() as conn:
+        with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as info:
+            conn.channel().tx_select()
+        assert info.value.reply_code == ReplyCode.NOT_IMPLEMENTED
+        assert "confirm" in info.value.reply_text
+
+
+def test_consumer_cancelled_when_its_1_0_source_is_gone(flow: Flow) -> None:
+    facade = flow.facade
+    with facade.connect() as conn:
+        ch = conn.channel()
+        cancelled: list[Any] = []
+        ch.add_on_cancel_callback(lambda frame: cancelled.append(frame))
+        ch.basic_consume("gone", lambda *a: None)
+        conn.process_data_events(time_limit=0.5)  # attached
+        with pika.BlockingConnection(pika.URLParameters(facade.rabbitmq_url)) as rabbit:
+            rabbit.channel().queue_delete(facade.queues["gone"])
+        _pump(conn, lambda: bool(cancelled), timeout=30, what="basic.cancel from the façade")
+        assert isinstance(cancelled[0].method, pika.spec.Basic.Cancel)
+        assert conn.is_open and ch.is_open  # the consumer is cancelled, nothing else
+    wait_for(lambda: "consumer_cancelled" in facade.proc.log(), 10, "the cancel logged",
+             facade.proc)
