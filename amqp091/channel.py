@@ -158,13 +158,19 @@ class Channel:
         self.awaiting.append(frozenset(method.valid_responses))
 
     def take_reply(self, method: Frame) -> None:
-        """A reply arrived: it must answer the oldest request (else a 503)."""
-        if not self.awaiting or method.name not in self.awaiting[0]:
-            wanted = " or ".join(sorted(self.awaiting[0])) if self.awaiting else "no reply"
-            raise FrameError(ReplyCode.COMMAND_INVALID,
-                             f"unexpected {method.name} on channel {self.number} "
-                             f"(awaiting {wanted})")
-        self.awaiting.popleft()
+        """A reply arrived: it answers the oldest request it can answer (else a 503).
+
+        Not necessarily the oldest request: RabbitMQ sends basic.consume-ok and
+        basic.cancel-ok from the queue's process, so a pipelined basic.qos sent after
+        them can be answered first."""
+        for index, replies in enumerate(self.awaiting):
+            if method.name in replies:
+                del self.awaiting[index]
+                return
+        wanted = " or ".join(sorted(self.awaiting[0])) if self.awaiting else "no reply"
+        raise FrameError(ReplyCode.COMMAND_INVALID,
+                         f"unexpected {method.name} on channel {self.number} "
+                         f"(awaiting {wanted})")
 
     def owe(self, method: Frame) -> None:
         """The peer sent the synchronous request ``method``: we owe it a reply."""

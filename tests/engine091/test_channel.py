@@ -232,7 +232,7 @@ def test_confirm_outside_confirm_mode_is_command_invalid() -> None:
     closed_with(conn, ReplyCode.COMMAND_INVALID)
 
 
-def test_replies_must_answer_our_requests_in_order() -> None:
+def test_replies_must_answer_our_requests() -> None:
     conn = open_client()
     ch = open_channel(conn)
     conn.qos(ch, 10)
@@ -246,6 +246,23 @@ def test_replies_must_answer_our_requests_in_order() -> None:
     conn.receive_data(wire(ch, C.Queue.DeclareOk("q2", 0, 0)))  # nobody asked
     closed = closed_with(conn, ReplyCode.COMMAND_INVALID)
     assert "awaiting no reply" in closed.text
+
+
+def test_a_reply_may_overtake_an_older_request_it_does_not_answer() -> None:
+    """RabbitMQ answers basic.cancel (and basic.consume) from the queue's process, so the
+    qos-ok of a basic.qos pipelined after it can come first."""
+    conn = open_client()
+    ch = open_channel(conn)
+    conn.cancel(ch, "c1")
+    conn.qos(ch, 5, global_=True)
+    conn.consume(ch, "q", "c2")
+    conn.receive_data(wire(ch, C.Basic.QosOk(), C.Basic.CancelOk("c1"),
+                           C.Basic.ConsumeOk("c2")))
+    events = list(conn.events())
+    assert [type(e.method).__name__ for e in events] == ["QosOk", "CancelOk", "ConsumeOk"]  # type: ignore[attr-defined]
+    assert not conn.channels[ch].awaiting
+    conn.receive_data(wire(ch, C.Basic.QosOk()))  # nobody asked for a second one
+    assert "awaiting no reply" in closed_with(conn, ReplyCode.COMMAND_INVALID).text
 
 
 def test_broker_cancel_notification_is_a_method_event() -> None:
