@@ -21,7 +21,7 @@ from tests.bridge.test_routes091 import (
 from tests.support.amqp10_peer import ACCEPTED, MODIFIED, REJECTED, RELEASED, OutcomePeer
 from tests.support.bridge import BridgeRun, collect, wait_for
 from tests.support.logs import records
-from tests.support.rabbitmq import receive_messages, unique_queue
+from tests.support.rabbitmq import receive_messages, send_messages, unique_queue
 
 
 def publish(url: str, queue: str, prefix: str, count: int) -> None:
@@ -161,3 +161,46 @@ def test_released_modified_and_rejected_outcomes_reach_the_091_queue(
             assert len(arrivals) >= 2, (mid, arrivals)
             assert arrivals[1].header is not None
             assert arrivals[1].header.first_acquirer is False, (mid, arrivals)
+
+
+def test_returns_are_matched_to_their_publishes_among_routable_ones(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """One route publishes routable and unroutable messages interleaved (the routing key
+    is each message's subject), some with the same body: each basic.return refuses
+    exactly its own publish — the unroutable ones reach the 1.0 source queue's DLX, the
+    routable ones the bound queue, in order, and none is refused or lost by mistake."""
+    source, dlx, bound = (unique_queue("r091-mix"), unique_queue("r091-mix-dlx"),
+                          unique_queue("r091-mix-bound"))
+    declare(rabbitmq_url, dlx)
+    declare(rabbitmq_url, bound)
+    declare(rabbitmq_url, source, **{"x-dead-letter-exchange": "",
+                                     "x-dead-letter-routing-key": dlx})
+    key, nowhere = f"mix.{source}", f"nowhere.{source}"
+    with pika_channel(rabbitmq_url) as ch:
+        ch.queue_bind(bound, "amq.direct", key)
+    count = 60
+    # unroutable: a run of 3 in every 7, and singles; bodies repeat across both kinds
+    unroutable = {i for i in range(count) if i % 7 in (2, 3, 4) or i % 11 == 0}
+    send_messages(rabbitmq_url, amq_queue(source), [
+        Message(body=f"body {i % 4}".encode(), inferred=True, id=f"mix-{i}",
+                subject=nowhere if i in unroutable else key) for i in range(count)])
+    routes = f"""
+  - name: r091-mix
+    from: {{connection: cloud, address: {amq_queue(source)}}}
+    to:   {{connection: rabbit, exchange: amq.direct}}
+    max_in_flight: {{messages: 16}}
+"""
+    routable = [f"mix-{i}" for i in range(count) if i not in unroutable]
+    with BridgeRun(config091(rabbitmq_url, routes), tmp_path) as bridge:
+        delivered = pika_get_all(rabbitmq_url, bound, len(routable))
+        refused = pika_get_all(rabbitmq_url, dlx, len(unroutable))
+        wait_for(lambda: depth(rabbitmq_url, source) == 0, 10, "the source settled", bridge)
+        log = bridge.log()
+    assert [props.message_id for _, props, _ in delivered] == routable
+    assert sorted(props.message_id for _, props, _ in refused) == \
+        sorted(f"mix-{i}" for i in unroutable)
+    for _, props, body in refused:
+        assert props.headers["x-death"][0]["reason"] == "rejected"
+        assert body == f"body {int(props.message_id.split('-')[1]) % 4}".encode()
+    assert "unmatched_return" not in log
+    assert depth(rabbitmq_url, bound) == 0  # nothing more than the routable ones
