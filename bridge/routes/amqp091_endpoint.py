@@ -87,9 +87,9 @@ from mappings.message import AmqpMessage
 from ..config import Route
 from ..legacy.amqp091 import Amqp091Connection
 from ..runtime import Timer
+from .legacy_common import LegacyEndpointBase
 from .legacy_endpoint import ACCEPT, SourceOwner, Taken, TargetOwner, poison_key
 from .refusals import plain_copy_091
-from .translate import Translator
 
 log = logging.getLogger(__package__)
 
@@ -105,35 +105,21 @@ NACKED = "amqp-bridge:nacked"
 """1.0 error condition of a publish the broker refused with ``basic.nack``."""
 
 
-class _Amqp091Endpoint:
+class _Amqp091Endpoint(LegacyEndpointBase):
     """One route's channel on a 0-9-1 connection (the part both directions share)."""
 
+    unit = "channel"
+
     def __init__(self, connection: Amqp091Connection, route: Route) -> None:
-        self.name = route.name
-        """The route's name (the connection's logs name the channel's route by it)."""
-        self.route = route
+        super().__init__(connection, route)
         self.legacy = connection
-        self.connection_name = connection.name
-        self.translator = Translator(route)
         self.channel: int | None = None
         self.token: object | None = None
         """Identity of the current channel (numbers are reused): ``Taken.channel``."""
-        self.progress = False
 
     @property
     def attached(self) -> bool:
         return self.legacy.usable(self.channel)
-
-    @property
-    def backpressured(self) -> bool:
-        return self.legacy.backpressured
-
-    def defer(self, fn: Callable[[], None]) -> None:
-        self.legacy.defer(fn)
-
-    def waiting_for(self) -> list[str]:
-        """What is missing on this side (empty: nothing); safe from any thread."""
-        return [] if self.attached else [f"0-9-1 channel on {self.connection_name}"]
 
     def restart(self) -> Callable[[], bool]:
         """Close the channel so that a fresh one follows (a contained fault in the route):

@@ -12,14 +12,13 @@ from proton import Message
 from mappings.message import AmqpMessage
 from tests.bridge.test_routes091 import (
     amq_queue,
-    config091,
     declare,
     depth,
     pika_channel,
     pika_get_all,
 )
 from tests.support.amqp10_peer import ACCEPTED, MODIFIED, REJECTED, RELEASED, OutcomePeer
-from tests.support.bridge import BridgeRun, collect, wait_for
+from tests.support.bridge import BridgeRun, collect, config091, wait_for
 from tests.support.logs import records
 from tests.support.rabbitmq import receive_messages, send_messages, unique_queue
 
@@ -37,14 +36,13 @@ def quorum(url: str, queue: str) -> None:
                                                           "x-expires": 600_000})
 
 
-def with_peer(text: str, peer: OutcomePeer) -> str:
-    """``text`` plus the 1.0 connection ``peer`` to the test's own 1.0 peer."""
-    return text.replace("routes:\n", f"""  peer:
+def peer_connection(peer: OutcomePeer) -> str:
+    """The 1.0 connection ``peer`` to the test's own 1.0 peer (``config091``'s ``more``)."""
+    return f"""  peer:
     protocol: amqp1.0
     url: "{peer.url}"
     reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
-routes:
-""", 1)
+"""
 
 
 def test_quorum_queue_sources_consume_with_a_per_consumer_window(
@@ -81,9 +79,9 @@ def test_quorum_queue_sources_consume_with_a_per_consumer_window(
         peer.hold()  # the peer settles nothing: the route has 3 credits, no more
         # (its own connection: the first one reconnects once, when RabbitMQ refuses the
         # channel-wide prefetch of r091-qq-auto)
-        text = with_peer(config091(rabbitmq_url, routes), peer).replace(
-            "  cloud:\n", f"  rabbit2: {{protocol: amqp0-9-1, url: \"{rabbitmq_url}\"}}\n"
-                         "  cloud:\n", 1)
+        text = config091(rabbitmq_url, routes, more=peer_connection(peer) + f"""\
+  rabbit2: {{protocol: amqp0-9-1, url: "{rabbitmq_url}"}}
+""")
         with BridgeRun(text, tmp_path) as bridge:
             got_auto = receive_messages(rabbitmq_url, amq_queue(auto_dst), count, timeout=30)
             # (the classic route's channel was lost with the connection: at least once)
@@ -137,7 +135,7 @@ def test_released_modified_and_rejected_outcomes_reach_the_091_queue(
     max_in_flight: {{messages: 7}}
 """
     with OutcomePeer(decide) as peer, \
-            BridgeRun(with_peer(config091(rabbitmq_url, routes), peer), tmp_path) as bridge:
+            BridgeRun(config091(rabbitmq_url, routes, more=peer_connection(peer)), tmp_path) as bridge:
         dead = pika_get_all(rabbitmq_url, dlq, len(rejected))
         wait_for(lambda: set(peer.ids()) >= {f"o-{i}" for i in range(count)} - rejected,
                  30, "every other message accepted", bridge)

@@ -12,13 +12,12 @@ from proton import Message
 
 from tests.bridge.test_routes091 import (
     amq_queue,
-    config091,
     declare,
     depth,
     pika_channel,
     pika_get_all,
 )
-from tests.support.bridge import BridgeRun
+from tests.support.bridge import BridgeRun, config091
 from tests.support.metrics import metrics_port, poll, scrape
 from tests.support.rabbitmq import send_messages, unique_queue
 

@@ -16,7 +16,12 @@ import pytest
 from proton import Message
 
 from tests.security.conftest import EXTERNAL_USER, TlsBroker
-from tests.security.test_bridge_tls import error_lines, run_until_exit
+from tests.security.test_bridge_tls import (
+    AMQP10_FAULTS,
+    _pki_path,
+    error_lines,
+    run_until_exit,
+)
 from tests.support.bridge import BridgeRun, wait_for
 from tests.support.certs import Pki
 from tests.support.logs import records
@@ -111,30 +116,14 @@ routes:
     assert not error_lines(log), log
 
 
-FAULTS = {
-    "other-ca": (
-        "guest:guest@", {"ca_file": "other_ca_file"},
-        "amqp0-9-1 rabbit: TLS certificate verify failed: self-signed certificate in "
-        "certificate chain (check tls.ca_file / the broker's certificate)"),
-    "expired-client-cert": (
-        "", {"ca_file": "ca_file", "cert_file": "expired_client.cert",
-             "key_file": "expired_client.key"},
-        "amqp0-9-1 rabbit: TLS handshake refused by the peer: certificate expired "
-        "(check tls.cert_file / tls.key_file)"),
-    "wrong-password": (
-        "guest:not-the-password@", {"ca_file": "ca_file"},
-        "amqp0-9-1 rabbit: authentication failed: ACCESS_REFUSED - Login was refused using "
-        "authentication mechanism PLAIN. For details see the broker logfile. "
-        "(check the user and password / sasl_mechanisms)"),
-}
-
-
-def _pki_path(pki: Pki, dotted: str) -> Path:
-    value: object = pki
-    for part in dotted.split("."):
-        value = getattr(value, part)
-    assert isinstance(value, Path)
-    return value
+FAULTS = {case: (userinfo, files, expected.replace("amqp1.0 cloud:", "amqp0-9-1 rabbit:"))
+          for case, (userinfo, files, expected) in AMQP10_FAULTS.items()}
+"""The 1.0 side's cases, over 0-9-1: the same lines but for RabbitMQ's words on a login."""
+FAULTS["wrong-password"] = (
+    "guest:not-the-password@", {"ca_file": "ca_file"},
+    "amqp0-9-1 rabbit: authentication failed: ACCESS_REFUSED - Login was refused using "
+    "authentication mechanism PLAIN. For details see the broker logfile. "
+    "(check the user and password / sasl_mechanisms)")
 
 
 @pytest.mark.parametrize("case", sorted(FAULTS))
