@@ -378,6 +378,16 @@ class Endpoint(_Model):
                                     "(without it: every key the exchange's keyed routes do "
                                     "not take); a publish no route takes is unroutable "
                                     "(basic.return 312 when mandatory).")
+    prefetch: Literal["credit", "window"] | None = Field(
+        None, description="How an amqp0-9-1 source (from, on a connection) bounds what "
+                          "RabbitMQ delivers. credit (the default): a channel-wide "
+                          "basic.qos kept at exactly the 1.0 target's credit (classic "
+                          "queues). window: a per-consumer basic.qos of "
+                          "max_in_flight.messages, messages beyond the 1.0 credit held in "
+                          "the bridge (quorum queues and streams, which refuse a "
+                          "channel-wide prefetch; a credit source on such a queue switches "
+                          "to window by itself after RabbitMQ's refusal, at the cost of "
+                          "one reconnect of its connection).")
 
     @model_validator(mode="after")
     def _one_owner(self) -> Endpoint:
@@ -679,6 +689,10 @@ def _check_taps(cfg: BridgeConfig) -> list[str]:
 
 def _check_endpoint(cfg: BridgeConfig, where: str, side: str, ep: Endpoint | DeadLetter) -> list[str]:
     listener = getattr(ep, "listener", None)
+    if getattr(ep, "prefetch", None) is not None and (
+            side != "from" or listener is not None
+            or getattr(cfg.connections.get(ep.connection or ""), "protocol", "") != "amqp0-9-1"):
+        return [f"{where}.prefetch: only for a route's source on an amqp0-9-1 connection"]
     if listener is not None:
         if listener not in cfg.listeners:
             return [f"{where}.listener: no listener named {listener!r} "

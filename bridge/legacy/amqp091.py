@@ -85,6 +85,10 @@ class Amqp091User(Protocol):
         Returns True if the channel moved messages (its successor opens without backing
         off)."""
 
+    def on_connection_closed(self, code: int | None, text: str) -> None:
+        """The connection ended with ``code`` and ``text`` (None: no close method), before
+        the channels are lost: a route may learn from the broker's reason."""
+
 
 @dataclass(eq=False)
 class _Slot(RouteSlot):
@@ -282,6 +286,8 @@ class Amqp091Connection(LegacyClient):
     def _closed(self, event: ConnectionClosed) -> None:
         was_open = self.open
         self.blocked = None
+        for slot in self.slots:
+            slot.user.on_connection_closed(event.code, event.text)
         if not self._ended(event.text or f"closed with code {event.code}"):
             return
         self._lose_all()  # channels the engine did not report closed (still opening)

@@ -38,9 +38,9 @@ from mappings.message import AmqpMessage
 
 from ..config import Route
 from ..legacy.amqp010 import LegacyConnection
+from .legacy_common import LegacyEndpointBase
 from .legacy_endpoint import ACCEPT, REDELIVER, SourceOwner, Taken, TargetOwner, poison_key
 from .refusals import plain_copy
-from .translate import Translator
 
 log = logging.getLogger(__package__)
 
@@ -80,37 +80,18 @@ def runs(items: list[tuple[Session, str, int]]) -> Iterable[tuple[Session, str, 
         yield key[0], key[1], run
 
 
-class _Amqp010Endpoint:
+class _Amqp010Endpoint(LegacyEndpointBase):
     """One route's session on a 0-10 connection (the part both directions share)."""
 
     def __init__(self, connection: LegacyConnection, route: Route) -> None:
-        self.name = route.name
-        """The route's name (the connection's logs name the session's route by it)."""
-        self.route = route
+        super().__init__(connection, route)
         self.legacy = connection
-        self.connection_name = connection.name
-        self.translator = Translator(route)
         self.session: Session | None = None
-        self.progress = False
 
     @property
     def attached(self) -> bool:
         session = self.session
         return session is not None and session.attached
-
-    @property
-    def backpressured(self) -> bool:
-        return self.legacy.backpressured
-
-    def defer(self, fn: Callable[[], None]) -> None:
-        self.legacy.defer(fn)
-
-    def waiting_for(self) -> list[str]:
-        """What is missing on this side (empty: nothing); safe from any thread."""
-        session = self.session
-        if session is None or not session.attached:
-            return [f"0-10 session on {self.connection_name}"]
-        return []
 
     def restart(self) -> Callable[[], bool]:
         """End the session so that a fresh one follows (a contained fault in the route):

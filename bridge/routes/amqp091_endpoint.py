@@ -12,20 +12,28 @@ messages), so an outcome that arrives after its channel ended is recognised and
 dropped (the broker requeued that message already).
 
 :class:`Amqp091Source` (implements :class:`~bridge.routes.legacy_endpoint.LegacySource`)
-    ``basic.consume`` with manual acknowledgement. **Credit**: RabbitMQ has no 0-9-1
-    credit method, and it applies a *per-consumer* ``basic.qos`` only to consumers
-    created after it, so a per-consumer prefetch cannot follow the route's credit.
-    The source therefore sets the *channel-wide* prefetch (``basic.qos`` with
-    ``global`` true, which RabbitMQ's limiter applies at once to the consumers already
-    on the channel; the channel has only this one consumer) to exactly
-    ``held + granted`` — deliveries not yet acked or rejected, plus the credit the
-    route granted and not yet used. A delivery moves one from granted to held (the
-    limit stays); a grant raises the limit; a settlement lowers it, sent *before* the
-    ack so that the broker never delivers past the credit. A limit of 0 would mean
-    "unlimited" in 0-9-1, so then the consumer is cancelled instead (``stop``) and
-    created again at the next grant. (Quorum queues refuse a channel-wide prefetch in
-    RabbitMQ 3.x: such a source's channel is closed with 540 and retried with backoff;
-    docs/operations.md.)
+    ``basic.consume`` with manual acknowledgement. **Credit** (``from.prefetch:
+    credit``, the default): RabbitMQ has no 0-9-1 credit method, and it applies a
+    *per-consumer* ``basic.qos`` only to consumers created after it, so a per-consumer
+    prefetch cannot follow the route's credit. The source therefore sets the
+    *channel-wide* prefetch (``basic.qos`` with ``global`` true, which RabbitMQ's limiter
+    applies at once to the consumers already on the channel; the channel has only this
+    one consumer) to exactly ``held + granted`` — deliveries not yet acked or rejected,
+    plus the credit the route granted and not yet used. A delivery moves one from
+    granted to held (the limit stays); a grant raises the limit; a settlement lowers it,
+    sent *before* the ack so that the broker never delivers past the credit. A limit of 0
+    would mean "unlimited" in 0-9-1, so then the consumer is cancelled instead
+    (``stop``) and created again at the next grant.
+
+    **Window** (``from.prefetch: window``): quorum queues and streams refuse a
+    channel-wide prefetch — RabbitMQ closes the whole *connection* with 540
+    NOT_IMPLEMENTED naming the queue. There the consumer gets a fixed per-consumer
+    prefetch of ``max_in_flight.messages`` (set before ``basic.consume``) and keeps
+    consuming; deliveries beyond the granted credit wait in :attr:`Amqp091Source.buffered`
+    (at most the window: the broker sends no more unacked) and go to the route, in
+    order, as it grants credit. A credit-mode source whose queue RabbitMQ refuses that
+    way (:meth:`Amqp091Source.on_connection_closed`) switches to window mode, logged
+    once, and the connection reconnects as after any loss.
 
     Dispositions are batched per burst: ACCEPT → ``basic.ack``, RELEASE and REDELIVER →
     requeue (``basic.reject`` / ``basic.nack`` with requeue: RabbitMQ marks every
@@ -57,6 +65,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -78,48 +87,39 @@ from mappings.message import AmqpMessage
 from ..config import Route
 from ..legacy.amqp091 import Amqp091Connection
 from ..runtime import Timer
+from .legacy_common import LegacyEndpointBase
 from .legacy_endpoint import ACCEPT, SourceOwner, Taken, TargetOwner, poison_key
 from .refusals import plain_copy_091
-from .translate import Translator
 
 log = logging.getLogger(__package__)
 
 NO_ROUTE = 312
+NOT_IMPLEMENTED = 540
+CREDIT, WINDOW = "credit", "window"
+"""A source's prefetch modes (``from.prefetch``; module docstring)."""
+MAX_PREFETCH = 0xFFFF
+"""basic.qos prefetch-count is a short."""
 RETURN_CONDITIONS = {NO_ROUTE: "amqp:not-found"}
 """1.0 error condition of a refusal by ``basic.return`` (others: amqp:internal-error)."""
 NACKED = "amqp-bridge:nacked"
 """1.0 error condition of a publish the broker refused with ``basic.nack``."""
 
 
-class _Amqp091Endpoint:
+class _Amqp091Endpoint(LegacyEndpointBase):
     """One route's channel on a 0-9-1 connection (the part both directions share)."""
 
+    unit = "channel"
+
     def __init__(self, connection: Amqp091Connection, route: Route) -> None:
-        self.name = route.name
-        """The route's name (the connection's logs name the channel's route by it)."""
-        self.route = route
+        super().__init__(connection, route)
         self.legacy = connection
-        self.connection_name = connection.name
-        self.translator = Translator(route)
         self.channel: int | None = None
         self.token: object | None = None
         """Identity of the current channel (numbers are reused): ``Taken.channel``."""
-        self.progress = False
 
     @property
     def attached(self) -> bool:
         return self.legacy.usable(self.channel)
-
-    @property
-    def backpressured(self) -> bool:
-        return self.legacy.backpressured
-
-    def defer(self, fn: Callable[[], None]) -> None:
-        self.legacy.defer(fn)
-
-    def waiting_for(self) -> list[str]:
-        """What is missing on this side (empty: nothing); safe from any thread."""
-        return [] if self.attached else [f"0-9-1 channel on {self.connection_name}"]
 
     def restart(self) -> Callable[[], bool]:
         """Close the channel so that a fresh one follows (a contained fault in the route):
@@ -127,6 +127,9 @@ class _Amqp091Endpoint:
         token = self.token
         self.legacy.restart(self, "the route restarts its channel after an internal fault")
         return lambda: self.attached and self.token is not token
+
+    def on_connection_closed(self, code: int | None, text: str) -> None:
+        """Nothing to learn from the connection's end (the source overrides it)."""
 
     def _opened(self, channel: int) -> None:
         self.channel = channel
@@ -141,7 +144,7 @@ class _Amqp091Endpoint:
 
 class Amqp091Source(_Amqp091Endpoint):
     """A 0-9-1 queue drained with manual acks and a prefetch that follows the route's
-    credit (module docstring)."""
+    credit, or a fixed per-consumer window (module docstring)."""
 
     def __init__(self, connection: Amqp091Connection, route: Route,
                  owner: SourceOwner) -> None:
@@ -149,11 +152,18 @@ class Amqp091Source(_Amqp091Endpoint):
         assert route.source.queue is not None
         self.queue = route.source.queue
         self.owner = owner
+        self.mode = route.source.prefetch or CREDIT
+        """:data:`CREDIT` (channel-wide prefetch following the credit) or :data:`WINDOW`."""
+        self.window = max(1, min(route.max_in_flight.messages, MAX_PREFETCH))
+        """The per-consumer prefetch in window mode."""
         self.granted = 0
         self.accepts_pending = 0
         """Accepts queued for the end of this burst (basic.ack has no confirmation)."""
         self.held: dict[int, None] = {}
-        """Delivery tags received and not yet acked or rejected, ascending."""
+        """Delivery tags received and not yet acked or rejected, ascending (buffered ones
+        included)."""
+        self.buffered: deque[MessageReceived] = deque()
+        """Window mode: deliveries beyond the granted credit, passed on at the next grant."""
         self.limit = 0
         """The channel's prefetch as last sent (0: none sent)."""
         self.consumer: str | None = None
@@ -172,6 +182,7 @@ class Amqp091Source(_Amqp091Endpoint):
         self._opened(channel)
         self.granted = 0
         self.held.clear()
+        self.buffered.clear()
         self.limit = 0
         self.consumer = None
         self.owner.on_legacy_session()
@@ -182,26 +193,48 @@ class Amqp091Source(_Amqp091Endpoint):
         progressed = self._closed()
         self.granted = 0
         self.held.clear()
+        self.buffered.clear()
         self.accepts_pending = 0
         self.consumer = None
         self.owner.on_legacy_lost()
         return progressed
 
+    def on_connection_closed(self, code: int | None, text: str) -> None:
+        """RabbitMQ refuses a channel-wide prefetch on a quorum queue or stream by closing
+        the whole connection (540 NOT_IMPLEMENTED, naming the queue): consume this one
+        with a per-consumer window from the next connection on."""
+        if self.mode == CREDIT and code == NOT_IMPLEMENTED and "global qos" in text \
+                and f"queue '{self.queue}'" in text:
+            self.mode = WINDOW
+            log.warning("route %s: queue %r refuses a channel-wide prefetch (a quorum queue or "
+                        "stream): consuming it with a per-consumer prefetch of %d instead; set "
+                        "its from.prefetch: window to spare the connection this reconnect",
+                        self.name, self.queue, self.window,
+                        extra=self.legacy.log_fields("prefetch_window", route=self.name,
+                                                     queue=self.queue, error=text))
+
     def on_event(self, event: Event) -> None:
         if isinstance(event, MessageReceived) and isinstance(event.method, C.Basic.Deliver):
             tag = int(event.method.delivery_tag or 0)
-            self.granted = max(0, self.granted - 1)
             self.progress = True
             self.cancelled = 0
             self.held[tag] = None
-            message_id = event.properties.message_id
-            taken = Taken(self.token, tag, len(event.body), t0=time.monotonic(),
-                          suspect=poison_key(message_id, event.body))
-            self.owner.on_legacy_message(taken, event, message_id,
-                                         bool(event.method.redelivered))
+            if self.mode == WINDOW and (self.granted == 0 or self.buffered):
+                self.buffered.append(event)  # beyond the credit: kept till the next grant
+                return
+            self._pass_on(event)
         elif isinstance(event, MethodReceived) and isinstance(event.method, C.Basic.Cancel) \
                 and event.method.consumer_tag == self.consumer:
             self._cancelled_by_broker()
+
+    def _pass_on(self, event: MessageReceived) -> None:
+        """Hand a delivery to the route (it uses one credit)."""
+        assert isinstance(event.method, C.Basic.Deliver)
+        self.granted = max(0, self.granted - 1)
+        message_id = event.properties.message_id
+        taken = Taken(self.token, int(event.method.delivery_tag or 0), len(event.body),
+                      t0=time.monotonic(), suspect=poison_key(message_id, event.body))
+        self.owner.on_legacy_message(taken, event, message_id, bool(event.method.redelivered))
 
     def _cancelled_by_broker(self) -> None:
         """The broker cancelled our consumer (the queue was deleted): consume again later."""
@@ -251,11 +284,14 @@ class Amqp091Source(_Amqp091Endpoint):
 
     def grant(self, credit: int) -> None:
         self.granted += credit
+        while self.buffered and self.granted and self.token is not None:
+            self._pass_on(self.buffered.popleft())
         self._set_limit()
 
     def stop(self) -> None:
-        """No more deliveries until the next grant (the prefetch drops to what is held;
-        nothing held: the consumer is cancelled)."""
+        """No more deliveries until the next grant (credit mode: the prefetch drops to
+        what is held, and with nothing held the consumer is cancelled; window mode: what
+        comes is buffered)."""
         self.granted = 0
         self._set_limit()
 
@@ -312,10 +348,18 @@ class Amqp091Source(_Amqp091Endpoint):
         return out
 
     def _set_limit(self) -> None:
-        """Bring the broker's prefetch to ``held + granted`` (module docstring)."""
+        """Credit mode: bring the broker's prefetch to ``held + granted``; window mode: set
+        the per-consumer window once, before the consumer (module docstring)."""
         engine = self.legacy.engine
         channel = self.channel
         if engine is None or channel is None or not self.attached:
+            return
+        if self.mode == WINDOW:
+            if self.consumer is None and self.granted and not self.paused_consuming:
+                if self.limit != self.window:
+                    engine.qos(channel, self.window, global_=False)
+                    self.limit = self.window
+                self._consume(engine, channel)
             return
         limit = len(self.held) + self.granted
         if limit == 0:
@@ -327,9 +371,12 @@ class Amqp091Source(_Amqp091Endpoint):
             engine.qos(channel, limit, global_=True)
             self.limit = limit
         if self.consumer is None and self.granted and not self.paused_consuming:
-            self._consumers += 1
-            self.consumer = f"amqp-bridge.{self.name}.{self._consumers}"
-            engine.consume(channel, self.queue, self.consumer)
+            self._consume(engine, channel)
+
+    def _consume(self, engine: Any, channel: int) -> None:
+        self._consumers += 1
+        self.consumer = f"amqp-bridge.{self.name}.{self._consumers}"
+        engine.consume(channel, self.queue, self.consumer)
 
 
 class Amqp091Target(_Amqp091Endpoint):

@@ -79,7 +79,7 @@ def classify_ssl_error(exc: ssl.SSLError) -> PermanentFault | None:
         return verify_failure(_clean(exc.verify_message or exc.reason or str(exc)))
     reason = (exc.reason or "").lower()
     if "alert" in reason:
-        return handshake_refused(_clean(exc.reason.replace("_", " ")))
+        return handshake_refused(_clean(exc.reason.replace("_", " ").lower()))
     return None
 
 

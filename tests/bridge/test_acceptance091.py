@@ -42,7 +42,7 @@ from amqp091.events import MessageReceived, MethodReceived, PublishConfirmed
 from mappings.message import AmqpMessage, BodyKind
 from tests.engine091.driver import EngineClient
 from tests.engine091.test_tables_rabbitmq import PROTON_TYPES
-from tests.support.bridge import BridgeRun
+from tests.support.bridge import BridgeRun, config091
 from tests.support.logs import route_stats
 from tests.support.rabbitmq import (
     assert_no_message,
@@ -58,25 +58,6 @@ WINDOW = 500
 CREATED = 1_764_000_000  # seconds
 HEADER_TYPES = symbol("x-amqp-0-9-1.header-types")
 NESTED = symbol("x-amqp-0-9-1.headers")
-
-
-def config(rabbitmq_url: str, routes: str) -> str:
-    """The 0-9-1 connection ``rabbit091`` and the 1.0 connection ``cloud``, both to the
-    test RabbitMQ node."""
-    return f"""
-connections:
-  rabbit091:
-    protocol: amqp0-9-1
-    url: "{rabbitmq_url}"
-    heartbeat: 10
-    reconnect: {{initial_delay: 0.2, max_delay: 2.0}}
-  cloud:
-    protocol: amqp1.0
-    url: "{rabbitmq_url}"
-    reconnect: {{initial_delay: 0.2, max_delay: 2.0}}
-routes:
-{routes}
-"""
 
 
 @pytest.fixture
@@ -169,7 +150,7 @@ def test_10000_messages_091_to_amqp10_every_property_and_header_type(
       extensions: {{seq: seq, region: text}}
     max_in_flight: {{messages: {WINDOW}}}
 """
-    with BridgeRun(config(rabbitmq_url, route), tmp_path) as bridge:
+    with BridgeRun(config091(rabbitmq_url, route, legacy="rabbit091"), tmp_path) as bridge:
         received = receive_messages(rabbitmq_url, queue_address(target), COUNT, timeout=180)
     assert len(received) == COUNT
     for i, r in enumerate(received):  # in order, every field mapped
@@ -235,7 +216,7 @@ def test_10000_messages_amqp10_to_091_every_property_type_read_by_pika(
     cloudevents: {{mode: binary, type: com.example.reply, source: /cloud/replies}}
     max_in_flight: {{messages: {WINDOW}}}
 """
-    with BridgeRun(config(rabbitmq_url, route), tmp_path) as bridge:
+    with BridgeRun(config091(rabbitmq_url, route, legacy="rabbit091"), tmp_path) as bridge:
         wait_until(lambda: queued(pika_channel, target) >= COUNT, 180, "every message", bridge)
     # the first message through our engine, which keeps every field type (pika reads
     # floats through int(): pika/data.py decodes 'f' and 'd' with long())
@@ -318,7 +299,7 @@ def test_kill_9_mid_stream_091_to_amqp10_loses_nothing(
     to:   {{connection: cloud, address: {queue_address(target)}}}
     max_in_flight: {{messages: {KILL_WINDOW}}}
 """
-    first = BridgeRun(config(rabbitmq_url, route), tmp_path, "first").start()
+    first = BridgeRun(config091(rabbitmq_url, route, legacy="rabbit091"), tmp_path, "first").start()
     try:
         wait_until(lambda: queued(pika_channel, target) >= KILLED // 3, 120, "a third moved",
                    first)
@@ -326,7 +307,7 @@ def test_kill_9_mid_stream_091_to_amqp10_loses_nothing(
         first.kill()
     moved_before = queued(pika_channel, target)
     assert moved_before < KILLED, "the bridge finished before it was killed"
-    with BridgeRun(config(rabbitmq_url, route), tmp_path, "second") as second:
+    with BridgeRun(config091(rabbitmq_url, route, legacy="rabbit091"), tmp_path, "second") as second:
         wait_until(lambda: queued(pika_channel, target) >= KILLED, 120, "every message", second)
     # stopped gracefully (in-flight messages settled): nothing is left at the source
     assert queued(pika_channel, source) == 0
@@ -349,14 +330,14 @@ def test_kill_9_mid_stream_amqp10_to_091_loses_nothing(
     to:   {{connection: rabbit091, exchange: "", routing_key: {target}}}
     max_in_flight: {{messages: {KILL_WINDOW}}}
 """
-    first = BridgeRun(config(rabbitmq_url, route), tmp_path, "first").start()
+    first = BridgeRun(config091(rabbitmq_url, route, legacy="rabbit091"), tmp_path, "first").start()
     try:
         wait_until(lambda: queued(pika_channel, target) >= KILLED // 3, 120, "a third moved",
                    first)
     finally:
         first.kill()
     assert queued(pika_channel, target) < KILLED, "the bridge finished before it was killed"
-    with BridgeRun(config(rabbitmq_url, route), tmp_path, "second") as second:
+    with BridgeRun(config091(rabbitmq_url, route, legacy="rabbit091"), tmp_path, "second") as second:
         wait_until(lambda: queued(pika_channel, target) >= KILLED, 120, "every message", second)
     # stopped gracefully (in-flight messages settled): nothing is left at the source
     assert_no_message(rabbitmq_url, queue_address(source))

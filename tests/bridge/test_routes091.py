@@ -21,7 +21,7 @@ from mappings.message import AmqpMessage
 from tests.engine091.driver import EngineClient
 from tests.engine091.test_tables_rabbitmq import HEADERS as TYPED_HEADERS
 from tests.engine091.test_tables_rabbitmq import PROTON_TYPES
-from tests.support.bridge import BridgeRun, collect, wait_for
+from tests.support.bridge import BridgeRun, collect, config091, wait_for
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -31,24 +31,6 @@ from tests.support.rabbitmq import (
 )
 
 WHEN = dt.datetime(2021, 5, 6, 7, 8, 9, tzinfo=dt.UTC)
-
-
-def config091(rabbitmq_url: str, routes: str) -> str:
-    """The 0-9-1 connection ``rabbit`` and the 1.0 connection ``cloud``, both to RabbitMQ."""
-    return f"""
-connections:
-  rabbit:
-    protocol: amqp0-9-1
-    url: "{rabbitmq_url}/%2F"
-    heartbeat: 10
-    reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
-  cloud:
-    protocol: amqp1.0
-    url: "{rabbitmq_url}"
-    reconnect: {{initial_delay: 0.2, max_delay: 2.0}}
-routes:
-{routes}
-"""
 
 
 @contextlib.contextmanager
@@ -393,7 +375,7 @@ def test_091_source_survives_queue_deletion_and_a_forced_connection_close(
     to:   {{connection: cloud, address: {amq_queue(target)}}}
     max_in_flight: {{messages: 20}}
 """
-    text = config091(rabbitmq_url, routes).replace("  rabbit:\n", f"  {name}:\n")
+    text = config091(rabbitmq_url, routes, legacy=name)
 
     def publish(first: int, count: int) -> None:
         with pika_channel(rabbitmq_url) as ch:

@@ -102,3 +102,22 @@ def test_external_needs_a_client_certificate_on_091_too() -> None:
                             'sasl_mechanisms: [EXTERNAL]}', OUT))
     assert any(p.startswith("connections.rabbit: ") and "EXTERNAL needs tls.cert_file" in p
                for p in found), found
+
+
+def test_prefetch_is_for_091_sources_only() -> None:
+    rabbit = '{protocol: amqp0-9-1, url: "amqp://u:p@h"}'
+    cfg = parse_config(config(rabbit, OUT.replace("queue: orders}", "queue: orders, "
+                                                  "prefetch: window}")), env={})
+    assert cfg.routes[0].source.prefetch == "window"
+    assert parse_config(config(rabbit, OUT), env={}).routes[0].source.prefetch is None
+    found = problems(config(rabbit, IN.replace("routing_key: replies}",
+                                               "routing_key: replies, prefetch: window}")))
+    assert "routes[0].to.prefetch: only for a route's source on an amqp0-9-1 connection" \
+        in found, found
+    found = problems(config('{protocol: amqp0-10, url: "amqp://u:p@h"}',
+                            OUT.replace("queue: orders}", "queue: orders, prefetch: credit}")))
+    assert "routes[0].from.prefetch: only for a route's source on an amqp0-9-1 connection" \
+        in found, found
+    found = problems(config(rabbit, OUT.replace("queue: orders}", "queue: orders, "
+                                                "prefetch: eager}")))
+    assert any(p.startswith("routes[0].from.prefetch") for p in found), found

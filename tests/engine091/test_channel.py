@@ -232,7 +232,7 @@ def test_confirm_outside_confirm_mode_is_command_invalid() -> None:
     closed_with(conn, ReplyCode.COMMAND_INVALID)
 
 
-def test_replies_must_answer_requests_of_ours() -> None:
+def test_replies_must_answer_our_requests() -> None:
     conn = open_client()
     ch = open_channel(conn)
     conn.qos(ch, 10)
@@ -248,21 +248,21 @@ def test_replies_must_answer_requests_of_ours() -> None:
     assert "awaiting no reply" in closed.text
 
 
-def test_a_queue_process_reply_may_be_overtaken_by_a_channel_reply() -> None:
-    """RabbitMQ answers basic.cancel (and consume, get) from the queue's process and
-    basic.qos from the channel's: a qos sent after a cancel can be answered first."""
+def test_a_reply_may_overtake_an_older_request_it_does_not_answer() -> None:
+    """RabbitMQ answers basic.cancel (and basic.consume) from the queue's process, so the
+    qos-ok of a basic.qos pipelined after it can come first."""
     conn = open_client()
     ch = open_channel(conn)
-    conn.consume(ch, "q", "ctag")
-    conn.cancel(ch, "ctag")
+    conn.cancel(ch, "c1")
     conn.qos(ch, 5, global_=True)
-    conn.receive_data(wire(ch, C.Basic.ConsumeOk("ctag"), C.Basic.QosOk(),
-                           C.Basic.CancelOk("ctag")))
+    conn.consume(ch, "q", "c2")
+    conn.receive_data(wire(ch, C.Basic.QosOk(), C.Basic.CancelOk("c1"),
+                           C.Basic.ConsumeOk("c2")))
     events = list(conn.events())
-    assert [type(e.method).__name__ for e in events] == ["ConsumeOk", "QosOk", "CancelOk"]  # type: ignore[attr-defined]
-    assert not conn.closed and not conn.channels[ch].awaiting
-    conn.receive_data(wire(ch, C.Basic.QosOk()))  # but never a reply nobody awaits
-    closed_with(conn, ReplyCode.COMMAND_INVALID)
+    assert [type(e.method).__name__ for e in events] == ["QosOk", "CancelOk", "ConsumeOk"]  # type: ignore[attr-defined]
+    assert not conn.channels[ch].awaiting
+    conn.receive_data(wire(ch, C.Basic.QosOk()))  # nobody asked for a second one
+    assert "awaiting no reply" in closed_with(conn, ReplyCode.COMMAND_INVALID).text
 
 
 def test_broker_cancel_notification_is_a_method_event() -> None:

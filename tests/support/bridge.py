@@ -114,23 +114,37 @@ def connections_yaml(legacy_url: str, rabbitmq_url: str) -> str:
 
 
 def bridge_config(legacy_url: str, rabbitmq_url: str, routes: str, *,
-                  session_timeout: int = 30) -> str:
-    """A configuration with the 0-10 connection ``legacy`` and the 1.0 connection ``cloud``."""
+                  session_timeout: int = 30, protocol: str = "amqp0-10",
+                  legacy: str = "legacy", more: str = "") -> str:
+    """A configuration with the legacy connection ``legacy`` (``protocol``: 0-10, no
+    heartbeat; 0-9-1, heartbeat 10 s) and the 1.0 connection ``cloud``; ``more``: further
+    connections (YAML lines indented by two)."""
+    if protocol == "amqp0-10":
+        options = f"heartbeat: 0\n    session_timeout: {session_timeout}"
+        backoff = 2.0
+    else:
+        options, backoff = "heartbeat: 10", 1.0
     return f"""
 connections:
-  legacy:
-    protocol: amqp0-10
+  {legacy}:
+    protocol: {protocol}
     url: "{legacy_url}"
-    heartbeat: 0
-    session_timeout: {session_timeout}
-    reconnect: {{initial_delay: 0.2, max_delay: 2.0}}
+    {options}
+    reconnect: {{initial_delay: 0.2, max_delay: {backoff}}}
   cloud:
     protocol: amqp1.0
     url: "{rabbitmq_url}"
     reconnect: {{initial_delay: 0.2, max_delay: 2.0}}
-routes:
+{more}routes:
 {routes}
 """
+
+
+def config091(rabbitmq_url: str, routes: str, *, legacy: str = "rabbit", more: str = "") -> str:
+    """A configuration with the 0-9-1 connection ``rabbit`` (or ``legacy``) and the 1.0
+    connection ``cloud``, both to the test RabbitMQ node."""
+    return bridge_config(f"{rabbitmq_url}/%2F", rabbitmq_url, routes, protocol="amqp0-9-1",
+                         legacy=legacy, more=more)
 
 
 @contextlib.contextmanager
