@@ -185,49 +185,29 @@ def facade_client(port: int, *, timeout: float = 30) -> BlockingClient:
                                   timeout=timeout)
 
 
-class FacadeConsumer(threading.Thread):
-    """A well-behaved subscriber of a façade queue: takes and accepts everything (in
-    small batches) until :meth:`finish`; ``bodies`` in arrival order."""
+class Consumer(threading.Thread):
+    """A consumer thread the phases wait on: ``bodies`` in arrival order, ``error`` if it
+    failed; subclasses consume in :meth:`run` until ``_done`` is set (``WHAT`` names them
+    in failures)."""
 
-    def __init__(self, port: int, queue: str) -> None:
+    WHAT = "the consumer"
+
+    def __init__(self) -> None:
         super().__init__(daemon=True)
-        self.port, self.queue = port, queue
-        self.bodies: list[bytes] = []
         self.error: BaseException | None = None
         self.subscribed = threading.Event()
         self._done = threading.Event()
 
-    def run(self) -> None:
-        try:
-            with facade_client(self.port, timeout=60) as client:
-                client.subscribe(self.queue, messages=None)
-                self.subscribed.set()
-                batch = []
-                while not self._done.is_set():
-                    try:
-                        message = client.receive(self.queue, timeout=0.2)
-                    except TimeoutError:
-                        if batch:
-                            client.accept(*batch)
-                            batch = []
-                        continue
-                    self.bodies.append(bytes(message.body))
-                    batch.append(message)
-                    if len(batch) >= 10:
-                        client.accept(*batch)
-                        batch = []
-                if batch:
-                    client.accept(*batch)
-        except BaseException as exc:  # reported by finish()
-            self.error = exc
-            self.subscribed.set()
+    @property
+    def bodies(self) -> list[bytes]:
+        raise NotImplementedError
 
     def wait_for(self, expected: Iterable[bytes], timeout: float, what: str) -> None:
         """Until every expected body came (AssertionError naming what is missing)."""
         want = set(expected)
         deadline = time.monotonic() + timeout
         while not want <= set(self.bodies):
-            assert self.error is None, f"{what}: the subscriber failed: {self.error!r}"
+            assert self.error is None, f"{what}: {self.WHAT} failed: {self.error!r}"
             if time.monotonic() > deadline:
                 missing = want - set(self.bodies)
                 raise AssertionError(f"{what}: {len(missing)} of {len(want)} still missing "
@@ -244,9 +224,50 @@ class FacadeConsumer(threading.Thread):
         time.sleep(linger)
         self._done.set()
         self.join(30)
-        assert not self.is_alive(), "the façade subscriber did not stop"
-        assert self.error is None, f"the façade subscriber failed: {self.error!r}"
+        assert not self.is_alive(), f"{self.WHAT} did not stop"
+        assert self.error is None, f"{self.WHAT} failed: {self.error!r}"
         return list(self.bodies)
+
+
+class FacadeConsumer(Consumer):
+    """A well-behaved subscriber of a façade queue: takes and accepts everything (in
+    small batches) until :meth:`finish`; ``bodies`` in arrival order."""
+
+    WHAT = "the façade subscriber"
+
+    def __init__(self, port: int, queue: str) -> None:
+        super().__init__()
+        self.port, self.queue = port, queue
+        self.received: list[bytes] = []
+
+    @property
+    def bodies(self) -> list[bytes]:
+        return self.received
+
+    def run(self) -> None:
+        try:
+            with facade_client(self.port, timeout=60) as client:
+                client.subscribe(self.queue, messages=None)
+                self.subscribed.set()
+                batch = []
+                while not self._done.is_set():
+                    try:
+                        message = client.receive(self.queue, timeout=0.2)
+                    except TimeoutError:
+                        if batch:
+                            client.accept(*batch)
+                            batch = []
+                        continue
+                    self.received.append(bytes(message.body))
+                    batch.append(message)
+                    if len(batch) >= 10:
+                        client.accept(*batch)
+                        batch = []
+                if batch:
+                    client.accept(*batch)
+        except BaseException as exc:  # reported by finish()
+            self.error = exc
+            self.subscribed.set()
 
 
 class FacadePublisher(threading.Thread):

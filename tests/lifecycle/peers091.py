@@ -33,7 +33,7 @@ from pamqp.header import ContentHeader
 
 from tests.support.bridge import ROOT
 
-from .peers import HEARTBEAT
+from .peers import HEARTBEAT, Consumer
 
 USER, PASSWORD = "app", "s3cret"
 """The login the 0-9-1 façade listener knows."""
@@ -211,17 +211,16 @@ def rabbit_depth(url: str, queue: str) -> int:
 # --- 0-9-1 façade clients ---------------------------------------------------------------------
 
 
-class FacadeConsumer091(threading.Thread):
+class FacadeConsumer091(Consumer):
     """A well-behaved pika consumer of a 0-9-1 façade queue: acks everything until
     :meth:`finish`; ``received`` holds ``(body, redelivered)`` in arrival order."""
 
+    WHAT = "the 0-9-1 façade consumer"
+
     def __init__(self, port: int, queue: str, prefetch: int = 50) -> None:
-        super().__init__(daemon=True)
+        super().__init__()
         self.port, self.queue, self.prefetch = port, queue, prefetch
         self.received: list[tuple[bytes, bool]] = []
-        self.error: BaseException | None = None
-        self.subscribed = threading.Event()
-        self._done = threading.Event()
 
     @property
     def bodies(self) -> list[bytes]:
@@ -247,32 +246,6 @@ class FacadeConsumer091(threading.Thread):
         except BaseException as exc:  # reported by finish()
             self.error = exc
             self.subscribed.set()
-
-    def wait_for(self, expected: Iterable[bytes], timeout: float, what: str) -> None:
-        """Until every expected body came (AssertionError naming what is missing)."""
-        want = set(expected)
-        deadline = time.monotonic() + timeout
-        while not want <= set(self.bodies):
-            assert self.error is None, f"{what}: the consumer failed: {self.error!r}"
-            if time.monotonic() > deadline:
-                missing = want - set(self.bodies)
-                raise AssertionError(f"{what}: {len(missing)} of {len(want)} still missing "
-                                     f"after {timeout}s, e.g. {sorted(missing)[:5]}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        """Disconnect (cleanup after a failure: no checks)."""
-        self._done.set()
-        self.join(30)
-
-    def finish(self, linger: float = 1.0) -> list[bytes]:
-        """Wait ``linger`` seconds more (duplicates), disconnect; the bodies received."""
-        time.sleep(linger)
-        self._done.set()
-        self.join(30)
-        assert not self.is_alive(), "the 0-9-1 façade consumer did not stop"
-        assert self.error is None, f"the 0-9-1 façade consumer failed: {self.error!r}"
-        return self.bodies
 
 
 class FacadePublisher091(threading.Thread):

@@ -51,7 +51,7 @@ def test_tls_block_settings_and_derived_mechanisms(pki: Pki) -> None:
     ("{protocol: amqp0-10, url: 'amqps://h', sasl_mechanisms: [EXTERNAL]}",
      "connections.legacy: sasl_mechanisms: EXTERNAL needs tls.cert_file (a client certificate)"),
     ("{protocol: amqp0-10, url: 'amqps://h', sasl_mechanisms: [KERBEROS]}",
-     "connections.legacy.sasl_mechanisms[0]: Input should be 'PLAIN', 'ANONYMOUS' or 'EXTERNAL'"),
+     "connections.legacy.sasl_mechanisms[0]: Input should be 'PLAIN', 'AMQPLAIN', 'ANONYMOUS' or 'EXTERNAL'"),
     ("{protocol: amqp0-10, url: 'amqps://h', tls: {key_file: k.pem}}",
      "connections.legacy.tls: key_file needs cert_file"),
     ("{protocol: amqp0-10, url: 'amqps://h', tls: {ca_file: /nonexistent/ca.pem}}",
