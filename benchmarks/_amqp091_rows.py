@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pika
-from _harness import BODY, CE, WINDOW, Bridge, child, finish, timed
+from _harness import BODY, CE, WINDOW, Bridge, BrokerMeter, child, finish, timed
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.rabbitmq import rabbitmqctl, unique_queue
@@ -104,15 +104,16 @@ class _PikaRun:
         self.done = self.sent = 0
         self.unconfirmed: set[int] = set()
         """Publish tags (1, 2, …) not confirmed yet."""
-        self.t0 = self.t1 = self.c0 = self.c1 = 0.0
+        self.t0 = self.t1 = self.c0 = self.c1 = self.b0 = self.b1 = 0.0
         self.channel: Any = None
         self.conn = pika.SelectConnection(pika.URLParameters(url),
                                           on_open_callback=self._opened)
 
-    def run(self) -> tuple[float, float]:
+    def run(self) -> tuple[float, float, float]:
         self.conn.ioloop.start()
         counted = self.n - self.n // 10
-        return counted / (self.t1 - self.t0), (self.c1 - self.c0) / counted * 1e6
+        return (counted / (self.t1 - self.t0), (self.c1 - self.c0) / counted * 1e6,
+                (self.b1 - self.b0) / counted * 1e6)
 
     def _opened(self, conn: Any) -> None:
         conn.channel(on_open_callback=self._channel)
@@ -129,8 +130,10 @@ class _PikaRun:
         before, self.done = self.done, self.done + k
         if before < self.n // 10 <= self.done:
             self.t0, self.c0 = time.perf_counter(), time.process_time()
+            self.b0 = BrokerMeter.cpu()
         if self.done >= self.n:
             self.t1, self.c1 = time.perf_counter(), time.process_time()
+            self.b1 = BrokerMeter.cpu()
             self.conn.close()
             self.conn.ioloop.call_later(0, self.conn.ioloop.stop)
 
@@ -167,8 +170,8 @@ def pika_child(kind: str, url: str, queue: str, n: int) -> tuple[float, float]:
     proc.start()
     child_end.close()
     try:
-        result: tuple[float, float] = parent_end.recv()
-        return result
+        rate, cpu, BrokerMeter.last = parent_end.recv()
+        return rate, cpu
     except EOFError:
         raise RuntimeError(f"the pika {kind} failed (see its traceback above)") from None
     finally:

@@ -43,6 +43,36 @@ CE = "cloudevents: {mode: binary, type: com.example.bench, source: /bench}"
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 
+# --- the broker's CPU ------------------------------------------------------------------------
+
+
+class BrokerMeter:
+    """The RabbitMQ node's CPU per message over a run's measured span (both sides of every
+    route are that node here, so its work counts as much as the bridge's on a small machine).
+
+    :func:`timed` and the proton children (which read the node's ``/proc`` entry at their
+    own 10 % and 100 % marks) leave the figure of the last run in :attr:`last`."""
+
+    ENV = "AMQP_BRIDGE_BENCH_BROKER_PID"
+    last = float("nan")
+
+    @staticmethod
+    def pid() -> int | None:
+        value = os.environ.get(BrokerMeter.ENV)
+        return int(value) if value else None
+
+    @staticmethod
+    def start(url: str) -> None:
+        """Find the node's OS process (children inherit it through the environment)."""
+        os.environ[BrokerMeter.ENV] = rabbitmqctl(
+            url, "eval", "list_to_integer(os:getpid()).").strip()
+
+    @staticmethod
+    def cpu() -> float:
+        pid = BrokerMeter.pid()
+        return _cpu(pid) if pid is not None else float("nan")
+
+
 # --- the bridge -------------------------------------------------------------------------------
 
 
@@ -139,12 +169,14 @@ def timed(progress: Any, n: int, bridge: Bridge, timeout: float = 600,
             raise TimeoutError("the bridge did not start moving messages")
         time.sleep(0.002)
     t0, c0, w0 = time.perf_counter(), bridge.cpu(), bridge.children_cpu()
+    b0 = BrokerMeter.cpu()
     while progress() < n:
         if time.monotonic() > deadline:
             raise TimeoutError(f"the bridge moved {progress()} of {n}")
         time.sleep(0.002)
     t1, c1, w1 = time.perf_counter(), bridge.cpu(), bridge.children_cpu()
     counted = n - n // 10
+    BrokerMeter.last = (BrokerMeter.cpu() - b0) / counted * 1e6
     if extra is not None:
         extra.append((w1 - w0) / counted * 1e6)
     return counted / (t1 - t0), (c1 - c0) / counted * 1e6
@@ -207,6 +239,7 @@ class _Sender(MessagingHandler):  # type: ignore[misc]
         self.url, self.address, self.n, self.pace = url, address, n, pace
         self.sent = self.settled = 0
         self.t0 = self.t1 = 0.0
+        self.b0 = self.b1 = 0.0
         self.c0 = 0.0
         self.start = 0.0
 
@@ -238,9 +271,11 @@ class _Sender(MessagingHandler):  # type: ignore[misc]
         self.settled += 1
         if self.settled == self.n // 10:
             self.t0, self.c0 = time.perf_counter(), time.process_time()
+            self.b0 = BrokerMeter.cpu()
         if self.settled == self.n:
             self.t1 = time.perf_counter()
             self.c1 = time.process_time()
+            self.b1 = BrokerMeter.cpu()
             self.conn.close()
         elif not self.pace:
             self.send()
@@ -251,7 +286,7 @@ class _Receiver(MessagingHandler):  # type: ignore[misc]
         super().__init__(prefetch=WINDOW, auto_accept=True)
         self.url, self.address, self.n, self.latency = url, address, n, latency
         self.received = 0
-        self.t0 = self.t1 = self.c0 = self.c1 = 0.0
+        self.t0 = self.t1 = self.c0 = self.c1 = self.b0 = self.b1 = 0.0
         self.latencies: list[float] = []
 
     def on_start(self, event: Any) -> None:
@@ -264,8 +299,10 @@ class _Receiver(MessagingHandler):  # type: ignore[misc]
         self.received += 1
         if self.received == self.n // 10:
             self.t0, self.c0 = time.perf_counter(), time.process_time()
+            self.b0 = BrokerMeter.cpu()
         if self.received == self.n:
             self.t1, self.c1 = time.perf_counter(), time.process_time()
+            self.b1 = BrokerMeter.cpu()
             self.conn.close()
 
 
@@ -274,13 +311,15 @@ def _child(kind: str, url: str, address: str, n: int, pace: float, out: Any) -> 
         handler: Any = _Sender(url, address, n, pace)
         Container(handler).run()
         counted = n - n // 10
-        out.send((counted / (handler.t1 - handler.t0), (handler.c1 - handler.c0) / counted * 1e6))
+        out.send((counted / (handler.t1 - handler.t0), (handler.c1 - handler.c0) / counted * 1e6,
+                  (handler.b1 - handler.b0) / counted * 1e6))
     else:
         receiver = _Receiver(url, address, n, kind == "latency")
         Container(receiver).run()
         counted = n - n // 10
         out.send((counted / (receiver.t1 - receiver.t0),
-                  (receiver.c1 - receiver.c0) / counted * 1e6, receiver.latencies))
+                  (receiver.c1 - receiver.c0) / counted * 1e6, receiver.latencies,
+                  (receiver.b1 - receiver.b0) / counted * 1e6))
 
 
 def child(kind: str, url: str, address: str, n: int, pace: float = 0.0) -> Any:
@@ -309,7 +348,8 @@ def start_child(kind: str, url: str, address: str, n: int, pace: float = 0.0) ->
 def raw_sender(url: str, n: int) -> tuple[float, float]:
     queue = unique_queue("bench-raw")
     try:
-        return tuple(child("send", url, f"/queue/{queue}", n))  # type: ignore[return-value]
+        rate, cpu, BrokerMeter.last = child("send", url, f"/queue/{queue}", n)
+        return rate, cpu
     finally:
         rabbitmqctl(url, "delete_queue", queue)
 
@@ -318,7 +358,7 @@ def raw_receiver(url: str, n: int) -> tuple[float, float]:
     queue = unique_queue("bench-raw")
     child("fill", url, f"/queue/{queue}", n)
     try:
-        rate, cpu, _ = child("receive", url, f"/queue/{queue}", n)
+        rate, cpu, _, BrokerMeter.last = child("receive", url, f"/queue/{queue}", n)
         return rate, cpu
     finally:
         rabbitmqctl(url, "delete_queue", queue)

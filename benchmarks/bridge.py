@@ -75,6 +75,7 @@ from _harness import (
     TARGET_RATIO,
     WINDOW,
     Bridge,
+    BrokerMeter,
     TapRun,
     child,
     finish,
@@ -351,20 +352,29 @@ def latency_amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: 
 FACADE_ROWS = ("façade 0-10 -> 1.0", "façade 1.0 -> 0-10")
 
 
+BROKER_CPU: dict[str, float] = {}
+"""RabbitMQ's CPU µs per message in the kept (best) run of each row (nan: not measured)."""
+
+
 def report_rates(best: dict[str, tuple[float, float]], rows: tuple[str, ...], n: int,
                  rounds: int) -> None:
     """The throughput table: ``rows`` after the proton baselines, each with both ratios."""
     sender, receiver = best["proton sender"][0], best["proton receiver"][0]
     print(f"\n1 KiB messages, CloudEvents binary, window {WINDOW}, {n} messages, "
           f"best of {rounds} rounds")
-    print(f"{'':22} {'msg/s':>8} {'CPU µs/msg':>11} {'vs sender':>10} {'vs receiver':>12}")
+    print(f"{'':22} {'msg/s':>8} {'CPU µs/msg':>11} {'vs sender':>10} {'vs receiver':>12} "
+          f"{'RabbitMQ µs/msg':>16}")
     for name in ("proton sender", "proton receiver", *rows):
         rate, cpu = best[name]
-        print(f"{name:22} {rate:8,.0f} {cpu:11,.0f} {rate / sender:9.2f}x {rate / receiver:11.2f}x")
+        broker = BROKER_CPU.get(name, float("nan"))
+        print(f"{name:22} {rate:8,.0f} {cpu:11,.0f} {rate / sender:9.2f}x {rate / receiver:11.2f}x "
+              f"{broker:16,.0f}")
     if "façade 0-10 -> 1.0" in rows:
         print(f"façade: publish vs sender {best['façade 0-10 -> 1.0'][0] / sender:.2f}x, "
               f"consume vs receiver {best['façade 1.0 -> 0-10'][0] / receiver:.2f}x "
               "(CPU: the bridge process's; for the proton rows, the client's)")
+    print("(RabbitMQ: the broker node's CPU over the same span; it serves both sides of the "
+          "bridge rows, and shares the machine's cores with the bridge)")
 
 
 def report_tap(best: dict[str, tuple[float, float]], taps: dict[str, list[TapRun]], n: int,
@@ -421,11 +431,13 @@ def main() -> int:
     url = ensure_rabbitmq()
     n = args.messages
     best: dict[str, tuple[float, float]] = {}
+    BrokerMeter.start(url)
 
     def keep(name: str, result: tuple[float, float]) -> None:
         print(f"  {name:26} {result[0]:8,.0f} msg/s", flush=True)
         if result[0] > best.get(name, (0.0, 0.0))[0]:
             best[name] = result
+            BROKER_CPU[name] = BrokerMeter.last
 
     taps: dict[str, list[TapRun]] = {"bridge 0-10 -> 1.0 + tap": [],
                                      "bridge 1.0 -> 0-10 + tap": []}
