@@ -5,14 +5,15 @@ Both sides are the project's RabbitMQ node (0-9-1 and 1.0 on the same port); mes
 binary mode from a template, ``max_in_flight`` 1000 — as the 0-10 rows.
 
 - *0-9-1 → 1.0*: a backlog of N messages in a classic queue (published with pika); the
-  rate is how fast the route delivers them into a RabbitMQ queue over 1.0 (each 1.0
-  accept then acked at the source), read from the bridge's ``delivered`` counter.
+  rate is how fast they arrive in a RabbitMQ queue over 1.0 (each 1.0 accept then acked
+  at the source), counted by RabbitMQ (the bridge is not asked: reading its metrics
+  would cost it CPU).
   Baselines: the proton sender of the round, and a **pika consumer** (prefetch 1000,
   acking each message) draining the same kind of backlog — the 0-9-1 half of the
   bridge's work without the bridge.
 - *1.0 → 0-9-1*: a backlog of N messages in a RabbitMQ queue (filled by the proton
-  sender); the rate is how fast the route publishes them to the default exchange (a
-  queue behind it) and RabbitMQ confirms them. Baselines: the proton receiver of the
+  sender); the rate is how fast they arrive in the queue behind the default exchange the
+  route publishes to (RabbitMQ confirms each publish to the bridge). Baselines: the proton receiver of the
   round, and a **pika publisher** in confirm mode (at most 1000 unconfirmed) publishing
   the same messages — again the 0-9-1 half alone.
 
@@ -24,14 +25,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pika
 from _harness import BODY, CE, WINDOW, Bridge, BrokerMeter, child, finish, timed
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.rabbitmq import rabbitmqctl, unique_queue
 
@@ -55,7 +54,7 @@ def fill(url: str, queue: str, n: int) -> None:
         for i in range(n):
             channel.basic_publish("", queue, BODY, properties(i))
         deadline = time.monotonic() + 120
-        while channel.queue_declare(queue, passive=True).method.message_count < n:
+        while queued(channel, queue) < n:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"RabbitMQ did not count {n} messages in {queue}")
             time.sleep(0.05)
@@ -65,31 +64,35 @@ def delete(url: str, queue: str) -> None:
     rabbitmqctl(url, "delete_queue", queue)
 
 
-class Delivered:
-    """A measured route's progress: the bridge's ``amqp_bridge_delivered`` counter, read
-    from ``/metrics`` at most every 50 ms (reading it costs the bridge a little CPU)."""
+class Arrived:
+    """A measured route's progress: the messages in its target queue, as RabbitMQ counts
+    them (a passive ``queue.declare`` at most every 20 ms) — the bridge itself is not
+    asked, so measuring costs it nothing (reading its ``/metrics`` would)."""
 
-    def __init__(self, bridge: Bridge) -> None:
-        self.url = f"http://127.0.0.1:{bridge.metrics_port}/metrics"
-        self.route = bridge.route_name
+    def __init__(self, url: str, queue: str) -> None:
+        self.conn = pika.BlockingConnection(pika.URLParameters(url))
+        self.channel = self.conn.channel()
+        self.queue = queue
         self.value = 0
         self.read_at = 0.0
 
     def __call__(self) -> int:
         now = time.monotonic()
-        if now - self.read_at >= 0.05:
+        if now - self.read_at >= 0.02:
             self.read_at = now
             try:
-                with urllib.request.urlopen(self.url, timeout=5) as answer:
-                    text = answer.read().decode()
-            except OSError:
-                return self.value  # not listening yet
-            for family in text_string_to_metric_families(text):
-                for sample in family.samples:
-                    if sample.name == "amqp_bridge_delivered_total" \
-                            and sample.labels.get("route") == self.route:
-                        self.value = int(sample.value)
+                self.value = queued(self.channel, self.queue)
+            except pika.exceptions.ChannelClosedByBroker:  # 404: not declared yet
+                self.channel = self.conn.channel()
         return self.value
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def queued(channel: Any, queue: str) -> int:
+    """Messages ready in ``queue``."""
+    return int(channel.queue_declare(queue, passive=True).method.message_count)
 
 
 # --- pika baselines (child processes) --------------------------------------------------------
@@ -214,9 +217,11 @@ class Amqp091Rows:
     to:   {{connection: cloud, address: /queue/{target}}}
     {CE}
     max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1")
+        arrived = Arrived(self.url, target)
         try:
-            return timed(Delivered(bridge), self.n, bridge)
+            return timed(arrived, self.n, bridge)
         finally:
+            arrived.close()
             finish(bridge, None, self.url, target)
             delete(self.url, source)
 
@@ -232,9 +237,11 @@ class Amqp091Rows:
     to:   {{connection: legacy, exchange: "", routing_key: {target}}}
     {CE}
     max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1")
+        arrived = Arrived(self.url, target)
         try:
-            return timed(Delivered(bridge), self.n, bridge)
+            return timed(arrived, self.n, bridge)
         finally:
+            arrived.close()
             finish(bridge, None, self.url, source)
             delete(self.url, target)
 
