@@ -317,6 +317,7 @@ class _Writer:
             raise TableError(f"{_path_text(path)}: field tables nested deeper than {MAX_DEPTH}")
         parts: list[bytes] = []
         append = parts.append
+        by_type = self.by_type
         for key, item in value.items():
             if type(key) is not str:
                 raise TableError(f"{_path_text(path)}: table key {key!r:.40} is not a str")
@@ -326,7 +327,16 @@ class _Writer:
                                  f"255 octets")
             append(bytes((len(encoded),)))
             append(encoded)
-            append(self.value(item, depth, (path, key)))
+            found = by_type.get(type(item))
+            if found is None:  # a table, an array, a timestamp or no field type
+                append(self.value(item, depth, (path, key)))
+                continue
+            letter, primitive = found  # the usual simple value, written here (no call)
+            try:
+                append(letter + primitive(item))
+            except (TypeError, ValueError, OverflowError, struct.error) as exc:
+                raise TableError(f"{_path_text((path, key))}: {item!r:.60} does not fit "
+                                 f"field type {letter.decode()!r}: {exc}") from None
         return b"".join(parts)
 
     def array(self, value: list[Any], depth: int, path: Path) -> bytes:

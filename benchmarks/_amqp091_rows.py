@@ -17,6 +17,13 @@ binary mode from a template, ``max_in_flight`` 1000 — as the 0-10 rows.
   round, and a **pika publisher** in confirm mode (at most 1000 unconfirmed) publishing
   the same messages — again the 0-9-1 half alone.
 
+Both bridge rows make the one RabbitMQ node serve both of their sides, where a proton
+baseline has it serve one. So each row also has a baseline with the **same broker work
+and no bridge**: ``proton -> RabbitMQ -> pika`` (the proton sender sends into a queue
+that a pika consumer drains at the same time: RabbitMQ takes each message over 1.0 and
+delivers it over 0-9-1) and ``pika -> RabbitMQ -> proton`` (a pika publisher in confirm
+mode into a queue that the proton receiver drains).
+
 The pika clients run in child processes (``SelectConnection``, pika's fastest), measured
 from 10 % to 100 % of N like every other row.
 """
@@ -30,12 +37,14 @@ from pathlib import Path
 from typing import Any
 
 import pika
-from _harness import BODY, CE, WINDOW, Bridge, BrokerMeter, child, finish, timed
+from _harness import BODY, CE, WINDOW, Bridge, BrokerMeter, child, finish, start_child, timed
 
 from tests.support.rabbitmq import rabbitmqctl, unique_queue
 
 AMQP091_ROWS = ("bridge 0-9-1 -> 1.0", "bridge 1.0 -> 0-9-1")
-BASELINES = ("pika consumer", "pika publisher")
+BASELINES = ("pika consumer", "pika publisher", "proton -> RabbitMQ -> pika",
+             "pika -> RabbitMQ -> proton")
+"""pika alone, and the broker's whole work of each bridge row without the bridge."""
 
 
 def properties(i: int) -> pika.BasicProperties:
@@ -165,20 +174,32 @@ def _pika_child(kind: str, url: str, queue: str, n: int, out: Any) -> None:
     out.send(_PikaRun(kind, url, queue, n).run())
 
 
-def pika_child(kind: str, url: str, queue: str, n: int) -> tuple[float, float]:
-    """Run a pika consumer or publisher in a fresh process; returns (msg/s, CPU µs/msg)."""
+def start_pika_child(kind: str, url: str, queue: str, n: int) -> tuple[Any, Any]:
+    """Start a pika consumer or publisher in a fresh process: (process, the end it reports
+    ``(msg/s, CPU µs/msg, broker CPU µs/msg)`` to)."""
     ctx = mp.get_context("spawn")
     parent_end, child_end = ctx.Pipe()
     proc = ctx.Process(target=_pika_child, args=(kind, url, queue, n, child_end))
     proc.start()
     child_end.close()
+    return proc, parent_end
+
+
+def pika_result(kind: str, proc: Any, end: Any) -> tuple[float, float, float]:
+    """What a pika child measured (RuntimeError if it failed)."""
     try:
-        rate, cpu, BrokerMeter.last = parent_end.recv()
-        return rate, cpu
+        result: tuple[float, float, float] = end.recv()
+        return result
     except EOFError:
         raise RuntimeError(f"the pika {kind} failed (see its traceback above)") from None
     finally:
         proc.join()
+
+
+def pika_child(kind: str, url: str, queue: str, n: int) -> tuple[float, float]:
+    """Run a pika consumer or publisher in a fresh process; returns (msg/s, CPU µs/msg)."""
+    rate, cpu, BrokerMeter.last = pika_result(kind, *start_pika_child(kind, url, queue, n))
+    return rate, cpu
 
 
 # --- the rows ----------------------------------------------------------------------------------
@@ -206,6 +227,41 @@ class Amqp091Rows:
             return pika_child("publish", self.url, queue, self.n)
         finally:
             delete(self.url, queue)
+
+    def broker_alone_out(self) -> tuple[float, float]:
+        """The 0-9-1 → 1.0 row's broker work without the bridge: the proton sender sends
+        into a queue a pika consumer drains at the same time (RabbitMQ takes each message
+        over 1.0 and delivers it over 0-9-1, as for the bridge row in reverse order); the
+        sender's rate and CPU."""
+        queue = self._declared("bench-alone-out")
+        proc, end = start_pika_child("consume", self.url, queue, self.n)
+        try:
+            rate, cpu, BrokerMeter.last = child("send", self.url, f"/queue/{queue}", self.n)
+            pika_result("consumer", proc, end)
+            return rate, cpu
+        finally:
+            delete(self.url, queue)
+
+    def broker_alone_in(self) -> tuple[float, float]:
+        """The 1.0 → 0-9-1 row's broker work without the bridge: a pika publisher in
+        confirm mode publishes into a queue a proton receiver drains at the same time;
+        the receiver's rate and CPU."""
+        queue = self._declared("bench-alone-in")
+        proc, result = start_child("receive", self.url, f"/queue/{queue}", self.n)
+        try:
+            pika_result("publisher", *start_pika_child("publish", self.url, queue, self.n))
+            rate, cpu, _, BrokerMeter.last = result.recv()
+            proc.join()
+            return rate, cpu
+        finally:
+            delete(self.url, queue)
+
+    def _declared(self, prefix: str) -> str:
+        """A fresh queue, declared as the 1.0 address ``/queue/NAME`` declares it."""
+        queue = unique_queue(prefix)
+        with pika.BlockingConnection(pika.URLParameters(self.url)) as conn:
+            conn.channel().queue_declare(queue)
+        return queue
 
     def to_amqp10(self) -> tuple[float, float]:
         """0-9-1 → 1.0: a classic-queue backlog drained into a 1.0 queue."""
@@ -247,13 +303,18 @@ class Amqp091Rows:
 
 
 def report(best: dict[str, tuple[float, float]]) -> None:
-    """The 0-9-1 rows against both of their baselines."""
-    sender, receiver = best["proton sender"][0], best["proton receiver"][0]
-    consumer, publisher = best["pika consumer"][0], best["pika publisher"][0]
-    out, into = best["bridge 0-9-1 -> 1.0"][0], best["bridge 1.0 -> 0-9-1"][0]
-    print(f"0-9-1: 0-9-1 -> 1.0 vs proton sender {out / sender:.2f}x, vs pika consumer "
-          f"{out / consumer:.2f}x; 1.0 -> 0-9-1 vs proton receiver {into / receiver:.2f}x, "
-          f"vs pika publisher (confirms) {into / publisher:.2f}x")
+    """The 0-9-1 rows against their baselines."""
+    def ratio(row: str, baseline: str) -> str:
+        return f"{best[row][0] / best[baseline][0]:.2f}x"
+
+    out, into = AMQP091_ROWS
+    print(f"0-9-1 -> 1.0: vs proton sender {ratio(out, 'proton sender')}, vs pika consumer "
+          f"{ratio(out, 'pika consumer')}, vs the same broker work without the bridge "
+          f"(proton -> RabbitMQ -> pika) {ratio(out, 'proton -> RabbitMQ -> pika')}")
+    print(f"1.0 -> 0-9-1: vs proton receiver {ratio(into, 'proton receiver')}, vs pika "
+          f"publisher (confirms) {ratio(into, 'pika publisher')}, vs the same broker work "
+          f"without the bridge (pika -> RabbitMQ -> proton) "
+          f"{ratio(into, 'pika -> RabbitMQ -> proton')}")
 
 
 __all__ = ["AMQP091_ROWS", "BASELINES", "Amqp091Rows", "report"]

@@ -465,6 +465,7 @@ def main() -> int:
                     keep("façade 0-10 -> 1.0", facade_publish(url, n, workdir))
                 if only in (None, "091"):
                     keep("pika consumer", rows091.pika_consumer())
+                    keep("proton -> RabbitMQ -> pika", rows091.broker_alone_out())
                     keep("bridge 0-9-1 -> 1.0", rows091.to_amqp10())
                 if legacy010:
                     keep("bridge 0-10 -> 1.0", out())
@@ -476,6 +477,7 @@ def main() -> int:
                     keep("façade 1.0 -> 0-10", facade_consume(url, n, workdir))
                 if only in (None, "091"):
                     keep("pika publisher", rows091.pika_publisher())
+                    keep("pika -> RabbitMQ -> proton", rows091.broker_alone_in())
                     keep("bridge 1.0 -> 0-9-1", rows091.from_amqp10())
                 if legacy010:
                     keep("bridge 1.0 -> 0-10", into())
