@@ -86,6 +86,22 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+class ProtonSocketErrors(logging.Filter):
+    """proton's "Couldn't send/recv" lines as WARNING, not ERROR.
+
+    proton's I/O handler logs a failed socket read or write of an AMQP 1.0 connection
+    (the broker restarted, the network dropped) as an error; the connection's end is what
+    matters, and the bridge logs it and reconnects (``bridge.amqp10.connection``). An
+    operator's ERROR lines stay for what needs a person."""
+
+    _PREFIXES = ("Couldn't send:", "Couldn't recv:")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and str(record.msg).startswith(self._PREFIXES):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 def configure(level: str = "info", fmt: str = "kv") -> None:
     """Route all logging to stderr in ``fmt`` (``json`` or ``kv``) at ``level``."""
     handler = logging.StreamHandler()
@@ -94,7 +110,10 @@ def configure(level: str = "info", fmt: str = "kv") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     logging.captureWarnings(True)  # warnings become log lines too (one format per stream)
-    logging.getLogger("proton").setLevel(max(root.level, logging.WARNING))
+    proton = logging.getLogger("proton")
+    proton.setLevel(max(root.level, logging.WARNING))
+    if not any(isinstance(f, ProtonSocketErrors) for f in proton.filters):
+        proton.addFilter(ProtonSocketErrors())
 
 
 _WARN_KEYS_MAX = 4096

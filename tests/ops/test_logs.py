@@ -52,3 +52,25 @@ def test_secrets_never_reach_a_line(capture) -> None:
         for secret in ("hunter2", "pa55word", "s3cr3t-token"):
             assert secret not in line
         assert "amqp://guest:***@host:5672/vh" in line
+
+
+def test_proton_socket_errors_are_warnings_and_its_other_errors_stay_errors() -> None:
+    root, proton = logging.getLogger(), logging.getLogger("proton")
+    saved = (root.handlers[:], root.level, proton.level, proton.filters[:])
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    try:
+        logs.configure("info", "json")
+        root.handlers[:] = [Keep()]
+        # as proton logs them: the text formatted before the call
+        proton.error(f"Couldn't send: {BrokenPipeError(32, 'Broken pipe')!r}")
+        proton.error(f"Couldn't recv: {ConnectionResetError(104, 'reset')!r}")
+        proton.error("something else went wrong")
+    finally:
+        root.handlers[:], level, proton.level, proton.filters[:] = saved
+        root.setLevel(level)
+    assert [r.levelname for r in records] == ["WARNING", "WARNING", "ERROR"]
