@@ -221,6 +221,7 @@ class Consumer091:
         binds, self.binds = self.binds, []
         for ch, _ in binds:
             if ch.live:
+                ch.client.facade_closes.add(ch.number)
                 self.engine_of(ch).close_channel(
                     ch.number, ReplyCode.NOT_FOUND, f"the AMQP 1.0 source {self.link.address} "
                     f"did not attach within {LINK_WAIT:.0f}s", class_id=50, method_id=20)
@@ -298,6 +299,7 @@ class Consumer091:
         self.cancel()
         if ch.live:
             if not self.engine.cancel_consumer(ch.number, tag):
+                ch.client.facade_closes.add(ch.number)
                 self.engine.close_channel(ch.number, ReplyCode.NOT_FOUND,
                                           f"the AMQP 1.0 source {link.address} of consumer "
                                           f"{tag!r} is gone")
