@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pika
 import pytest
 from pamqp import commands as C
 from proton import Message
