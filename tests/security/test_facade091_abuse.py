@@ -4,13 +4,19 @@ never makes the bridge hold without bound or serve its other clients worse.
 
 - one connection asking for consumers without end (each a 1.0 link on the route's
   shared connection to the broker): 530 past ``max_consumers_per_connection``, the
-  links it held given back, another client consuming as before.
+  links it held given back, another client consuming as before;
+- a client that sends a burst of no-ack ``basic.get`` and does not read: the bridge
+  does not pull the queue in (a get's message is settled as it is written, so only a
+  window of gets is promised one, and none while the socket has megabytes unsent);
+  once the client reads, every get is answered with a message.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import pika
 import pytest
 from pamqp import commands as C
 from proton import Message
@@ -85,3 +91,45 @@ def test_consumers_past_the_limit_close_the_connection_with_530(
         finally:
             connection.close()
     assert "reached maximum (20) of consumers per connection" in bridge.proc.log()
+
+
+def queue_depth(url: str, queue: str) -> int:
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        return int(connection.channel().queue_declare(queue, passive=True)
+                   .method.message_count)
+    finally:
+        connection.close()
+
+
+GETS, GET_SIZE = 300, 100_000
+GET_RSS_BOUND_KIB = 12 * 1024
+"""RSS growth allowed while the client does not read: its socket's kernel buffers and
+output high-water mark (4 MiB) and the window of gets — well under the 30 MB queued."""
+
+
+def test_a_get_burst_from_a_client_that_does_not_read_leaves_the_queue_at_the_broker(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    with facade091(rabbitmq_url, tmp_path, ("jobs",), routes) as bridge:
+        send_messages(rabbitmq_url, bridge.address("jobs"),
+                      [Message(body=b"%05d" % i + b"x" * GET_SIZE, inferred=True)
+                       for i in range(GETS)])
+        raw = RawClient(bridge.port)
+        raw.login()
+        raw.open_channel(1)
+        baseline = bridge.proc.status("VmRSS")
+        raw.sock.sendall(b"".join(encode_method(1, C.Basic.Get(queue="jobs", no_ack=True))
+                                  for _ in range(GETS)))
+        time.sleep(3)  # the bridge has had the gets for long enough to pull the queue
+        grown = bridge.proc.status("VmRSS") - baseline
+        assert grown < GET_RSS_BOUND_KIB, f"RSS grew {grown} KiB for a client not reading"
+        assert queue_depth(rabbitmq_url, bridge.queues["jobs"]) > GETS // 2
+
+        # the client reads now: every get is answered with a message (none get-empty)
+        answered = 0
+        while answered < GETS:
+            frame = raw.read()
+            if isinstance(frame, C.Basic.GetEmpty):
+                pytest.fail(f"get-empty after {answered} messages")
+            answered += isinstance(frame, C.Basic.GetOk)
+        raw.sock.close()
