@@ -378,10 +378,12 @@ class Connection(ChannelCalls, ServerCalls):
                                          class_id=0, method_id=0))
         self.state = ConnectionState.CLOSING
 
-    def abort(self, code: int = ReplyCode.CONNECTION_FORCED, text: str = "") -> None:
-        """Send connection.close and end at once, without waiting for close-ok."""
+    def abort(self, code: int = ReplyCode.CONNECTION_FORCED, text: str = "", *,
+              class_id: int = 0, method_id: int = 0) -> None:
+        """Send connection.close (naming the method it answers, if any) and end at once,
+        without waiting for close-ok."""
         if self.state is not ConnectionState.CLOSED:
-            self._fatal(code, text)
+            self._fatal(code, text, class_id, method_id)
 
     # -------------------------------------------------------- channel calls
 

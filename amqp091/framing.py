@@ -179,6 +179,12 @@ class FrameReader:
         except (ValueError, TypeError, KeyError, IndexError, struct.error) as exc:
             raise FrameError(ReplyCode.FRAME_ERROR,
                              f"malformed frame: {type(exc).__name__}: {exc}") from exc
+        except RecursionError:
+            # pamqp decodes nested field tables (client-properties, method arguments)
+            # recursively: a peer nesting them hundreds deep, which fits in one frame,
+            # must be a frame error, not an internal fault of the host
+            raise FrameError(ReplyCode.FRAME_ERROR, "malformed frame: field tables nested "
+                             "too deep to decode") from None
 
 
 def encode_method(channel: int, method: Frame) -> bytes:

@@ -254,6 +254,14 @@ class Listener(_Model):
                              "/64) may use; past it its logins are refused at once ('too "
                              "many logins waiting from this address; try again later'). "
                              "Addresses take turns for the password checks.")
+    max_consumers_per_connection: int = Field(
+        1000, ge=1, description="AMQP 0-9-1 only: consumers (basic.consume, a channel's "
+                                "basic.get receiver per queue, a bound temporary queue, a "
+                                "cancelled consumer with deliveries unsettled) one client "
+                                "connection may hold; each is a 1.0 link on the route's "
+                                "connection. Past it the connection is closed with 530 "
+                                "not-allowed ('reached maximum (N) of consumers per "
+                                "connection').")
     handshake_timeout: float = Field(
         10.0, gt=0, description="Seconds a client has from connecting to a completed login "
                                 "(connection.open-ok sent); then its connection is closed "

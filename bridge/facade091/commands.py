@@ -71,7 +71,12 @@ class Commands091:
         self.facade = facade
 
     def on_method(self, ch: Channel091, method: Frame) -> None:
-        """Answer ``method`` (a reply, nothing, or a channel / connection close)."""
+        """Answer ``method`` (a reply, nothing, or a channel / connection close). A method
+        the engine reported before its channel or connection began closing is discarded,
+        as a broker discards what follows its close: a burst of methods after a refused
+        one makes one close, one count and one log line, not one for each."""
+        if not ch.live:
+            return
         engine = ch.client.engine
         handler = HANDLERS.get(type(method))
         try:
@@ -82,12 +87,15 @@ class Commands091:
             reply = handler(self, ch, method)
         except ConnectionRefused as exc:
             self.facade.client_error(ch.client, exc.code, exc.text, method)
-            engine.abort(exc.code, exc.text)
+            ch.client.facade_closes.add(0)
+            index = method.index
+            engine.abort(exc.code, exc.text, class_id=index >> 16, method_id=index & 0xFFFF)
             return
         except ChannelRefused as exc:
             self.facade.client_error(ch.client, exc.code, exc.text, method)
             if ch.live:
                 index = method.index
+                ch.client.facade_closes.add(ch.number)
                 engine.close_channel(ch.number, exc.code, exc.text, class_id=index >> 16,
                                      method_id=index & 0xFFFF)
             return
@@ -105,6 +113,17 @@ class Commands091:
             raise ChannelRefused(ReplyCode.NOT_FOUND,
                                  f"no queue '{name}' in vhost '{self._vhost(ch)}'")
         return route
+
+    def _check_consumer_room(self, ch: Channel091) -> None:
+        """One more 1.0 receiver for this connection, or 530 past the listener's
+        ``max_consumers_per_connection`` (each is a link on the route's shared 1.0
+        connection: one client must not make it hold without bound)."""
+        limit = self.facade.settings.max_consumers_per_connection
+        if ch.client.consumer_links >= limit:
+            raise ConnectionRefused(ReplyCode.NOT_ALLOWED,
+                                    f"reached maximum ({limit}) of consumers per connection "
+                                    f"(listener {self.facade.name}: "
+                                    f"max_consumers_per_connection)")
 
     def _known_exchange(self, name: str) -> bool:
         return name in self.facade.exchanges or name in self.facade.exchange_subscriptions
@@ -147,6 +166,7 @@ class Commands091:
             self._queue(ch, name)
             raise AssertionError  # (_queue raised)
         elif self.facade.exchange_subscriptions and (not name or m.exclusive or m.auto_delete):
+            self._check_consumer_room(ch)
             name = name or server_named_queue()
             temporaries[name] = TemporaryQueue(name)  # to bind to a subscription exchange
             count = 0
@@ -278,6 +298,7 @@ class Commands091:
                                  f"exclusive use")
         if self.facade.stopping:
             raise ChannelRefused(ReplyCode.RESOURCE_LOCKED, "amqp-bridge is shutting down")
+        self._check_consumer_room(ch)
         consumer = route.consume(ch, tag, no_ack=bool(m.no_ack), exclusive=bool(m.exclusive))
         ch.consumers[tag] = consumer
         return None if m.nowait else C.Basic.ConsumeOk(consumer_tag=tag)
@@ -302,6 +323,9 @@ class Commands091:
         route = self._queue(ch, name)
         getter = ch.getters.get(name)
         if getter is None or getter.closed:
+            if getter is not None:
+                del ch.getters[name]
+            self._check_consumer_room(ch)
             getter = ch.getters[name] = route.getter(ch)
         getter.get(bool(m.no_ack))
         return None  # get-ok or get-empty: the getter answers

@@ -12,11 +12,13 @@ Credit
     unacknowledged, and all consumers of a channel together at most the channel's
     global prefetch less its unacknowledged deliveries; without a prefetch (and
     for no-ack consumers) the route's ``max_in_flight`` bounds it.  A no-ack
-    consumer is also not promised more while its socket has megabytes unsent.
+    consumer, and a getter, is also not promised more while its socket has megabytes
+    unsent (their deliveries are settled as they are written, so only the client's
+    reading bounds them).
     Link credit is never taken back (RabbitMQ 3.x leaves a drain unanswered):
     what it still brings after a basic.cancel waits and is released when the
-    link detaches.  A getter is promised one message per basic.get waiting;
-    ``GET_GRACE`` seconds after a get's credit was granted (or at once if the
+    link detaches.  A getter is promised one message per basic.get waiting (at
+    most ``GET_WINDOW`` at a time); ``GET_GRACE`` seconds after a get's credit was granted (or at once if the
     link is already idle) the get is answered get-empty.
 
 Outcomes (:mod:`bridge.amqp10.outcomes`)
@@ -41,6 +43,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from pamqp.commands import Basic, Queue
@@ -69,6 +72,9 @@ LINK_WAIT = 10.0
 """Seconds a basic.get waits for its getter's 1.0 link to attach."""
 CANCEL_AFTER = 3
 """Consecutive refusals of a consumer's 1.0 link by its source that cancel the consumer."""
+GET_WINDOW = 16
+"""basic.gets of a channel promised a message at once (the others wait their turn: a
+client's gets are answered in order, and a burst of them must not pull a queue in)."""
 BACKPRESSURE_RETRY = 0.05
 """Seconds before a no-ack consumer held back by its socket's unsent output looks again."""
 
@@ -112,6 +118,10 @@ class Consumer091:
         self.gets: deque[tuple[int, bool]] = deque()
         """Getter: (serial, no-ack flag) of each basic.get waiting for its answer."""
         self._get_serial = 0
+        self._get_timed = 0
+        """The last get whose grace is scheduled (only the first GET_WINDOW are)."""
+        self._granted_at = 0.0
+        """When the link was last given credit (monotonic): a get's grace runs from it."""
         self.cancelled = False
         self.closed = False
         self._retry_scheduled = False
@@ -165,7 +175,12 @@ class Consumer091:
             return 0
         promised = self.promised
         if self.getter:
-            room = len(self.gets) - promised
+            if self.ch.client.sock.backpressured:
+                # a no-ack get is settled as it is written: a client that sends gets but
+                # does not read would make us pull its whole queue into memory
+                self._retry_later()
+                return 0
+            room = min(len(self.gets), GET_WINDOW) - promised
         elif self.tag is None:
             return 0  # a temporary queue nobody consumes yet: the 1.0 broker keeps it
         elif self.no_ack:
@@ -184,6 +199,7 @@ class Consumer091:
         if room <= 0 or route.bytes_in_flight >= route.limit_bytes:
             return 0
         self.link.link.flow(room)
+        self._granted_at = time.monotonic()
         return room
 
     def _retry_later(self) -> None:
@@ -221,6 +237,7 @@ class Consumer091:
         binds, self.binds = self.binds, []
         for ch, _ in binds:
             if ch.live:
+                ch.client.facade_closes.add(ch.number)
                 self.engine_of(ch).close_channel(
                     ch.number, ReplyCode.NOT_FOUND, f"the AMQP 1.0 source {self.link.address} "
                     f"did not attach within {LINK_WAIT:.0f}s", class_id=50, method_id=20)
@@ -247,7 +264,15 @@ class Consumer091:
         self.pump()
         if self.gets:
             self.route.grant()
-            self._expire_later(serial, GET_GRACE if self.link.up else LINK_WAIT)
+            self._time_window()
+
+    def _time_window(self) -> None:
+        """Start the grace of each get that entered the window (its credit is granted
+        now: a get waiting its turn is not answered get-empty for the wait)."""
+        for serial, _ in islice(self.gets, GET_WINDOW):
+            if serial > self._get_timed:
+                self._get_timed = serial
+                self._expire_later(serial, GET_GRACE if self.link.up else LINK_WAIT)
 
     def _expire_later(self, serial: int, delay: float) -> None:
         self.route.container.schedule(delay, Timer(lambda: self._get_expired(serial)))
@@ -257,20 +282,29 @@ class Consumer091:
         comes later for its credit is released: see :meth:`on_delivery`)."""
         self.pump()
         if self.gets and self.gets[0][0] == serial and self.ch.live:
+            # credit withheld (the client does not read) or granted since: not empty yet
+            wait = GET_GRACE if self.ch.client.sock.backpressured \
+                else self._granted_at + GET_GRACE - time.monotonic()
+            if wait > 0:
+                self._expire_later(serial, wait)
+                return
             self.gets.popleft()
             try:
                 self.engine.get_empty(self.ch.number)
             except ProtocolError:  # the channel closed meanwhile
                 return
             self.route.facade.flush_later(self.ch.client.sock)
+            if self.gets:
+                self.route.grant()
+                self._time_window()
 
     # -- Amqp10Link owner -------------------------------------------------------------------
 
     def on_link_up(self, link: Amqp10Link) -> None:
         self._answer_binds()
         self.route.grant()
-        for serial, _ in self.gets:  # gets waiting for the link: their grace starts now
-            self._expire_later(serial, GET_GRACE)
+        for serial, _ in islice(self.gets, GET_WINDOW):  # waiting for the link: their
+            self._expire_later(serial, GET_GRACE)          # grace starts now
 
     def on_link_down(self, link: Amqp10Link) -> None:
         route = self.route
@@ -298,6 +332,7 @@ class Consumer091:
         self.cancel()
         if ch.live:
             if not self.engine.cancel_consumer(ch.number, tag):
+                ch.client.facade_closes.add(ch.number)
                 self.engine.close_channel(ch.number, ReplyCode.NOT_FOUND,
                                           f"the AMQP 1.0 source {link.address} of consumer "
                                           f"{tag!r} is gone")
@@ -362,6 +397,8 @@ class Consumer091:
         if sent:
             self.route.facade.flush_later(ch.client.sock)
             self.route.recount()
+            if self.getter:
+                self._time_window()
 
     def settle(self, tag: int, state: int, reason: str = "") -> None:
         """Give the 1.0 delivery behind delivery tag ``tag`` its outcome."""

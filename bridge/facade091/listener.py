@@ -181,7 +181,9 @@ class Facade091(ListenerCore):
             ch = client.channels.pop(ev.channel, None)
             if ch is not None:
                 self._end_channel(ch)
-            if not ev.by_peer and ev.code not in _ORDINARY_CLOSES:
+            ours = ev.channel in client.facade_closes
+            client.facade_closes.discard(ev.channel)
+            if not ev.by_peer and ev.code not in _ORDINARY_CLOSES and not ours:
                 self._count_error(client, ev.code, ev.text)
         elif isinstance(ev, ChannelFlow):
             ch = client.channels.get(ev.channel)
@@ -207,7 +209,8 @@ class Facade091(ListenerCore):
                     temporary.sub.end()
             client.temporary_queues.clear()
             client.held_publishes.clear()
-            if not ev.by_peer and ev.code not in _ORDINARY_CLOSES:
+            if not ev.by_peer and ev.code not in _ORDINARY_CLOSES \
+                    and 0 not in client.facade_closes:
                 self._count_error(client, ev.code, ev.text)
             self.client_closed(sock, ev.code, ev.text)
         elif isinstance(ev, HeartbeatTimeout):
@@ -256,6 +259,7 @@ class Facade091(ListenerCore):
             self.publish_refused(client.sock.peer, reason)
             self._count_error(client, ReplyCode.NOT_FOUND, f"basic.publish: {reason}")
             if ch.live:
+                client.facade_closes.add(ch.number)
                 engine.close_channel(ch.number, ReplyCode.NOT_FOUND, reason,
                                      class_id=60, method_id=40)
                 self.flush_later(client.sock)
@@ -266,6 +270,7 @@ class Facade091(ListenerCore):
                     f"'{client.user}'")
             self._count_error(client, ReplyCode.PRECONDITION_FAILED, f"basic.publish: {text}")
             if ch.live:
+                client.facade_closes.add(ch.number)
                 engine.close_channel(ch.number, ReplyCode.PRECONDITION_FAILED, text,
                                      class_id=60, method_id=40)
                 self.flush_later(client.sock)

@@ -62,10 +62,25 @@ class Client091:
     held_publishes: deque[tuple[Channel091, MessageReceived]] = field(default_factory=deque)
     """Publishes that came while a bind was pending: a broker executes a connection's
     methods in order, so they wait until the binding exists (else it would miss them)."""
+    facade_closes: set[int] = field(default_factory=set)
+    """Channels (0: the connection) the façade itself closed: counted (or not a client
+    error) where it closed them, so their ChannelClosed / ConnectionClosed is not
+    counted again as an engine-made close."""
 
     @property
     def engine(self) -> Connection:
         return self.sock.engine
+
+    @property
+    def consumer_links(self) -> int:
+        """The 1.0 receivers this connection holds or may bind: its channels' consumers
+        (cancelled ones with deliveries unsettled too) and getters, and its temporary
+        queues no basic.consume adopted yet (``max_consumers_per_connection`` bounds
+        them)."""
+        held = sum(len(ch.consumers) + len(ch.cancelled) + len(ch.getters)
+                   for ch in self.channels.values())
+        return held + sum(1 for t in self.temporary_queues.values()
+                          if t.sub is None or not t.sub.adopted)
 
 
 @dataclass(eq=False)

@@ -183,3 +183,42 @@ def test_tune_ok_outside_our_limits_is_not_allowed(host: ServerHost, tune_ok: C.
     close = client.closed_with(ReplyCode.NOT_ALLOWED)
     assert f"negotiated {field} = " in close.reply_text
     assert (close.class_id, close.method_id) == (10, 30)  # connection.tune, as RabbitMQ says
+
+
+def nested_table(depth: int) -> bytes:
+    """A length-prefixed field table nesting ``depth`` tables, one key each (7 octets a
+    level: deep enough to exhaust the recursion of a recursive decoder in one frame)."""
+    inner = b""
+    for _ in range(depth):
+        inner = b"\x01k" + b"F" + struct.pack(">I", len(inner)) + inner
+    return struct.pack(">I", len(inner)) + inner
+
+
+def method_frame(channel: int, class_id: int, method_id: int, args: bytes) -> bytes:
+    return struct.pack(">BHIHH", 1, channel, len(args) + 4, class_id, method_id) + args \
+        + b"\xce"
+
+
+def test_client_properties_nested_too_deep_are_a_frame_error(host: ServerHost) -> None:
+    client = RawClient(host)
+    client.sock.sendall(PROTOCOL_HEADER)
+    assert isinstance(client.read(), C.Connection.Start)
+    # 560 levels fit in the 4096-octet frame allowed before tune
+    args = (nested_table(560) + b"\x05PLAIN" + struct.pack(">I", 12) + b"\0guest\0guest"
+            + b"\x05en_US")
+    client.sock.sendall(method_frame(0, 10, 11, args))
+    close = client.closed_with(ReplyCode.FRAME_ERROR)
+    assert "nested too deep" in close.reply_text
+    ended_with(host, ReplyCode.FRAME_ERROR)
+
+
+def test_method_arguments_nested_too_deep_are_a_frame_error(host: ServerHost) -> None:
+    client = RawClient(host)
+    client.handshake()
+    client.sock.sendall(wire(1, C.Channel.Open()))
+    assert isinstance(client.read(), C.Channel.OpenOk)
+    # queue.declare: ticket, queue "q", flags, arguments nested 1100 deep
+    args = struct.pack(">H", 0) + b"\x01q" + b"\x00" + nested_table(1100)
+    client.sock.sendall(method_frame(1, 50, 10, args))
+    client.closed_with(ReplyCode.FRAME_ERROR)
+    ended_with(host, ReplyCode.FRAME_ERROR)

@@ -1,0 +1,135 @@
+"""A hostile 0-9-1 application against ``amqp-bridge run``'s 0-9-1 façade (RabbitMQ's
+1.0 behind it): what it sends gets RabbitMQ's close code, a log line and a metric, and
+never makes the bridge hold without bound or serve its other clients worse.
+
+- one connection asking for consumers without end (each a 1.0 link on the route's
+  shared connection to the broker): 530 past ``max_consumers_per_connection``, the
+  links it held given back, another client consuming as before;
+- a client that sends a burst of no-ack ``basic.get`` and does not read: the bridge
+  does not pull the queue in (a get's message is settled as it is written, so only a
+  window of gets is promised one, and none while the socket has megabytes unsent);
+  once the client reads, every get is answered with a message.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pika
+import pytest
+from pamqp import commands as C
+from proton import Message
+
+from amqp091.framing import encode_method
+from amqp091.methods import ReplyCode
+from tests.support.facade091 import RawClient, facade091
+from tests.support.metrics import metrics_port, poll, scrape
+from tests.support.rabbitmq import send_messages
+
+MAX_CONSUMERS = 20
+
+
+def routes(q: dict[str, str], _: dict[str, str]) -> str:
+    return f"""
+  - name: jobs-in
+    from: {{connection: cloud, address: {q["jobs"]}}}
+    to:   {{listener: legacy, queue: jobs}}
+metrics: {{bind: "127.0.0.1:0"}}
+"""
+
+
+def client_errors(port: int, code: int) -> float:
+    """``amqp_bridge_facade_client_errors_total`` of the listener for ``code`` (0: none)."""
+    try:
+        return scrape(port).value("amqp_bridge_facade_client_errors_total",
+                                  listener="legacy", code=str(code))
+    except KeyError:
+        return 0.0
+
+
+@pytest.mark.parametrize("how", ["consume", "get_and_consume"])
+def test_consumers_past_the_limit_close_the_connection_with_530(
+        rabbitmq_url: str, tmp_path: Path, how: str) -> None:
+    with facade091(rabbitmq_url, tmp_path, ("jobs",), routes,
+                   listener=f", max_consumers_per_connection: {MAX_CONSUMERS}") as bridge:
+        mport = metrics_port(bridge.proc.log)
+        raw = RawClient(bridge.port)
+        raw.login()
+        raw.open_channel(1)
+        out = b""
+        if how == "get_and_consume":  # a getter holds a 1.0 receiver too
+            out += encode_method(1, C.Basic.Get(queue="jobs", no_ack=True))
+        out += b"".join(encode_method(1, C.Basic.Consume(queue="jobs", consumer_tag=f"t{i}",
+                                                          nowait=True))
+                        for i in range(MAX_CONSUMERS * 5))
+        raw.sock.sendall(out)
+        close = None
+        while close is None:
+            frame = raw.read()
+            if isinstance(frame, C.Connection.Close):
+                close = frame
+        assert close.reply_code == ReplyCode.NOT_ALLOWED, close.reply_text
+        assert f"reached maximum ({MAX_CONSUMERS}) of consumers per connection" \
+            in close.reply_text
+        assert (close.class_id, close.method_id) == (60, 20)  # basic.consume
+        poll(lambda: client_errors(mport, ReplyCode.NOT_ALLOWED), lambda v: v == 1, 20,
+             "the refusal counted")
+        raw.sock.close()
+
+        # another client is served: it consumes what the 1.0 queue gets
+        send_messages(rabbitmq_url, bridge.address("jobs"), [Message(body=b"after", inferred=True)])
+        connection = bridge.connect()
+        try:
+            ch = connection.channel()
+            got: list[bytes] = []
+            ch.basic_consume("jobs", lambda c, m, p, body: (got.append(body),
+                                                            c.basic_ack(m.delivery_tag)))
+            connection.process_data_events(time_limit=0)
+            poll(lambda: (connection.process_data_events(time_limit=0.2), got)[1],
+                 lambda g: g == [b"after"], 30, "the message after the attack")
+        finally:
+            connection.close()
+    assert "reached maximum (20) of consumers per connection" in bridge.proc.log()
+
+
+def queue_depth(url: str, queue: str) -> int:
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        return int(connection.channel().queue_declare(queue, passive=True)
+                   .method.message_count)
+    finally:
+        connection.close()
+
+
+GETS, GET_SIZE = 300, 100_000
+GET_RSS_BOUND_KIB = 12 * 1024
+"""RSS growth allowed while the client does not read: its socket's kernel buffers and
+output high-water mark (4 MiB) and the window of gets — well under the 30 MB queued."""
+
+
+def test_a_get_burst_from_a_client_that_does_not_read_leaves_the_queue_at_the_broker(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    with facade091(rabbitmq_url, tmp_path, ("jobs",), routes) as bridge:
+        send_messages(rabbitmq_url, bridge.address("jobs"),
+                      [Message(body=b"%05d" % i + b"x" * GET_SIZE, inferred=True)
+                       for i in range(GETS)])
+        raw = RawClient(bridge.port)
+        raw.login()
+        raw.open_channel(1)
+        baseline = bridge.proc.status("VmRSS")
+        raw.sock.sendall(b"".join(encode_method(1, C.Basic.Get(queue="jobs", no_ack=True))
+                                  for _ in range(GETS)))
+        time.sleep(3)  # the bridge has had the gets for long enough to pull the queue
+        grown = bridge.proc.status("VmRSS") - baseline
+        assert grown < GET_RSS_BOUND_KIB, f"RSS grew {grown} KiB for a client not reading"
+        assert queue_depth(rabbitmq_url, bridge.queues["jobs"]) > GETS // 2
+
+        # the client reads now: every get is answered with a message (none get-empty)
+        answered = 0
+        while answered < GETS:
+            frame = raw.read()
+            if isinstance(frame, C.Basic.GetEmpty):
+                pytest.fail(f"get-empty after {answered} messages")
+            answered += isinstance(frame, C.Basic.GetOk)
+        raw.sock.close()
