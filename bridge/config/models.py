@@ -280,6 +280,13 @@ class Listener(_Model):
                                        "(AMQP 0-10: framing-error) or, AMQP 0-9-1, its "
                                        "channel (406 precondition-failed, as RabbitMQ) "
                                        "before its body is buffered.")
+    max_unread_per_connection: int = Field(
+        64 << 20, ge=4096, description="Octets of replies one client connection may leave "
+                                       "unread (it keeps sending requests and does not read "
+                                       "the answers): past it (or past twice "
+                                       "max_message_size, if larger) the connection is "
+                                       "closed. Deliveries never get there: the façade "
+                                       "stops sending them to a client that does not read.")
     max_buffered_per_connection: int = Field(
         128 << 20, ge=4096, description="Octets of unfinished messages one connection may "
                                         "make the bridge hold (at least max_message_size); "

@@ -327,11 +327,18 @@ _BUSY_REFUSALS = frozenset(REFUSAL_TEXT.values())
 
 
 def accept_limits(settings: Listener) -> AcceptLimits:
-    """The runtime's accept limits of a listener's settings."""
+    """The runtime's accept limits of a listener's settings.
+
+    A client may leave at most the larger of ``max_unread_per_connection`` and two of its
+    largest messages unread: deliveries stop at a few MiB unsent (the façade withholds
+    credit from a client that does not read), so only a client that keeps asking
+    without reading the answers gets there."""
     return AcceptLimits(handshake_timeout=settings.handshake_timeout,
                         max_connections=settings.max_connections,
                         max_connections_per_peer=settings.max_connections_per_peer,
-                        max_buffered=settings.max_buffered)
+                        max_buffered=settings.max_buffered,
+                        max_unsent=max(settings.max_unread_per_connection,
+                                       2 * settings.max_message_size))
 
 
 def answer_login(engine: Any, user: str, ok: bool) -> None:

@@ -259,7 +259,8 @@ def _limit_families(listeners: list[tuple[str, Any]]) -> Iterator[Any]:
     refused = CounterMetricFamily(
         "amqp_bridge_connections_refused", "Façade connections refused for a limit "
         "(max_connections, max_connections_per_peer, descriptors), or closed for one "
-        "(max_buffered).", labels=["listener", "reason"])
+        "(max_buffered, max_unsent: a client not reading its replies).",
+        labels=["listener", "reason"])
         # (reason keys are fixed at start: iterating from this thread is safe)
     timeouts = CounterMetricFamily(
         "amqp_bridge_handshake_timeouts", "Façade connections closed for not logging in "

@@ -14,6 +14,8 @@ clients can take (:class:`AcceptLimits`, ``docs/operations.md#limits``):
   connection.close (connection-forced, saying which limit) when its header arrives,
   or is just closed if it sends nothing within a second (a few dozen such refusals
   are kept at a time; past that, refused sockets are closed at once);
+- *octets unread*: a connection that leaves more than ``max_unsent`` octets of output
+  unread (it keeps sending requests and does not read the answers) is closed;
 - *octets buffered*: every connection's engine bounds its own unfinished input, and
   the listener keeps the sum (updated after each read, from
   :attr:`Connection.buffered <amqp010.connection.Connection.buffered>`); past
@@ -58,8 +60,9 @@ REFUSAL_GRACE = 1.0
 MAX_REFUSING = 32
 """Refused connections waiting for their header at once; past it, closed at once."""
 REFUSED_REASONS = ("max_connections", "max_connections_per_peer", "descriptors",
-                   "max_buffered")
-"""``ListenerStats.refused`` keys: connections refused (or, for max_buffered, closed)."""
+                   "max_buffered", "max_unsent")
+"""``ListenerStats.refused`` keys: connections refused (or, for max_buffered and
+max_unsent, closed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,9 @@ class AcceptLimits:
     """Connections from one IP address."""
     max_buffered: int | None = None
     """Octets of unfinished input over all connections (each engine bounds its own)."""
+    max_unsent: int | None = None
+    """Octets of output one connection may leave unread (replies it asked for and does
+    not read); past it the connection is closed."""
 
 
 @dataclass(slots=True)
@@ -219,6 +225,7 @@ class EngineListener(Generic[E]):
                                    tls=self.ssl_context, server_side=True,
                                    on_handshake=self.on_handshake)
         hosted.listener = self
+        hosted.max_unsent = limits.max_unsent
         if limits.handshake_timeout is not None:
             hosted.handshake_deadline = now + limits.handshake_timeout
         self.connections.add(hosted)
@@ -246,7 +253,7 @@ class EngineListener(Generic[E]):
 
     def _refused(self, reason: str, peer: str, text: str) -> None:
         self.stats.refused[reason] += 1
-        verb = "closed" if reason == "max_buffered" else "refused"
+        verb = "closed" if reason in ("max_buffered", "max_unsent") else "refused"
         self._warn.warning(f"refused:{reason}", "listener %s: %s %s: %s", self.name, verb,
                            peer, text, extra=self._fields("connection_refused", peer=peer,
                                                           reason=reason, error=text))
@@ -293,6 +300,15 @@ class EngineListener(Generic[E]):
                     self.released(largest)
         finally:
             self._shedding = False
+
+    def not_reading(self, sock: EngineSocket[Any]) -> None:
+        """``sock``'s peer leaves more output unread than ``max_unsent`` (it keeps asking
+        and does not read the answers): close it, so that it cannot make the bridge hold
+        its replies without bound."""
+        text = (f"amqp-bridge: the client left {sock.unsent} octets unread (listener "
+                f"{self.name}: max_unsent {self.limits.max_unsent})")
+        self._refused("max_unsent", sock.peer, text)
+        sock.abort(text)
 
     def released(self, sock: EngineSocket[Any]) -> None:
         """``sock``'s transport is gone: it no longer counts against the limits."""

@@ -105,6 +105,10 @@ class SocketOwner(Protocol):
     def released(self, sock: EngineSocket[Any]) -> None:
         """``sock``'s transport is gone."""
 
+    def not_reading(self, sock: EngineSocket[Any]) -> None:
+        """``sock`` holds more unsent output than its ``max_unsent``: its peer does not
+        read what it asked for."""
+
 
 class TlsLayer:
     """A TLS session over memory buffers: ciphertext in/out, plaintext to/from the engine."""
@@ -136,6 +140,9 @@ class EngineSocket(Generic[E]):
     """Its engine's buffered octets as its listener last counted them."""
     reading_paused = False
     """Reading stopped by its owner (:meth:`pause_reading`: a throttled publisher)."""
+    max_unsent: int | None = None
+    """Octets of output the peer may leave unread before its listener is told
+    (:meth:`SocketOwner.not_reading`); None: no bound (client connections)."""
 
     def __init__(self, container: Container, sock: socket.socket, engine: E,
                  on_event: EventHandler, *, connecting: bool = False, peer: str = "",
@@ -227,6 +234,11 @@ class EngineSocket(Generic[E]):
     # -- application side ----------------------------------------------------------------
 
     @property
+    def unsent(self) -> int:
+        """Octets written by the engine and not yet taken by the peer's socket."""
+        return len(self._out) + (len(self.tls.plain_out) if self.tls is not None else 0)
+
+    @property
     def backpressured(self) -> bool:
         """True while more than a few MiB wait to be written: stop producing."""
         return len(self._out) > _WRITE_HIGH_WATER
@@ -287,6 +299,9 @@ class EngineSocket(Generic[E]):
         self._drain_engine()
         if self.listener is not None:
             self.listener.count_buffered(self)
+            if (self.max_unsent is not None and self.unsent > self.max_unsent
+                    and not self.engine.closed):
+                self.listener.not_reading(self)
         if self.engine.closed:
             self.close_transport()
         else:

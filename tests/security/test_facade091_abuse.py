@@ -133,3 +133,50 @@ def test_a_get_burst_from_a_client_that_does_not_read_leaves_the_queue_at_the_br
                 pytest.fail(f"get-empty after {answered} messages")
             answered += isinstance(frame, C.Basic.GetOk)
         raw.sock.close()
+
+
+LONG_QUEUE = "q" * 200
+"""A queue name each passive declare's answer echoes: a client asking cheaply for much."""
+
+
+def long_queue_route(q: dict[str, str], _: dict[str, str]) -> str:
+    return f"""
+  - name: jobs-in
+    from: {{connection: cloud, address: {q["jobs"]}}}
+    to:   {{listener: legacy, queue: {LONG_QUEUE}}}
+metrics: {{bind: "127.0.0.1:0"}}
+"""
+
+
+def test_a_client_that_asks_without_reading_is_closed_past_its_unread_bound(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """Requests whose answers the client never reads (passive declares of a long queue
+    name) would make the bridge hold the answers without bound: past
+    ``max_unread_per_connection`` the connection is closed, counted and logged, and
+    another client is served."""
+    with facade091(rabbitmq_url, tmp_path, ("jobs",), long_queue_route,
+                   listener=", max_unread_per_connection: 1048576, "
+                            "max_message_size: 262144") as bridge:
+        mport = metrics_port(bridge.proc.log)
+        raw = RawClient(bridge.port)
+        raw.login()
+        raw.open_channel(1)
+        burst = encode_method(1, C.Queue.Declare(queue=LONG_QUEUE, passive=True)) * 1000
+        baseline = bridge.proc.status("VmRSS")
+        try:
+            for _ in range(200):  # up to 43 MB of answers; the bound is 1 MiB
+                raw.sock.sendall(burst)
+        except OSError:
+            pass  # the bridge closed the connection under the sender
+        raw.sock.close()
+        poll(lambda: scrape(mport).value("amqp_bridge_connections_refused_total",
+                                         listener="legacy", reason="max_unsent"),
+             lambda v: v == 1, 20, "the connection closed for not reading")
+        assert bridge.proc.status("VmRSS") - baseline < 32 * 1024
+        assert "unread (listener legacy: max_unsent 1048576)" in bridge.proc.log()
+        connection = bridge.connect()  # another client is served as before
+        try:
+            ok = connection.channel().queue_declare(LONG_QUEUE, passive=True)
+            assert ok.method.queue == LONG_QUEUE
+        finally:
+            connection.close()
