@@ -27,6 +27,7 @@ from tests.support.certs import Pki
 from tests.support.logs import records
 from tests.support.rabbitmq import (
     queue_address,
+    queue_depth,
     rabbitmqctl_on,
     receive_messages,
     send_messages,
@@ -186,9 +187,9 @@ routes:
                            for i in range(10)])
             wait_for(lambda: "event=blocked" in bridge.log(), 20, "connection.blocked", bridge)
             # the route takes the messages (1.0 credit) but publishes no more
-            wait_for(lambda: pika_depth(rabbitmq_url, source) == 0, 20,
+            wait_for(lambda: queue_depth(rabbitmq_url, source) == 0, 20,
                      "the bridge to take the messages", bridge)
-            assert pika_depth(rabbitmq_tls.url, bound) == 0
+            assert queue_depth(rabbitmq_tls.url, bound) == 0
         finally:
             rabbitmqctl_on(node(rabbitmq_tls), "set_vm_memory_high_watermark", "0.4")
         wait_for(lambda: "event=unblocked" in bridge.log(), 20, "connection.unblocked",
@@ -200,10 +201,3 @@ routes:
     assert blocked and "memory" in blocked[0]["reason"], log
 
 
-def pika_depth(url: str, queue: str) -> int:
-    connection = pika.BlockingConnection(pika.URLParameters(url))
-    try:
-        return int(connection.channel().queue_declare(queue, passive=True)
-                   .method.message_count)
-    finally:
-        connection.close()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pika
 import pytest
 from pamqp import commands as C
 from proton import Message
@@ -25,7 +24,7 @@ from amqp091.framing import encode_method
 from amqp091.methods import ReplyCode
 from tests.support.facade091 import RawClient, facade091
 from tests.support.metrics import metrics_port, poll, scrape
-from tests.support.rabbitmq import send_messages
+from tests.support.rabbitmq import queue_depth, send_messages
 
 MAX_CONSUMERS = 20
 
@@ -91,15 +90,6 @@ def test_consumers_past_the_limit_close_the_connection_with_530(
         finally:
             connection.close()
     assert "reached maximum (20) of consumers per connection" in bridge.proc.log()
-
-
-def queue_depth(url: str, queue: str) -> int:
-    connection = pika.BlockingConnection(pika.URLParameters(url))
-    try:
-        return int(connection.channel().queue_declare(queue, passive=True)
-                   .method.message_count)
-    finally:
-        connection.close()
 
 
 GETS, GET_SIZE = 300, 100_000

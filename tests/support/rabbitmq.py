@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pika
 from proton import Array, Condition, Data, Delivery, Described, Message, ulong
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
@@ -223,6 +224,16 @@ def unique_queue(prefix: str = "q") -> str:
     :func:`declare_queue` and use ``/amq/queue/NAME``.
     """
     return f"{TEST_QUEUE_PREFIX}{prefix}.{uuid.uuid4().hex[:12]}"
+
+
+def queue_depth(url: str, queue: str) -> int:
+    """Messages ready in RabbitMQ queue ``queue`` (a passive declare over AMQP 0-9-1)."""
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        return int(connection.channel().queue_declare(queue, passive=True)
+                   .method.message_count)
+    finally:
+        connection.close()
 
 
 def queue_address(name: str) -> str:
