@@ -8,6 +8,7 @@ touched; it is stopped when the test session ends.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -55,13 +56,23 @@ def _free(port: int) -> bool:
     return True
 
 
+def _ephemeral_high() -> int:
+    """The highest port the kernel hands out to outgoing connections."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 60999  # Linux's default
+
+
 def _free_ports() -> tuple[int, int]:
-    """A port P with P+1 (TLS) and P+20000 (Erlang distribution) free too."""
+    """A port P with P+1 (TLS) and P+20000 (Erlang distribution) free too.
+
+    P+20000 is kept above the kernel's ephemeral range where it can: the node binds it
+    seconds after this check, and an outgoing connection of another test that got it
+    meanwhile made the node fail to start (``dist_port_already_used``)."""
+    low = max(1024, min(_ephemeral_high() + 1 - 20000, 45534))
     for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        port = 20000 + port % 25000
+        port = random.randint(low, 45534)
         if all(_free(p) for p in (port, port + 1, port + 20000)):
             return port, port + 1
     raise RuntimeError("no free ports for the TLS RabbitMQ node")

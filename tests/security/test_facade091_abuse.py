@@ -115,14 +115,20 @@ def test_a_get_burst_from_a_client_that_does_not_read_leaves_the_queue_at_the_br
         assert grown < GET_RSS_BOUND_KIB, f"RSS grew {grown} KiB for a client not reading"
         assert queue_depth(rabbitmq_url, bridge.queues["jobs"]) > GETS // 2
 
-        # the client reads now: every get is answered with a message (none get-empty)
-        answered = 0
+        # the client reads now: every message reaches it through its gets. A get the
+        # 1.0 side does not answer within the façade's grace is get-empty (a 1.0 link
+        # cannot say "the queue is empty"; under load that can happen with messages
+        # queued), and the client asks again, as a polling client does.
+        answered, empty = 0, 0
         while answered < GETS:
             frame = raw.read()
             if isinstance(frame, C.Basic.GetEmpty):
-                pytest.fail(f"get-empty after {answered} messages")
+                empty += 1
+                assert empty <= GETS, "get-empty without end while messages are queued"
+                raw.sock.sendall(encode_method(1, C.Basic.Get(queue="jobs", no_ack=True)))
             answered += isinstance(frame, C.Basic.GetOk)
         raw.sock.close()
+        assert queue_depth(rabbitmq_url, bridge.queues["jobs"]) == 0  # every message taken
 
 
 LONG_QUEUE = "q" * 200
