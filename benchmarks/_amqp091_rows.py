@@ -267,30 +267,24 @@ class Amqp091Rows:
         """0-9-1 → 1.0: a classic-queue backlog drained into a 1.0 queue."""
         source, target = unique_queue("bench-091-out"), unique_queue("bench-091-out-t")
         fill(self.url, source, self.n)
-        bridge = Bridge(self.url, self.url, f"""
+        return self._through_bridge(f"""
   - name: out091
     from: {{connection: legacy, queue: {source}}}
-    to:   {{connection: cloud, address: /queue/{target}}}
-    {CE}
-    max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1")
-        arrived = Arrived(self.url, target)
-        try:
-            return timed(arrived, self.n, bridge)
-        finally:
-            arrived.close()
-            finish(bridge, None, self.url, target)
-            delete(self.url, source)
+    to:   {{connection: cloud, address: /queue/{target}}}""", source, target)
 
     def from_amqp10(self) -> tuple[float, float]:
         """1.0 → 0-9-1: a 1.0 backlog published to a classic queue, confirmed."""
-        source, target = unique_queue("bench-091-in"), unique_queue("bench-091-in-t")
+        source, target = unique_queue("bench-091-in"), self._declared("bench-091-in-t")
         child("fill", self.url, f"/queue/{source}", self.n)
-        with pika.BlockingConnection(pika.URLParameters(self.url)) as conn:
-            conn.channel().queue_declare(target)
-        bridge = Bridge(self.url, self.url, f"""
+        return self._through_bridge(f"""
   - name: in091
     from: {{connection: cloud, address: /queue/{source}}}
-    to:   {{connection: legacy, exchange: "", routing_key: {target}}}
+    to:   {{connection: legacy, exchange: "", routing_key: {target}}}""", source, target)
+
+    def _through_bridge(self, route: str, source: str, target: str) -> tuple[float, float]:
+        """``route`` (its name, from and to lines; CloudEvents binary and the window added)
+        in a bridge, timed by what arrives in ``target``; both queues deleted after."""
+        bridge = Bridge(self.url, self.url, f"""{route}
     {CE}
     max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1")
         arrived = Arrived(self.url, target)
