@@ -76,14 +76,31 @@ def legacy_publish(server: EngineServer, queue: str, items: list[bytes]) -> None
         client.sync()
 
 
-class LegacyFeeder(threading.Thread):
+class Feeder(threading.Thread):
+    """A producer thread a phase waits for: ``error`` if it failed; :meth:`finish` waits
+    for it and fails naming it (``WHAT``) if it did not end cleanly in time."""
+
+    WHAT, FINISH_TIMEOUT = "the feeder", 60.0
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.error: BaseException | None = None
+
+    def finish(self, timeout: float | None = None) -> None:
+        self.join(self.FINISH_TIMEOUT if timeout is None else timeout)
+        assert not self.is_alive(), f"{self.WHAT} did not finish"
+        assert self.error is None, f"{self.WHAT} failed: {self.error!r}"
+
+
+class LegacyFeeder(Feeder):
     """Publishes ``items`` to a 0-10 queue evenly over ``seconds``, in a thread."""
+
+    WHAT, FINISH_TIMEOUT = "the 0-10 feeder", 60
 
     def __init__(self, server: EngineServer, queue: str, items: list[bytes],
                  seconds: float) -> None:
-        super().__init__(daemon=True)
+        super().__init__()
         self.server, self.queue, self.items, self.seconds = server, queue, items, seconds
-        self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
@@ -94,10 +111,6 @@ class LegacyFeeder(threading.Thread):
         except BaseException as exc:  # reported by finish()
             self.error = exc
 
-    def finish(self, timeout: float = 60) -> None:
-        self.join(timeout)
-        assert not self.is_alive(), "the 0-10 feeder did not finish"
-        assert self.error is None, f"the 0-10 feeder failed: {self.error!r}"
 
 
 def legacy_drain(server: EngineServer, queue: str, expected: Iterable[bytes], *,
@@ -143,13 +156,14 @@ def amqp10_send(url: str, address: str, items: list[bytes]) -> None:
     assert all(o.state == "accepted" for o in outcomes), outcomes
 
 
-class Amqp10Feeder(threading.Thread):
+class Amqp10Feeder(Feeder):
     """Sends ``items`` to a 1.0 address in batches of 10 evenly over ``seconds``."""
 
+    WHAT, FINISH_TIMEOUT = "the 1.0 feeder", 60
+
     def __init__(self, url: str, address: str, items: list[bytes], seconds: float) -> None:
-        super().__init__(daemon=True)
+        super().__init__()
         self.url, self.address, self.items, self.seconds = url, address, items, seconds
-        self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
@@ -160,10 +174,6 @@ class Amqp10Feeder(threading.Thread):
         except BaseException as exc:  # reported by finish()
             self.error = exc
 
-    def finish(self, timeout: float = 60) -> None:
-        self.join(timeout)
-        assert not self.is_alive(), "the 1.0 feeder did not finish"
-        assert self.error is None, f"the 1.0 feeder failed: {self.error!r}"
 
 
 def amqp10_take(url: str, address: str, expected: Iterable[bytes], *, timeout: float,
@@ -270,14 +280,15 @@ class FacadeConsumer(Consumer):
             self.subscribed.set()
 
 
-class FacadePublisher(threading.Thread):
+class FacadePublisher(Feeder):
     """Publishes ``items`` through a façade exchange evenly over ``seconds``, then waits
     until the bridge confirmed every one (execution.sync)."""
 
+    WHAT, FINISH_TIMEOUT = "the façade publisher", 90
+
     def __init__(self, port: int, exchange: str, items: list[bytes], seconds: float) -> None:
-        super().__init__(daemon=True)
+        super().__init__()
         self.port, self.exchange, self.items, self.seconds = port, exchange, items, seconds
-        self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
@@ -292,10 +303,6 @@ class FacadePublisher(threading.Thread):
         except BaseException as exc:  # reported by finish()
             self.error = exc
 
-    def finish(self, timeout: float = 90) -> None:
-        self.join(timeout)
-        assert not self.is_alive(), "the façade publisher did not finish"
-        assert self.error is None, f"the façade publisher failed: {self.error!r}"
 
 
 def take_unsettled(client: BlockingClient, queue: str, count: int) -> list[bytes]:

@@ -19,7 +19,6 @@ import contextlib
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -33,7 +32,7 @@ from pamqp.header import ContentHeader
 
 from tests.support.bridge import ROOT
 
-from .peers import HEARTBEAT, Consumer
+from .peers import HEARTBEAT, Consumer, Feeder
 
 USER, PASSWORD = "app", "s3cret"
 """The login the 0-9-1 façade listener knows."""
@@ -89,7 +88,7 @@ def close_quietly(conn: pika.BlockingConnection) -> None:
 # --- RabbitMQ's 0-9-1 side ---------------------------------------------------------------
 
 
-class RabbitFeeder(threading.Thread):
+class RabbitFeeder(Feeder):
     """Publishes ``items`` persistently to a RabbitMQ queue (default exchange) with
     publisher confirms, one by one, evenly over ``seconds``.
 
@@ -99,15 +98,16 @@ class RabbitFeeder(threading.Thread):
     :attr:`in_doubt` counts them, so that a test can tell the bridge's duplicates from
     the feeder's."""
 
+    WHAT, FINISH_TIMEOUT = "the RabbitMQ 0-9-1 feeder", 120
+
     def __init__(self, url: str, queue: str, items: list[bytes], seconds: float, *,
                  reconnect_for: float = 90) -> None:
-        super().__init__(daemon=True)
+        super().__init__()
         self.url, self.queue, self.items, self.seconds = url, queue, items, seconds
         self.reconnect_for = reconnect_for
         self.confirmed = 0
         self.in_doubt = 0
         self.reconnects = 0
-        self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
@@ -143,10 +143,6 @@ class RabbitFeeder(threading.Thread):
         except BaseException as exc:  # reported by finish()
             self.error = exc
 
-    def finish(self, timeout: float = 120) -> None:
-        self.join(timeout)
-        assert not self.is_alive(), "the RabbitMQ 0-9-1 feeder did not finish"
-        assert self.error is None, f"the RabbitMQ 0-9-1 feeder failed: {self.error!r}"
 
 
 def rabbit_publish(url: str, queue: str, items: list[bytes]) -> None:
@@ -248,15 +244,16 @@ class FacadeConsumer091(Consumer):
             self.subscribed.set()
 
 
-class FacadePublisher091(threading.Thread):
+class FacadePublisher091(Feeder):
     """Publishes ``items`` persistently to a 0-9-1 façade exchange in confirm mode, one by
     one (each ``basic_publish`` returns once the bridge confirmed it, which it does only
     after the 1.0 broker accepted the message), evenly over ``seconds``."""
 
+    WHAT, FINISH_TIMEOUT = "the 0-9-1 façade publisher", 90
+
     def __init__(self, port: int, exchange: str, items: list[bytes], seconds: float) -> None:
-        super().__init__(daemon=True)
+        super().__init__()
         self.port, self.exchange, self.items, self.seconds = port, exchange, items, seconds
-        self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
@@ -274,10 +271,6 @@ class FacadePublisher091(threading.Thread):
         except BaseException as exc:  # reported by finish()
             self.error = exc
 
-    def finish(self, timeout: float = 90) -> None:
-        self.join(timeout)
-        assert not self.is_alive(), "the 0-9-1 façade publisher did not finish"
-        assert self.error is None, f"the 0-9-1 façade publisher failed: {self.error!r}"
 
 
 def take_unacked(conn: pika.BlockingConnection, queue: str, count: int,
