@@ -276,11 +276,9 @@ class Subscription:
         if taken is None:
             return
         data, (dp, mp, body) = taken
-        tap = route.tap
         header = (dp, mp)
         self.held.append(_Held(delivery, header, body, len(encode_header(header)) + len(body),
-                               t0=time.monotonic(),
-                               data=data if tap is not None and tap.wants_delivered else None))
+                               t0=time.monotonic(), data=route.kept_for_tap(data)))
         route.bytes_in_flight += len(body)
         self.pump()
         self.grant()
@@ -457,6 +455,12 @@ class FacadeConsume:
                             address=address or self.address)
         self.subscriptions.add(sub)
         return sub
+
+    def kept_for_tap(self, data: bytes) -> bytes | None:
+        """A delivery's 1.0 bytes, kept with it when the route's tap records what is
+        delivered (else None: nothing held for nothing)."""
+        tap = self.tap
+        return data if tap is not None and tap.wants_delivered else None
 
     def take_delivery(self, sub: Any, link: Amqp10Link, delivery: Delivery, wanted: bool,
                       translate: Callable[[AmqpMessage], T]) -> tuple[bytes, T] | None:

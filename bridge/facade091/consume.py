@@ -350,9 +350,8 @@ class Consumer091:
         if taken is None:
             return
         data, (properties, where, body) = taken
-        tap = route.tap
         self.held.append(_Held(delivery, properties, where, body, t0=time.monotonic(),
-                               data=data if tap is not None and tap.wants_delivered else None))
+                               data=route.kept_for_tap(data)))
         route.bytes_in_flight += len(body)
         self.pump()
         self.grant()
