@@ -220,23 +220,32 @@ def finish(bridge: Bridge, tap: TapRun | None, url: str, queue: str) -> None:
 # --- plain proton clients (child processes) --------------------------------------------------
 
 
-def bench_message(i: int, sent: int = 0) -> Message:
-    """What the bridge sends for a 0-10 benchmark message, built the plain proton way."""
+LEGACY_ANNOTATIONS = {
+    "0-10": {symbol("x-amqp-0-10.routing-key"): "bench-out", symbol("x-amqp-0-10.exchange"): ""},
+    "0-9-1": {symbol("x-routing-key"): "bench-out", symbol("x-exchange"): ""},
+}
+"""The annotations a bridge route from each legacy protocol gives its 1.0 messages."""
+
+
+def bench_message(i: int, sent: int = 0, legacy: str = "0-10") -> Message:
+    """What the bridge sends for a benchmark message from ``legacy`` (0-10 or 0-9-1; the
+    0-10 mapping also names the routing key the subject), built the plain proton way."""
     mid = uuid.uuid4()
     return Message(
         id=mid, body=BODY, durable=True, content_type="application/octet-stream",
-        subject="bench-out", inferred=True,
-        annotations={symbol("x-amqp-0-10.routing-key"): "bench-out",
-                     symbol("x-amqp-0-10.exchange"): ""},
+        subject="bench-out" if legacy == "0-10" else None, inferred=True,
+        annotations=LEGACY_ANNOTATIONS[legacy],
         properties={"seq": i, "region": "emea", "sent": sent, "cloudEvents_specversion": "1.0",
                     "cloudEvents_id": str(mid), "cloudEvents_source": "/bench",
                     "cloudEvents_type": "com.example.bench"})
 
 
 class _Sender(MessagingHandler):  # type: ignore[misc]
-    def __init__(self, url: str, address: str, n: int, pace: float = 0.0) -> None:
+    def __init__(self, url: str, address: str, n: int, pace: float = 0.0,
+                 legacy: str = "0-10") -> None:
         super().__init__(prefetch=0, auto_settle=True)
         self.url, self.address, self.n, self.pace = url, address, n, pace
+        self.legacy = legacy
         self.sent = self.settled = 0
         self.t0 = self.t1 = 0.0
         self.b0 = self.b1 = 0.0
@@ -264,7 +273,7 @@ class _Sender(MessagingHandler):  # type: ignore[misc]
         while sender.credit and self.sent < self.n and self.sent - self.settled < WINDOW:
             if self.pace and self.start + self.sent / self.pace > time.monotonic():
                 return
-            sender.send(bench_message(self.sent, time.time_ns()))
+            sender.send(bench_message(self.sent, time.time_ns(), self.legacy))
             self.sent += 1
 
     def on_settled(self, event: Any) -> None:
@@ -307,8 +316,8 @@ class _Receiver(MessagingHandler):  # type: ignore[misc]
 
 
 def _child(kind: str, url: str, address: str, n: int, pace: float, out: Any) -> None:
-    if kind in ("send", "fill", "pace"):
-        handler: Any = _Sender(url, address, n, pace)
+    if kind in ("send", "fill", "fill-091", "pace"):
+        handler: Any = _Sender(url, address, n, pace, "0-9-1" if kind == "fill-091" else "0-10")
         Container(handler).run()
         counted = n - n // 10
         out.send((counted / (handler.t1 - handler.t0), (handler.c1 - handler.c0) / counted * 1e6,
