@@ -439,20 +439,50 @@ def _read_value(data: bytes, pos: int) -> tuple[Any, int]:
                 key: Any = data[pos - n:pos].decode()
             else:
                 key, pos = _read_value(data, pos)
-            mapping[key], pos = _read_value(data, pos)
+            # the usual values inline: short strings, null, small and full longs
+            vcode = data[pos]
+            if vcode == 0xA1:
+                n = data[pos + 1]
+                pos += 2 + n
+                mapping[key] = data[pos - n:pos].decode()
+            elif vcode == 0x55:
+                v = data[pos + 1]
+                mapping[key] = v - 256 if v > 127 else v
+                pos += 2
+            elif vcode == 0x81:
+                mapping[key] = _unpack_i64(data, pos + 1)[0]
+                pos += 9
+            elif vcode == 0x40:
+                mapping[key] = None
+                pos += 1
+            else:
+                mapping[key], pos = _read_value(data, pos)
         if pos != stop or count & 1:
             raise Unsupported
         return mapping, pos
     if code == 0xC0 or code == 0xD0:
         count, pos, stop = _composite_header(data, code == 0xD0, pos)
         items: list[Any] = []
+        append = items.append
         for _ in range(count):
-            if data[pos] == 0x40:  # the absent fields of header and properties
-                items.append(None)
+            vcode = data[pos]
+            if vcode == 0x40:  # the absent fields of header and properties
+                append(None)
+                pos += 1
+            elif vcode == 0xA1:
+                n = data[pos + 1]
+                pos += 2 + n
+                append(data[pos - n:pos].decode())
+            elif vcode == 0xA3:
+                n = data[pos + 1]
+                pos += 2 + n
+                append(symbol(data[pos - n:pos].decode("ascii")))
+            elif vcode == 0x41 or vcode == 0x42:
+                append(vcode == 0x41)
                 pos += 1
             else:
                 item, pos = _read_value(data, pos)
-                items.append(item)
+                append(item)
         if pos != stop:
             raise Unsupported
         return items, pos

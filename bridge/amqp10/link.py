@@ -25,6 +25,7 @@ from proton.reactor import Container
 from ..config import Reconnect
 from ..runtime import Timer
 from ..runtime.containment import Part
+from ..runtime.reactor import DirectDeliveries
 from .connection import Amqp10ConnectionHandler
 from .outcomes import condition_text
 from .poison import poison_suspected
@@ -113,6 +114,8 @@ class Amqp10Link:
         """Set by the owner's :meth:`on_link_down` when it blamed a message in flight for
         :attr:`refusal`: the link is then re-attached soon, with no growing backoff."""
         self.generation = 0
+        self._direct = DirectDeliveries.of(container)
+        """Hands the current link's deliveries to :meth:`_delivered` without an event."""
         self._stale: list[tuple[Any, Any]] = []
         """Links (and sessions) of dead transports, waiting to be re-attached and closed."""
         self._detaching: list[tuple[Any, Any]] = []
@@ -164,7 +167,7 @@ class Amqp10Link:
         self.up = False
         if self.link is not None:
             self._retire(self.link, self.session)
-            self.link = self.session = None
+            self._let_go()
 
     def forget(self) -> None:
         """Close for good and stop the connection from telling this link about reconnects."""
@@ -257,7 +260,7 @@ class Amqp10Link:
         # makes proton fail the connection: "begin reply to unknown channel"), and freed,
         # deliveries and all, with its session's end.
         self._stale.append((self.link, self.session))
-        self.link = self.session = None  # from now on, events of the old ones are ignored
+        self._let_go()
         self.owner.on_link_down(self)
         # a fresh link, once proton has let go of the dead transport
         self.container.schedule(0, Timer(self._reopen))
@@ -278,6 +281,18 @@ class Amqp10Link:
         link.handler = self
         link.open()
         self.session, self.link = session, link
+        if self._direct is not None:
+            self._direct.watch(link, self._delivered)
+
+    def _delivered(self, delivery: Delivery) -> None:
+        """A delivery on the current link (from :class:`DirectDeliveries`)."""
+        self.owner.on_delivery(self, delivery)
+
+    def _let_go(self) -> None:
+        """Forget the current link and session: from now on their events are ignored."""
+        if self._direct is not None and self.link is not None:
+            self._direct.unwatch(self.link)
+        self.link = self.session = None
 
     def _retire(self, link: Any, session: Any) -> None:
         """Close a link, and its session once the peer has detached the link too; the
@@ -316,7 +331,7 @@ class Amqp10Link:
         reason = f"{what}: {condition_text(condition)}"
         was_up, self.up = self.up, False
         old_link, old_session = self.link, self.session
-        self.link = self.session = None
+        self._let_go()
         # the owner may blame a message in flight for the peer's error (bridge.amqp10.poison)
         self.refusal = condition if poison_suspected(condition) else None
         self.explained = False

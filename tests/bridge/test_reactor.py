@@ -1,4 +1,6 @@
-"""The container's read-ahead IO: whole bursts of AMQP 1.0 frames per socket read."""
+"""The bridge's container: read-ahead IO (whole bursts of AMQP 1.0 frames per socket
+read), deliveries spared the global handler, and watched links' deliveries handed over
+directly."""
 
 from __future__ import annotations
 
@@ -7,8 +9,10 @@ from typing import Any
 from proton import Collector, Connection, Delivery, Event, Transport
 from proton._events import EventBase
 from proton.handlers import IOHandler
+from proton.reactor import Container
 
 from bridge.runtime import reactor
+from bridge.runtime.containment import faults_of
 
 
 def _pair() -> tuple[Any, Any, Any, Any]:
@@ -120,3 +124,104 @@ def test_proton_global_handler_has_nothing_to_do_for_deliveries() -> None:
 
 class _StubEvent(EventBase):  # type: ignore[misc]
     """An event of ``kind`` without a proton object behind it."""
+
+
+def _linked(collector: Any) -> tuple[Any, Any, Any, Any]:
+    """A sender and its receiver over in-memory transports, the receiver's events in
+    ``collector``, with credit 10."""
+    client, server, client_t, server_t = _pair()
+    server.collect(collector)
+    client.open()
+    session = client.session()
+    session.open()
+    sender = session.sender("direct")
+    sender.open()
+    _pump(client_t, server_t)
+    server.open()
+    server.session_head(0).open()
+    receiver = server.link_head(0)
+    receiver.open()
+    receiver.flow(10)
+    _pump(client_t, server_t)
+    return sender, receiver, client_t, server_t
+
+
+def _send(sender: Any, client_t: Any, server_t: Any, *bodies: bytes) -> None:
+    for i, body in enumerate(bodies):
+        sender.delivery(f"{body!r}{i}")
+        sender.send(body)
+        sender.advance()
+    _move(client_t, server_t)
+
+
+def _drain(collector: Any) -> list[Any]:
+    """The types of the events left in ``collector`` (peeked as the container does)."""
+    types = []
+    while (event := collector.peek()) is not None:
+        types.append(event.type)
+        collector.pop()
+    return types
+
+
+def _direct_setup() -> tuple[Any, Any, Any, Any, Any]:
+    container = reactor.container(object())
+    collector = container._collector
+    sender, receiver, client_t, server_t = _linked(collector)
+    _drain(collector)  # the link's set-up
+    return container, sender, receiver, client_t, server_t
+
+
+def test_direct_deliveries_hand_a_watched_links_deliveries_to_its_callback() -> None:
+    container, sender, receiver, client_t, server_t = _direct_setup()
+    received: list[bytes] = []
+
+    def delivered(delivery: Delivery) -> None:
+        received.append(receiver.recv(delivery.pending))
+        receiver.advance()
+
+    container.direct_deliveries.watch(receiver, delivered)
+    _send(sender, client_t, server_t, b"one", b"two", b"three")
+
+    left = _drain(container._collector)
+    assert received == [b"one", b"two", b"three"]
+    assert Event.DELIVERY not in left  # none of them reached proton's dispatch
+
+
+def test_an_unwatched_links_deliveries_go_the_usual_way() -> None:
+    container, sender, receiver, client_t, server_t = _direct_setup()
+    called: list[Delivery] = []
+    container.direct_deliveries.watch(receiver, called.append)
+    container.direct_deliveries.unwatch(receiver)
+    _send(sender, client_t, server_t, b"one")
+
+    event = container._collector.peek()
+    while event is not None and event.type is not Event.DELIVERY:
+        container._collector.pop()
+        event = container._collector.peek()
+    assert event is not None and event.link == receiver
+    assert called == []
+
+
+def test_a_failing_callback_is_contained_and_the_deliveries_after_it_still_arrive() -> None:
+    container, sender, receiver, client_t, server_t = _direct_setup()
+    received: list[bytes] = []
+
+    def delivered(delivery: Delivery) -> None:
+        body = receiver.recv(delivery.pending)
+        receiver.advance()
+        if body == b"bad":
+            raise RuntimeError("a bug in a route")
+        received.append(body)
+
+    container.direct_deliveries.watch(receiver, delivered)
+    _send(sender, client_t, server_t, b"one", b"bad", b"two")
+
+    assert Event.DELIVERY not in _drain(container._collector)
+    assert received == [b"one", b"two"]
+    assert sum(faults_of(container).counts.values()) == 1  # logged and counted once
+
+
+def test_a_plain_proton_container_has_no_direct_deliveries() -> None:
+    assert reactor.DirectDeliveries.of(Container(object())) is None
+    assert isinstance(reactor.DirectDeliveries.of(reactor.container(object())),
+                      reactor.DirectDeliveries)
