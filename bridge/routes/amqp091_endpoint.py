@@ -21,9 +21,12 @@ dropped (the broker requeued that message already).
     one consumer) to exactly ``held + granted`` — deliveries not yet acked or rejected,
     plus the credit the route granted and not yet used. A delivery moves one from
     granted to held (the limit stays); a grant raises the limit; a settlement lowers it,
-    sent *before* the ack so that the broker never delivers past the credit. A limit of 0
-    would mean "unlimited" in 0-9-1, so then the consumer is cancelled instead
-    (``stop``) and created again at the next grant.
+    sent *before* the ack so that the broker never delivers past the credit. The limit
+    and the settlements go out once per burst of events (:meth:`Amqp091Source.apply`,
+    at its end): one ``basic.qos`` with the final limit, then the acks and rejects, so
+    that a burst's acks and the route's next grant cost one ``basic.qos``, not a lower
+    and a raise. A limit of 0 would mean "unlimited" in 0-9-1, so then the consumer is
+    cancelled instead (``stop``) and created again at the next grant.
 
     **Window** (``from.prefetch: window``): quorum queues and streams refuse a
     channel-wide prefetch — RabbitMQ closes the whole *connection* with 540
@@ -103,6 +106,9 @@ RETURN_CONDITIONS = {NO_ROUTE: "amqp:not-found"}
 """1.0 error condition of a refusal by ``basic.return`` (others: amqp:internal-error)."""
 NACKED = "amqp-bridge:nacked"
 """1.0 error condition of a publish the broker refused with ``basic.nack``."""
+_DISCARD = "discard"
+"""A source's fate beside the routes' ones: rejected for good (``basic.reject`` without
+requeue, so the queue's own dead-letter exchange applies)."""
 
 
 class _Amqp091Endpoint(LegacyEndpointBase):
@@ -174,6 +180,9 @@ class Amqp091Source(_Amqp091Endpoint):
         """A re-consume after the broker's cancel is scheduled."""
         self._consumers = 0
         self._dispositions: list[tuple[object | None, str, int]] = []
+        self._settling: list[tuple[int, str, bool]] = []
+        """``(tag, fate, multiple)`` settlements of the current channel, sent by
+        :meth:`apply` after the limit."""
         connection.add(self)
 
     # -- Amqp091User -----------------------------------------------------------------
@@ -183,6 +192,7 @@ class Amqp091Source(_Amqp091Endpoint):
         self.granted = 0
         self.held.clear()
         self.buffered.clear()
+        self._settling.clear()
         self.limit = 0
         self.consumer = None
         self.owner.on_legacy_session()
@@ -194,6 +204,7 @@ class Amqp091Source(_Amqp091Endpoint):
         self.granted = 0
         self.held.clear()
         self.buffered.clear()
+        self._settling.clear()  # RabbitMQ requeued them with the channel
         self.accepts_pending = 0
         self.consumer = None
         self.owner.on_legacy_lost()
@@ -252,7 +263,6 @@ class Amqp091Source(_Amqp091Endpoint):
             self.paused_consuming = False
             if self.token is token:
                 self._set_limit()
-                self.legacy.flush()
 
         self.legacy.container.schedule(delay, Timer(resume))
 
@@ -272,14 +282,12 @@ class Amqp091Source(_Amqp091Endpoint):
                 self.accepts_pending += 1
 
     def reject(self, taken: Taken, reason: str) -> bool:
-        engine = self.legacy.engine
-        channel = self.channel
-        if taken.channel is not self.token or taken.tag not in self.held or engine is None \
-                or not self.attached or channel is None:
+        if taken.channel is not self.token or taken.tag not in self.held \
+                or self.legacy.engine is None or not self.attached:
             return False
         del self.held[taken.tag]
-        self._set_limit()  # lowered before the reject frees a place
-        engine.reject(channel, taken.tag, requeue=False)
+        self._settling.append((taken.tag, _DISCARD, False))  # after the lowered limit
+        self._set_limit()
         return True
 
     def grant(self, credit: int) -> None:
@@ -298,21 +306,12 @@ class Amqp091Source(_Amqp091Endpoint):
     def end_of_burst(self) -> None:
         pending, self._dispositions = self._dispositions, []
         confirmed, self.accepts_pending = self.accepts_pending, 0
-        engine = self.legacy.engine
-        channel = self.channel
         fates = {tag: fate for token, fate, tag in pending if token is self.token}
-        if fates and engine is not None and channel is not None and self.attached:
-            runs = self._runs(fates)
+        if fates and self.legacy.engine is not None and self.attached:
+            self._settling += self._runs(fates)
             for tag in fates:
                 self.held.pop(tag, None)
             self._set_limit()  # lowered before the acks free places
-            for tag, fate, multiple in runs:
-                if fate == ACCEPT:
-                    engine.ack(channel, tag, multiple=multiple)
-                elif multiple:
-                    engine.nack(channel, tag, multiple=True, requeue=True)
-                else:
-                    engine.reject(channel, tag, requeue=True)
         if confirmed:
             self.owner.on_legacy_confirmed()
 
@@ -348,12 +347,32 @@ class Amqp091Source(_Amqp091Endpoint):
         return out
 
     def _set_limit(self) -> None:
+        """Have :meth:`apply` run at the end of this burst of events (then the socket is
+        written)."""
+        self.legacy.defer(self.apply)
+
+    def apply(self) -> None:
         """Credit mode: bring the broker's prefetch to ``held + granted``; window mode: set
-        the per-consumer window once, before the consumer (module docstring)."""
+        the per-consumer window once, before the consumer (module docstring). Then the
+        settlements of the burst, now that the limit no longer lets them free places."""
         engine = self.legacy.engine
         channel = self.channel
         if engine is None or channel is None or not self.attached:
+            self._settling.clear()  # the channel is gone, and RabbitMQ requeued them
             return
+        self._apply_limit(engine, channel)
+        settling, self._settling = self._settling, []
+        for tag, fate, multiple in settling:
+            if fate == ACCEPT:
+                engine.ack(channel, tag, multiple=multiple)
+            elif fate == _DISCARD:
+                engine.reject(channel, tag, requeue=False)
+            elif multiple:
+                engine.nack(channel, tag, multiple=True, requeue=True)
+            else:
+                engine.reject(channel, tag, requeue=True)
+
+    def _apply_limit(self, engine: Any, channel: int) -> None:
         if self.mode == WINDOW:
             if self.consumer is None and self.granted and not self.paused_consuming:
                 if self.limit != self.window:

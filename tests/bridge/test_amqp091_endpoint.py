@@ -78,6 +78,12 @@ def connected(prefetch: str = "") -> tuple[Amqp091Connection, Connection, Any, A
     return conn, engine, cfg.routes[0], cfg.routes[1]
 
 
+def end_burst(conn: Amqp091Connection) -> None:
+    """The loop's end of a burst of events: the endpoints' deferred work (the source's
+    limit and settlements) runs."""
+    conn.bursts.run()
+
+
 def pump(conn: Amqp091Connection, engine: Connection, *data: bytes) -> None:
     """Feed the broker's frames and hand the engine's events to the connection."""
     for chunk in data:
@@ -119,6 +125,7 @@ def test_window_mode_holds_deliveries_beyond_the_credit_in_order() -> None:
     pump(conn, engine, wire(channel, C.Channel.OpenOk()))
     assert [type(m) for m in methods(engine)] == [C.Channel.Open]
     source.grant(1)
+    end_burst(conn)
     qos, consume = methods(engine)
     assert isinstance(qos, C.Basic.Qos) and (qos.prefetch_count, qos.global_) == (3, False)
     assert isinstance(consume, C.Basic.Consume) and consume.queue == "q"
@@ -132,13 +139,16 @@ def test_window_mode_holds_deliveries_beyond_the_credit_in_order() -> None:
     assert [t.tag for t in owner.messages] == [1]  # one credit: two wait
     assert len(source.buffered) == 2 and list(source.held) == [1, 2, 3]
     source.stop()  # window mode: nothing is cancelled, nothing sent
+    end_burst(conn)
     assert methods(engine) == []
     source.grant(5)
+    end_burst(conn)
     assert [t.tag for t in owner.messages] == [1, 2, 3] and source.granted == 3
     assert methods(engine) == []  # the window stays as it is
     source.settle(owner.messages[0], "accept")
     source.settle(owner.messages[1], "accept")
     source.end_of_burst()
+    end_burst(conn)
     (ack,) = methods(engine)
     assert isinstance(ack, C.Basic.Ack) and (ack.delivery_tag, ack.multiple) == (2, True)
 
@@ -153,3 +163,51 @@ def test_a_refused_channel_wide_prefetch_switches_the_source_to_window() -> None
     source.on_connection_closed(540, "NOT_IMPLEMENTED - queue 'q' in vhost '/' does not "
                                      "support global qos")
     assert source.mode == WINDOW
+
+
+def test_a_bursts_acks_and_next_grant_cost_one_qos_sent_before_the_acks() -> None:
+    conn, engine, _, route = connected()
+    owner = Owner()
+    source = Amqp091Source(conn, route, owner)  # type: ignore[arg-type]
+    channel = conn.slots[0].channel
+    assert channel is not None
+    pump(conn, engine, wire(channel, C.Channel.OpenOk()))
+    methods(engine)
+    source.grant(3)
+    end_burst(conn)
+    qos, consume = methods(engine)
+    assert isinstance(qos, C.Basic.Qos) and (qos.prefetch_count, qos.global_) == (3, True)
+    pump(conn, engine, wire(channel, C.Basic.QosOk(), C.Basic.ConsumeOk(consume.consumer_tag)))
+    pump(conn, engine, *(content(channel, C.Basic.Deliver(consume.consumer_tag, tag, False, "",
+                                                          "q"), b"m", C.Basic.Properties())
+                         for tag in (1, 2, 3)))
+    first, second, third = owner.messages
+
+    # the route's end of a burst: two outcomes came, and it grants one more
+    source.settle(first, "accept")
+    source.settle(second, "accept")
+    source.end_of_burst()
+    source.grant(1)
+    end_burst(conn)
+    qos, ack = methods(engine)
+    assert isinstance(qos, C.Basic.Qos) and qos.prefetch_count == 2  # 1 held + 1 granted
+    assert isinstance(ack, C.Basic.Ack) and (ack.delivery_tag, ack.multiple) == (2, True)
+
+    # a grant that makes up for the settled ones: no basic.qos at all
+    fourth = content(channel, C.Basic.Deliver(consume.consumer_tag, 4, False, "", "q"), b"m",
+                     C.Basic.Properties())
+    pump(conn, engine, wire(channel, C.Basic.QosOk()), fourth)
+    source.settle(owner.messages[3], "accept")
+    source.end_of_burst()
+    source.grant(1)
+    end_burst(conn)
+    (ack,) = methods(engine)  # tag 3 is unsettled: no multiple
+    assert isinstance(ack, C.Basic.Ack) and (ack.delivery_tag, ack.multiple) == (4, False)
+
+    # no grant this time: the limit is lowered before the reject frees a place
+    assert source.reject(third, "unmappable")
+    end_burst(conn)
+    qos, reject = methods(engine)
+    assert isinstance(qos, C.Basic.Qos) and qos.prefetch_count == 1  # 0 held + 1 granted
+    assert isinstance(reject, C.Basic.Reject) and (reject.delivery_tag, reject.requeue) == \
+        (3, False)
