@@ -177,6 +177,7 @@ def test_a_bursts_acks_and_next_grant_cost_one_qos_sent_before_the_acks() -> Non
     end_burst(conn)
     qos, consume = methods(engine)
     assert isinstance(qos, C.Basic.Qos) and (qos.prefetch_count, qos.global_) == (3, True)
+    assert isinstance(consume, C.Basic.Consume)
     pump(conn, engine, wire(channel, C.Basic.QosOk(), C.Basic.ConsumeOk(consume.consumer_tag)))
     pump(conn, engine, *(content(channel, C.Basic.Deliver(consume.consumer_tag, tag, False, "",
                                                           "q"), b"m", C.Basic.Properties())
