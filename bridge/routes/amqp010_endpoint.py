@@ -114,6 +114,8 @@ class _Amqp010Endpoint(LegacyEndpointBase):
 class Amqp010Source(_Amqp010Endpoint):
     """A 0-10 queue drained with explicit accept and message credit (module docstring)."""
 
+    grants_in_batches = True  # each grant is a message.flow
+
     def __init__(self, connection: LegacyConnection, route: Route, owner: SourceOwner) -> None:
         super().__init__(connection, route)
         assert route.source.queue is not None

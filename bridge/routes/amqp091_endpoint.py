@@ -152,6 +152,8 @@ class Amqp091Source(_Amqp091Endpoint):
     """A 0-9-1 queue drained with manual acks and a prefetch that follows the route's
     credit, or a fixed per-consumer window (module docstring)."""
 
+    grants_in_batches = False  # a grant making up for the burst's acks keeps the prefetch
+
     def __init__(self, connection: Amqp091Connection, route: Route,
                  owner: SourceOwner) -> None:
         super().__init__(connection, route)

@@ -119,6 +119,10 @@ class LegacySource(LegacyEndpoint, Protocol):
     """Message credit granted and not yet used."""
     accepts_pending: int
     """Accepts the broker has not confirmed yet (they count against the window)."""
+    grants_in_batches: bool
+    """Whether the route should grant credit in batches (a grant costs a command: 0-10's
+    message.flow), or as soon as there is room (0-9-1: a grant that makes up for the
+    settled messages keeps the prefetch as it is, and costs nothing)."""
 
     def to_amqp10(self, message: Any) -> AmqpMessage:
         """``message`` as 1.0 by the route's translation (MappingError if it cannot be)."""

@@ -253,8 +253,10 @@ class LegacyToAmqp10(RouteCore):
         room = min(credit - granted, target.window(self.limit_messages) - busy)
         if self.bytes >= self.limit_bytes:
             room = 0
-        # grant in batches (a quarter of the window) to keep flow commands rare
-        batch = max(1, min(self.limit_messages, max(credit, 1)) // 4)
+        # grant in batches (a quarter of the window) to keep flow commands rare, where
+        # they cost one
+        batch = max(1, min(self.limit_messages, max(credit, 1)) // 4) \
+            if source.grants_in_batches else 1
         if room >= batch or (room > 0 and busy == 0):
             source.grant(room)
 
