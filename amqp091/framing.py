@@ -127,64 +127,80 @@ class FrameReader:
                     raise FrameError(ReplyCode.FRAME_ERROR, "heartbeat frame with a payload")
                 if len(buf) - pos < total:
                     return
-                if ftype == constants.FRAME_METHOD:
-                    (index,) = _INDEX.unpack_from(buf, pos + constants.FRAME_HEADER_SIZE)
-                    if index not in commands.INDEX_MAPPING:
-                        raise FrameError(ReplyCode.NOT_IMPLEMENTED,
-                                         f"unknown method: class {index >> 16}, "
-                                         f"method {index & 0xFFFF}")
+                if ftype == constants.FRAME_HEARTBEAT:
+                    data = bytes(buf[pos:pos + total])
+                    consumed, _, value = self._decode(data)
+                    if consumed != len(data):
+                        raise FrameError(ReplyCode.FRAME_ERROR, "malformed heartbeat frame")
+                    pos += total
+                    yield channel, value
+                    continue
+                if buf[pos + total - 1] != constants.FRAME_END:
+                    raise FrameError(ReplyCode.FRAME_ERROR, "malformed frame: no frame-end "
+                                     "octet after it")
+                start = pos + constants.FRAME_HEADER_SIZE
+                payload = bytes(buf[start:start + size])
+                pos += total
+                # the payload straight to the pamqp class that decodes it (what
+                # pamqp.frame.unmarshal does after the checks made above)
                 if ftype == constants.FRAME_BODY:
                     # a body frame's payload is the octets themselves: no decoding to do
-                    if buf[pos + total - 1] != constants.FRAME_END:
-                        raise FrameError(ReplyCode.FRAME_ERROR, "malformed frame: no frame-end "
-                                         "octet after a body frame")
-                    start = pos + constants.FRAME_HEADER_SIZE
-                    body = pbody.ContentBody(bytes(buf[start:start + size]))
-                    pos += total
-                    yield channel, body
-                    continue
-                data = bytes(buf[pos:pos + total])
-                headers: dict[str, Any] | None = None
-                if ftype == constants.FRAME_HEADER:
-                    data, headers = self._cut_headers(data)
-                consumed, ch, value = self._decode(data)
-                if consumed != len(data) or ch != channel:
-                    raise FrameError(ReplyCode.FRAME_ERROR, "frame boundaries do not match")
-                if headers is not None and isinstance(value, pheader.ContentHeader):
-                    value.properties.headers = headers
-                pos += total
-                yield channel, value
+                    yield channel, pbody.ContentBody(payload)
+                elif ftype == constants.FRAME_METHOD:
+                    yield channel, self._method(payload)
+                else:
+                    yield channel, self._content_header(payload)
         finally:
             if pos:
                 del buf[:pos]
 
-    def _cut_headers(self, frame: bytes) -> tuple[bytes, dict[str, Any] | None]:
-        """The header frame without its headers table (for pamqp) and the table, decoded."""
-        payload = frame[constants.FRAME_HEADER_SIZE:-1]
+    @staticmethod
+    def _method(payload: bytes) -> Frame:
+        """A method frame's payload decoded by its pamqp class."""
+        (index,) = _INDEX.unpack_from(payload)
+        method_class = commands.INDEX_MAPPING.get(index)
+        if method_class is None:
+            raise FrameError(ReplyCode.NOT_IMPLEMENTED,
+                             f"unknown method: class {index >> 16}, method {index & 0xFFFF}")
+        method = method_class()
+        _unmarshal(method, payload[4:])
+        return method
+
+    def _content_header(self, payload: bytes) -> pheader.ContentHeader:
+        """A content header's payload decoded by pamqp, but for its ``headers`` table
+        (decoded by :mod:`amqp091.tables`, keeping the field types)."""
         try:
             rest, table = cut_headers(payload)
             headers = None if table is None else read_table(table, self.field_types)[1]
         except TableError as exc:
             raise FrameError(ReplyCode.FRAME_ERROR, f"malformed message headers: {exc}") from exc
-        if table is None:
-            return frame, None
-        return frame[:3] + _INDEX.pack(len(rest)) + rest + _FRAME_END, headers
+        header = pheader.ContentHeader()
+        _unmarshal(header, rest)
+        if headers is not None:
+            header.properties.headers = headers
+        return header
 
     @staticmethod
     def _decode(data: bytes) -> tuple[int, int, DecodedFrame]:
-        try:
-            return pframe.unmarshal(data)
-        except pexc.UnmarshalingException as exc:
-            raise FrameError(ReplyCode.FRAME_ERROR, f"malformed frame: {exc}") from exc
-        except (ValueError, TypeError, KeyError, IndexError, struct.error) as exc:
-            raise FrameError(ReplyCode.FRAME_ERROR,
-                             f"malformed frame: {type(exc).__name__}: {exc}") from exc
-        except RecursionError:
-            # pamqp decodes nested field tables (client-properties, method arguments)
-            # recursively: a peer nesting them hundreds deep, which fits in one frame,
-            # must be a frame error, not an internal fault of the host
-            raise FrameError(ReplyCode.FRAME_ERROR, "malformed frame: field tables nested "
-                             "too deep to decode") from None
+        return _unmarshal(pframe, data)  # type: ignore[no-any-return]
+
+
+def _unmarshal(decoder: Any, data: bytes) -> Any:
+    """``decoder.unmarshal(data)``, pamqp's decoding failures raised as the frame error a
+    broker closes the connection with."""
+    try:
+        return decoder.unmarshal(data)
+    except pexc.UnmarshalingException as exc:
+        raise FrameError(ReplyCode.FRAME_ERROR, f"malformed frame: {exc}") from exc
+    except (ValueError, TypeError, KeyError, IndexError, struct.error) as exc:
+        raise FrameError(ReplyCode.FRAME_ERROR,
+                         f"malformed frame: {type(exc).__name__}: {exc}") from exc
+    except RecursionError:
+        # pamqp decodes nested field tables (client-properties, method arguments)
+        # recursively: a peer nesting them hundreds deep, which fits in one frame,
+        # must be a frame error, not an internal fault of the host
+        raise FrameError(ReplyCode.FRAME_ERROR, "malformed frame: field tables nested "
+                         "too deep to decode") from None
 
 
 def encode_method(channel: int, method: Frame) -> bytes:
