@@ -47,8 +47,11 @@ def _pump(client_t: Any, server_t: Any) -> None:
         _move(server_t, client_t)
 
 
-def test_push_feeds_a_burst_larger_than_the_transport_buffer() -> None:
+def _linked(collector: Any, credit: int = 10) -> tuple[Any, Any, Any, Any]:
+    """A sender and its receiver over in-memory transports, the receiver's events in
+    ``collector``, with ``credit``."""
     client, server, client_t, server_t = _pair()
+    server.collect(collector)
     client.open()
     session = client.session()
     session.open()
@@ -56,12 +59,16 @@ def test_push_feeds_a_burst_larger_than_the_transport_buffer() -> None:
     sender.open()
     _pump(client_t, server_t)
     server.open()
-    remote_session = server.session_head(0)
-    remote_session.open()
+    server.session_head(0).open()
     receiver = server.link_head(0)
     receiver.open()
-    receiver.flow(200)
+    receiver.flow(credit)
     _pump(client_t, server_t)
+    return sender, receiver, client_t, server_t
+
+
+def test_push_feeds_a_burst_larger_than_the_transport_buffer() -> None:
+    sender, receiver, client_t, server_t = _linked(Collector(), credit=200)
     assert sender.credit == 200
 
     bodies = [bytes([i]) * 1024 for i in range(100)]
@@ -124,26 +131,6 @@ def test_proton_global_handler_has_nothing_to_do_for_deliveries() -> None:
 
 class _StubEvent(EventBase):  # type: ignore[misc]
     """An event of ``kind`` without a proton object behind it."""
-
-
-def _linked(collector: Any) -> tuple[Any, Any, Any, Any]:
-    """A sender and its receiver over in-memory transports, the receiver's events in
-    ``collector``, with credit 10."""
-    client, server, client_t, server_t = _pair()
-    server.collect(collector)
-    client.open()
-    session = client.session()
-    session.open()
-    sender = session.sender("direct")
-    sender.open()
-    _pump(client_t, server_t)
-    server.open()
-    server.session_head(0).open()
-    receiver = server.link_head(0)
-    receiver.open()
-    receiver.flow(10)
-    _pump(client_t, server_t)
-    return sender, receiver, client_t, server_t
 
 
 def _send(sender: Any, client_t: Any, server_t: Any, *bodies: bytes) -> None:
