@@ -255,13 +255,17 @@ class Listener(_Model):
                              "many logins waiting from this address; try again later'). "
                              "Addresses take turns for the password checks.")
     max_consumers_per_connection: int = Field(
-        1000, ge=1, description="AMQP 0-9-1 only: consumers (basic.consume, a channel's "
-                                "basic.get receiver per queue, a bound temporary queue, a "
-                                "cancelled consumer with deliveries unsettled) one client "
-                                "connection may hold; each is a 1.0 link on the route's "
-                                "connection. Past it the connection is closed with 530 "
-                                "not-allowed ('reached maximum (N) of consumers per "
-                                "connection').")
+        1000, ge=1, description="Consumers one client connection may hold, each a 1.0 "
+                                "link on the route's connection. AMQP 0-9-1: basic.consume, "
+                                "a channel's basic.get receiver per queue, a bound temporary "
+                                "queue, a cancelled consumer with deliveries unsettled; past "
+                                "it the connection is closed with 530 not-allowed ('reached "
+                                "maximum (N) of consumers per connection'). AMQP 0-10: "
+                                "message.subscribe, a bound temporary queue, a cancelled "
+                                "subscription with transfers unsettled, over all the "
+                                "connection's sessions; past it the subscribe or bind gets "
+                                "execution.exception resource-limit-exceeded ('reached "
+                                "maximum (N) of subscriptions per connection').")
     handshake_timeout: float = Field(
         10.0, gt=0, description="Seconds a client has from connecting to a completed login "
                                 "(connection.open-ok sent); then its connection is closed "

@@ -61,12 +61,22 @@ class ServerCommands:
     def __init__(self, name: str, publish_routes: dict[str, FacadePublish],
                  consume_routes: dict[str, FacadeConsume],
                  exchange_subscriptions: dict[str, FacadeConsume],
-                 stopping: Callable[[], bool]) -> None:
+                 stopping: Callable[[], bool], *, max_links: int,
+                 links_of: Callable[[SessionState], int],
+                 refused: Callable[[SessionState, int, str], None]) -> None:
         self.name = name
         self.publish_routes = publish_routes
         self.consume_routes = consume_routes
         self.exchange_subscriptions = exchange_subscriptions
         self._stopping = stopping
+        self.max_links = max_links
+        """The listener's ``max_consumers_per_connection``."""
+        self._links_of = links_of
+        self._refused = refused
+        """Told of each command answered with execution.exception (code, text): counted
+        and logged by the listener."""
+        """The 1.0 receivers held by the connection of a session (:attr:`SessionState.links`
+        over its sessions)."""
 
     @property
     def stopping(self) -> bool:
@@ -83,12 +93,22 @@ class ServerCommands:
                               f"{cmd.NAME} is not implemented by the amqp-bridge façade")
             result = handler(self, st, ev.command_id, cmd)
         except Refused as exc:
+            self._refused(st, exc.code, f"{cmd.NAME}: {exc.text}")
             if st.session.attached:
                 st.session.exception(exc.code, ev.command_id, exc.text, command=cmd,
                                      field_index=exc.field_index)
             return
         if result is not LATER and st.session.attached:
             st.session.complete(ev.command_id, result)  # type: ignore[arg-type]
+
+    def _check_link_room(self, st: SessionState) -> None:
+        """One more 1.0 receiver for this session's connection, or resource-limit-exceeded
+        past ``max_consumers_per_connection``: each is a link on the route's shared 1.0
+        connection, which one client must not make hold without bound."""
+        if self._links_of(st) >= self.max_links:
+            raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+                          f"reached maximum ({self.max_links}) of subscriptions per connection "
+                          f"(listener {self.name}: max_consumers_per_connection)")
 
     def _queue(self, name: str, field_index: int) -> FacadeConsume:
         route = self.consume_routes.get(name)
@@ -165,6 +185,7 @@ class ServerCommands:
                     return None
             except AlreadyBound as exc:
                 raise Refused(ErrorCode.NOT_IMPLEMENTED, str(exc), 2) from None
+            self._check_link_room(st)
             # bound means the 1.0 broker keeps what is published from now on: attach first
             temporary.sub = route.subscribe(st, None, AcceptMode.EXPLICIT, False,
                                             queue=temporary.name,
@@ -214,6 +235,7 @@ class ServerCommands:
                           f"queue {c.queue!r} already has subscribers", 4)
         if self.stopping:
             raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED, "amqp-bridge is shutting down")
+        self._check_link_room(st)
         dest = c.destination or ""
         sub = route.subscribe(st, dest, _accept_mode(c), bool(c.exclusive), queue=c.queue or "")
         st.subscriptions[dest] = sub

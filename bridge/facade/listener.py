@@ -61,7 +61,9 @@ class Facade(ListenerCore):
         self.publish_routes: dict[str, FacadePublish] = {}
         self.consume_routes: dict[str, FacadeConsume] = {}
         self.commands = ServerCommands(name, self.publish_routes, self.consume_routes,
-                                       self.exchange_subscriptions, lambda: self.stopping)
+                                       self.exchange_subscriptions, lambda: self.stopping,
+                                       max_links=settings.max_consumers_per_connection,
+                                       links_of=self._links_of, refused=self._refused)
         """The model commands, answered from the route tables."""
         self.queue_publishers: dict[str, FacadePublish] = {}
         """Publishes to the default exchange naming a façade queue, by queue (made on
@@ -78,6 +80,17 @@ class Facade(ListenerCore):
     def add_consume(self, route: FacadeConsume, queue: str) -> None:
         """``route`` feeds the subscribers of ``queue``."""
         self._register(self.consume_routes, queue, route, f"queue {queue!r}", "target")
+
+    def _refused(self, st: SessionState, code: int, text: str) -> None:
+        """A client's command answered with execution.exception: counted by code
+        (``amqp_bridge_facade_client_errors_total``) and logged (rate-limited)."""
+        self.client_errors[code] = self.client_errors.get(code, 0) + 1
+        self.client_warning("command_refused", st.client.sock.peer,
+                            f"command refused with {code}", text, code=code)
+
+    def _links_of(self, st: SessionState) -> int:
+        """The 1.0 receivers held by ``st``'s connection, over all its sessions."""
+        return sum(other.links for other in self.sessions.values() if other.client is st.client)
 
     def _can_log_in(self) -> bool:
         return bool(self.authenticator.mechanisms("client-certificate"))

@@ -134,6 +134,14 @@ class SessionState:
     def live(self) -> bool:
         return not self.ended and self.session.attached
 
+    @property
+    def links(self) -> int:
+        """The 1.0 receivers this session holds: its subscriptions (cancelled ones with
+        transfers unsettled too) and its bound temporary queues nobody subscribed to yet
+        (the listener's ``max_consumers_per_connection`` bounds them per connection)."""
+        return len(self.subscriptions) + len(self.cancelled) + sum(
+            1 for t in self.temporary_queues.values() if t.sub is not None and not t.consuming)
+
 
 class FacadeHost(Protocol):
     """What a façade route uses of its listener (:class:`~bridge.facade.Facade`)."""

@@ -119,7 +119,7 @@ class ObservedBridge(Protocol):
 
     def observed_client_errors(self) -> Iterable[tuple[str, dict[int, int]]]:
         """``(name, reply code -> count)`` per façade listener: client connections and
-        channels closed for the client's error."""
+        channels closed, and 0-10 commands refused, for the client's error."""
         ...
 
     def observed_links(self) -> Iterable[tuple[str, int]]:
@@ -196,8 +196,9 @@ class BridgeCollector(Collector):
         yield from _limit_families(list(self.bridge.observed_listener_limits()))
         errors = CounterMetricFamily(
             "amqp_bridge_facade_client_errors", "Façade client connections and channels "
-            "closed for the client's error (malformed or oversized frames, unknown methods "
-            "or exchanges, oversized messages, ...), by reply code.",
+            "closed, and 0-10 commands refused, for the client's error (malformed or "
+            "oversized frames, unknown methods or exchanges, oversized messages, ...), by "
+            "reply code.",
             labels=["listener", "code"])
         for name, by_code in self.bridge.observed_client_errors():
             for code, n in sorted(by_code.items()):

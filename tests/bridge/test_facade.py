@@ -71,6 +71,10 @@ class Facade:
         return queue_address(self.queues[role])
 
 
+MAX_SUBSCRIPTIONS = 6
+"""The strict listener's ``max_consumers_per_connection`` (no other test here needs more)."""
+
+
 @pytest.fixture(scope="module")
 def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Facade]:
     roles = ["events", "lenient", "lenient_dlq", "jobs", "outcomes", "outcomes_dlq", "gone",
@@ -90,7 +94,8 @@ def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
 connections:
   cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
 listeners:
-  strict: {{protocol: amqp0-10, bind: "127.0.0.1:{strict}", users: {{{USER}: "${{FACADE_PASSWORD}}"}}}}
+  strict: {{protocol: amqp0-10, bind: "127.0.0.1:{strict}", users: {{{USER}: "${{FACADE_PASSWORD}}"}},
+            max_consumers_per_connection: {MAX_SUBSCRIPTIONS}}}
   open:   {{protocol: amqp0-10, bind: "127.0.0.1:{anonymous}", allow_anonymous: true}}
 routes:
   - name: events-out
@@ -438,6 +443,7 @@ def test_declares_and_queries_of_configured_names(facade: Facade) -> None:
     (lambda c: c.bind("unconfigured", "events"), ErrorCode.NOT_FOUND),
     (lambda c: c.publish(b"x", "k", "unconfigured"), ErrorCode.NOT_FOUND),
     (lambda c: c.subscribe("unconfigured"), ErrorCode.NOT_FOUND),
+    (lambda c: (c.subscribe("jobs", "d"), c.subscribe("jobs", "d")), ErrorCode.NOT_ALLOWED),
     (lambda c: c.publish(b"x", "k", "events", properties=MessageProperties(user_id=b"mallory")),
      ErrorCode.UNAUTHORIZED_ACCESS),
     (lambda c: c.wait_completed(c.session.send(QueueDelete(queue="jobs", sync=True))),
@@ -445,9 +451,29 @@ def test_declares_and_queries_of_configured_names(facade: Facade) -> None:
     (lambda c: c.wait_completed(c.session.send(TxSelect(sync=True))), ErrorCode.NOT_IMPLEMENTED),
 ], ids=["declare-queue", "passive-queue", "declare-exchange", "passive-exchange",
         "bind-unknown-exchange", "bind-unknown-queue", "publish-unknown-exchange",
-        "subscribe-unknown-queue", "foreign-user-id", "queue-delete", "tx-select"])
+        "subscribe-unknown-queue", "subscribe-destination-in-use", "foreign-user-id", "queue-delete", "tx-select"])
 def test_everything_else_is_refused_with_an_exception(
         facade: Facade, action: Callable[[BlockingClient], object], code: int) -> None:
     error = _refused(facade, action)
     assert error.error_code == code, error
     assert error.description
+
+
+def test_subscriptions_past_the_listeners_limit_are_refused_for_that_connection_only(
+        facade: Facade) -> None:
+    subscribed: list[str] = []
+    with facade.client() as client, pytest.raises(ClientError) as info:
+        for i in range(MAX_SUBSCRIPTIONS + 1):  # credit 0: they take no message from others
+            subscribed.append(client.subscribe("jobs", f"limit-{i}", messages=0))
+            client.sync()
+    event = info.value.event
+    assert isinstance(event, ExecutionExceptionReceived), info.value
+    assert event.error_code == ErrorCode.RESOURCE_LIMIT_EXCEEDED
+    assert f"reached maximum ({MAX_SUBSCRIPTIONS}) of subscriptions per connection" in \
+        event.description
+    assert len(subscribed) == MAX_SUBSCRIPTIONS
+    assert "command refused with 506: message.subscribe: reached maximum" in facade.proc.log()
+
+    with facade.client() as other:  # the bound is per connection
+        other.subscribe("jobs", "limit-other", messages=0)
+        other.sync()
