@@ -66,6 +66,12 @@ class RawClient:
         if tune_ok is None:
             assert isinstance(self.read(), C.Connection.OpenOk)
 
+    def open_channel(self, channel: int = 1) -> None:
+        """Log in (:meth:`handshake`) and open ``channel``."""
+        self.handshake()
+        self.sock.sendall(wire(channel, C.Channel.Open()))
+        assert isinstance(self.read(), C.Channel.OpenOk)
+
     def closed_with(self, code: int) -> C.Connection.Close:
         """The server sent connection.close(``code``) and ended the transport."""
         close = self.read()
@@ -80,6 +86,14 @@ def ended_with(host: ServerHost, code: int | None) -> ConnectionClosed:
     event = host.wait_for(ConnectionClosed)
     assert event.code == code, event
     return event
+
+
+def frame_error(client: RawClient, host: ServerHost) -> str:
+    """The server closed ``client`` with 501 FRAME_ERROR, and its connection ended so: the
+    close's text."""
+    close = client.closed_with(ReplyCode.FRAME_ERROR)
+    ended_with(host, ReplyCode.FRAME_ERROR)
+    return str(close.reply_text)
 
 
 @pytest.mark.parametrize("header", [b"AMQP\x01\x01\x00\x0a", b"AMQP\x00\x01\x00\x00",
@@ -101,15 +115,11 @@ def test_garbage_frame_is_a_frame_error(host: ServerHost) -> None:
 
 def test_frame_over_frame_max_is_refused_on_its_header(host: ServerHost) -> None:
     client = RawClient(host)
-    client.handshake()
-    client.sock.sendall(wire(1, C.Channel.Open()))
-    assert isinstance(client.read(), C.Channel.OpenOk)
+    client.open_channel()
     # a body frame header announcing more than frame-max (+ RabbitMQ's 8-octet slack);
     # the payload never follows: the server must not wait for it
     client.sock.sendall(struct.pack(">BHI", 3, 1, FRAME_MAX + 1))
-    close = client.closed_with(ReplyCode.FRAME_ERROR)
-    assert "frame-max" in close.reply_text
-    ended_with(host, ReplyCode.FRAME_ERROR)
+    assert "frame-max" in frame_error(client, host)
 
 
 def test_unknown_method_is_not_implemented(host: ServerHost) -> None:
@@ -129,9 +139,7 @@ def test_method_on_a_channel_never_opened_is_a_channel_error(host: ServerHost) -
 
 def test_channel_past_channel_max_is_not_allowed(host: ServerHost) -> None:
     client = RawClient(host)
-    client.handshake()
-    client.sock.sendall(wire(CHANNEL_MAX, C.Channel.Open()))
-    assert isinstance(client.read(), C.Channel.OpenOk)  # the highest usable number
+    client.open_channel(CHANNEL_MAX)  # the highest usable number
     client.sock.sendall(wire(CHANNEL_MAX + 1, C.Channel.Open()))
     client.closed_with(ReplyCode.NOT_ALLOWED)
 
@@ -153,18 +161,14 @@ def test_missing_frame_end_is_a_frame_error(host: ServerHost) -> None:
 
 def test_a_method_only_servers_send_is_command_invalid(host: ServerHost) -> None:
     client = RawClient(host)
-    client.handshake()
-    client.sock.sendall(wire(1, C.Channel.Open()))
-    client.read()
+    client.open_channel()
     client.sock.sendall(wire(1, C.Basic.Deliver(consumer_tag="x", delivery_tag=1, exchange="", routing_key="q")))
     client.closed_with(ReplyCode.COMMAND_INVALID)
 
 
 def test_content_without_a_publish_is_an_unexpected_frame(host: ServerHost) -> None:
     client = RawClient(host)
-    client.handshake()
-    client.sock.sendall(wire(1, C.Channel.Open()))
-    client.read()
+    client.open_channel()
     client.sock.sendall(wire(1, pheader.ContentHeader(0, 3, C.Basic.Properties())))
     client.closed_with(ReplyCode.UNEXPECTED_FRAME)
 
@@ -207,18 +211,13 @@ def test_client_properties_nested_too_deep_are_a_frame_error(host: ServerHost) -
     args = (nested_table(560) + b"\x05PLAIN" + struct.pack(">I", 12) + b"\0guest\0guest"
             + b"\x05en_US")
     client.sock.sendall(method_frame(0, 10, 11, args))
-    close = client.closed_with(ReplyCode.FRAME_ERROR)
-    assert "nested too deep" in close.reply_text
-    ended_with(host, ReplyCode.FRAME_ERROR)
+    assert "nested too deep" in frame_error(client, host)
 
 
 def test_method_arguments_nested_too_deep_are_a_frame_error(host: ServerHost) -> None:
     client = RawClient(host)
-    client.handshake()
-    client.sock.sendall(wire(1, C.Channel.Open()))
-    assert isinstance(client.read(), C.Channel.OpenOk)
+    client.open_channel()
     # queue.declare: ticket, queue "q", flags, arguments nested 1100 deep
     args = struct.pack(">H", 0) + b"\x01q" + b"\x00" + nested_table(1100)
     client.sock.sendall(method_frame(1, 50, 10, args))
-    client.closed_with(ReplyCode.FRAME_ERROR)
-    ended_with(host, ReplyCode.FRAME_ERROR)
+    frame_error(client, host)
