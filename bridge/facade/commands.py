@@ -72,11 +72,11 @@ class ServerCommands:
         self.max_links = max_links
         """The listener's ``max_consumers_per_connection``."""
         self._links_of = links_of
+        """The 1.0 receivers held by the connection of a session (:attr:`SessionState.links`
+        over its sessions)."""
         self._refused = refused
         """Told of each command answered with execution.exception (code, text): counted
         and logged by the listener."""
-        """The 1.0 receivers held by the connection of a session (:attr:`SessionState.links`
-        over its sessions)."""
 
     @property
     def stopping(self) -> bool:
