@@ -131,6 +131,26 @@ class Amqp10Link:
     def credit(self) -> int:
         return self.link.credit if self.up else 0
 
+    # A receiver's credit can go below 0: RabbitMQ 3.x's 1.0 plugin counts a top-up
+    # against its own delivery count, which lags behind the messages already on their
+    # way to us, so it may send a few beyond the credit.  Proton puts a negative credit
+    # on the wire as a uint (-1 is 4294967295: "send everything"), so a receiver's
+    # credit is only ever raised through add_credit, which never leaves it below 0.
+
+    @property
+    def promised(self) -> int:
+        """Receiver: messages the peer may still send plus those received and not taken
+        yet (0 when not attached; credit overdrawn by the peer counts as none)."""
+        if not self.up:
+            return 0
+        return max(self.link.credit, 0) + self.link.queued
+
+    def add_credit(self, room: int) -> None:
+        """Receiver: let the peer send ``room`` more messages (``room`` > 0); credit
+        the peer overdrew is written off first, so the link credit becomes ``room``
+        more than what was left, never negative."""
+        self.link.flow(room - min(self.link.credit, 0))
+
     def message_size_limit(self, configured: int | None) -> int | None:
         """The largest message to send on this link: ``configured`` (a route's
         ``max_message_size``), else the max-message-size the peer announced when it

@@ -126,9 +126,7 @@ class Subscription:
     @property
     def busy(self) -> int:
         """Messages promised (link credit), held and unsettled: the route's in-flight share."""
-        link = self.link
-        promised = link.link.credit + link.link.queued if link.up else 0
-        return promised + len(self.held) + len(self.unsettled)
+        return self.link.promised + len(self.held) + len(self.unsettled)
 
     def subscriber_credit(self) -> int:
         """The subscriber's message credit (unlimited counts as the route's bound)."""
@@ -166,13 +164,11 @@ class Subscription:
             # 1.0 has no byte credit: promise what the byte credit likely covers (from the
             # sizes seen so far), at least one message so a large one can still get through
             wanted = min(wanted, max(1, credit.bytes // self.typical_cost))
-        receiver = self.link.link
         busy = route.busy if route_busy is None else route_busy
-        room = min(wanted - len(self.held) - receiver.credit - receiver.queued,
-                   route.limit_messages - busy)
+        room = min(wanted - len(self.held) - self.link.promised, route.limit_messages - busy)
         if room <= 0 or route.bytes_in_flight >= route.limit_bytes:
             return 0
-        receiver.flow(room)
+        self.link.add_credit(room)
         return room
 
     def on_subscriber_credit(self) -> None:

@@ -15,6 +15,9 @@ Credit
     consumer, and a getter, is also not promised more while its socket has megabytes
     unsent (their deliveries are settled as they are written, so only the client's
     reading bounds them).
+    The prefetch is also enforced at delivery: RabbitMQ 3.x's 1.0 plugin can send a
+    few messages beyond the credit when credit is topped up while deliveries are on
+    their way inside the broker, and those wait (held) until an ack makes room.
     Link credit is never taken back (RabbitMQ 3.x leaves a drain unanswered):
     what it still brings after a basic.cancel waits and is released when the
     link detaches.  A getter is promised one message per basic.get waiting (at
@@ -149,8 +152,7 @@ class Consumer091:
     @property
     def promised(self) -> int:
         """Link credit outstanding plus messages received and not delivered yet."""
-        link = self.link
-        return (link.link.credit + link.link.queued if link.up else 0) + len(self.held)
+        return self.link.promised + len(self.held)
 
     def subscriber_credit(self) -> int:
         """What the client may still be sent (for the route's credit gauge)."""
@@ -198,7 +200,7 @@ class Consumer091:
         room = min(room, route.limit_messages - busy)
         if room <= 0 or route.bytes_in_flight >= route.limit_bytes:
             return 0
-        self.link.link.flow(room)
+        self.link.add_credit(room)
         self._granted_at = time.monotonic()
         return room
 
@@ -368,9 +370,10 @@ class Consumer091:
         while self.held and channel is not None and channel.peer_flow_active \
                 and not self.cancelled and not self.route.paused \
                 and (self.adopted or self.gets):
-            if self.adopted and not self.no_ack and ch.global_prefetch \
-                    and ch.unacked >= ch.global_prefetch:
-                break  # the channel's global prefetch: waits for an ack of any consumer
+            if self.adopted and not self.no_ack and (
+                    (self.prefetch and len(self.unsettled) >= self.prefetch)
+                    or (ch.global_prefetch and ch.unacked >= ch.global_prefetch)):
+                break  # the prefetch is full: waits for an ack (of any consumer if global)
             msg = self.held.popleft()
             exchange = msg.where.exchange or ""
             if not exchange and self.temporary is not None and self.temporary.binding:
@@ -408,6 +411,8 @@ class Consumer091:
         self.route.settle_held(msg, state, reason)
         if self.cancelled:
             self._close_when_idle()
+        else:
+            self.pump()  # room in the prefetch for what the 1.0 broker sent beyond it
 
     # -- the end ------------------------------------------------------------------------------
 

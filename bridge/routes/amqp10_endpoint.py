@@ -159,12 +159,12 @@ class Amqp10Source:
         receiver = self.link.link
         # RabbitMQ 3.10 counts a top-up against its own delivery count, which lags behind
         # the messages already on their way to us: it may send the credit still
-        # outstanding once more (proton's credit then goes negative). Counting that
-        # credit twice keeps the window.
+        # outstanding once more (see Amqp10Link.add_credit). Counting that credit twice
+        # keeps the window.
         busy += receiver.queued + 2 * max(receiver.credit, 0)
         room = limit - busy
         if room >= max(1, limit // 4) or (room > 0 and busy == 0):
-            receiver.flow(room)
+            self.link.add_credit(room)
 
     # -- LinkOwner -------------------------------------------------------------------
 

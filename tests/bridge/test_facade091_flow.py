@@ -5,6 +5,8 @@ AMQP 1.0 (the bridge's 1.0 connection runs through a relay the test can pause):
   they send is not answered) and told ``connection.blocked``; once the 1.0 broker
   settles, ``connection.unblocked``, they are read again, nothing lost;
 - a global ``basic.qos`` bounds a channel's consumers together;
+- a consumer's prefetch holds even when the 1.0 broker sends beyond the link credit
+  (as RabbitMQ 3.x's 1.0 plugin can: the relay makes it certain);
 - ``basic.cancel`` keeps the unacknowledged deliveries with the consumer until acked;
 - ``tx.select`` is ``540 NOT_IMPLEMENTED``;
 - the 1.0 source gone for good (its RabbitMQ queue deleted): consumer cancel
@@ -29,6 +31,7 @@ from amqp091.methods import ReplyCode
 from tests.support.bridge import wait_for
 from tests.support.facade091 import Facade091 as Facade
 from tests.support.facade091 import RawClient, facade091, publish_frames
+from tests.support.overcredit import OverCredit
 from tests.support.rabbitmq import assert_no_message, receive_messages, send_messages
 from tests.support.relay import Relay
 
@@ -41,12 +44,15 @@ class Flow:
     facade: Facade
     relay: Relay
     """Between the bridge and RabbitMQ's AMQP 1.0."""
+    overcredit: OverCredit
+    """Raises the link credit the bridge grants, as the relay passes it on."""
 
 
 @pytest.fixture(scope="module")
 def flow(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flow]:
     port = int(rabbitmq_url.rsplit(":", 1)[1])
-    relay = Relay(("127.0.0.1", port), None)
+    overcredit = OverCredit()
+    relay = Relay(("127.0.0.1", port), None, rewrite=overcredit)
 
     def routes(q: dict[str, str], names: dict[str, str]) -> str:
         return f"""
@@ -58,6 +64,8 @@ def flow(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
       to: {{listener: legacy, queue: left}}}}
   - {{name: right, from: {{connection: cloud, address: {q["right"]}}},
       to: {{listener: legacy, queue: right}}}}
+  - {{name: over, from: {{connection: cloud, address: {q["over"]}}},
+      to: {{listener: legacy, queue: over}}}}
   - {{name: cancel, from: {{connection: cloud, address: {q["cancel"]}}},
       to: {{listener: legacy, queue: cancel}}}}
   - {{name: gone, from: {{connection: cloud, address: "/amq/queue/{names["gone"]}"}},
@@ -66,9 +74,9 @@ def flow(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
     try:
         with facade091(rabbitmq_url, tmp_path_factory.mktemp("facade091-flow"),
-                       ("out", "left", "right", "cancel", "gone"), routes,
+                       ("out", "left", "right", "over", "cancel", "gone"), routes,
                        cloud_url=rabbitmq_url.replace(f":{port}", f":{relay.port}")) as running:
-            yield Flow(running, relay)
+            yield Flow(running, relay, overcredit)
     finally:
         relay.resume()
 
@@ -140,6 +148,36 @@ def test_global_prefetch_bounds_the_channels_consumers_together(flow: Flow) -> N
         conn.process_data_events(time_limit=0.2)
     for role in ("left", "right"):
         assert_no_message(facade.rabbitmq_url, facade.address(role))
+
+
+def test_prefetch_holds_when_the_1_0_broker_sends_beyond_the_credit(flow: Flow) -> None:
+    facade = flow.facade
+    count = 12
+    send_messages(facade.rabbitmq_url, facade.address("over"),
+                  [Message(body=f"over {i}".encode(), inferred=True) for i in range(count)])
+    flow.overcredit.extra = 3  # RabbitMQ is told 3 more than the bridge grants
+    try:
+        with facade.connect() as conn:
+            ch = conn.channel()
+            ch.basic_qos(prefetch_count=2)
+            got: list[tuple[Any, bytes]] = []
+            ch.basic_consume("over", lambda c, m, p, b: got.append((m, b)))
+            _pump(conn, lambda: len(got) >= 2, what="2 deliveries")
+            conn.process_data_events(time_limit=0.5)
+            assert len(got) == 2  # what came beyond the credit waits in the bridge
+            acked = 0
+            while acked < count:
+                ch.basic_ack(got[acked][0].delivery_tag)  # the oldest: one at a time
+                acked += 1
+                _pump(conn, lambda n=acked: len(got) >= min(n + 2, count), what="one more")
+                conn.process_data_events(time_limit=0.05)
+                assert len(got) - acked <= 2  # never more than the prefetch unacked
+            conn.process_data_events(time_limit=0.2)
+    finally:
+        flow.overcredit.extra = 0
+    assert flow.overcredit.inflated > 0
+    assert [b for _, b in got] == [f"over {i}".encode() for i in range(count)]
+    assert_no_message(facade.rabbitmq_url, facade.address("over"))
 
 
 def test_cancel_keeps_the_unacked_deliveries_until_acked(flow: Flow) -> None:

@@ -7,6 +7,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 
 
 class Relay:
@@ -21,9 +22,13 @@ class Relay:
     arriving) until :meth:`resume`. One thread per direction and connection.
     """
 
-    def __init__(self, target: tuple[str, int], rate: int | None = None) -> None:
+    def __init__(self, target: tuple[str, int], rate: int | None = None, *,
+                 rewrite: Callable[[], Callable[[bytes], bytes]] | None = None) -> None:
         self.target = target
         self.rate = rate
+        self.rewrite = rewrite
+        """Makes, for each relayed connection, a function that rewrites what the client
+        sends (it may buffer: it returns what is ready to forward)."""
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
         self.sockets: list[socket.socket] = []
@@ -104,15 +109,18 @@ class Relay:
             upstream.settimeout(None)
             with self._lock:
                 self.sockets += [client, upstream]
-            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            rewrite = self.rewrite() if self.rewrite is not None else None
+            threading.Thread(target=self._pump, args=(client, upstream, True, rewrite),
+                             daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, False),
                              daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket, throttled: bool) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, throttled: bool,
+              rewrite: Callable[[bytes], bytes] | None = None) -> None:
         try:
             while data := src.recv(16384):
                 self._flowing.wait()
-                dst.sendall(data)
+                dst.sendall(data if rewrite is None else rewrite(data))
                 rate = self.rate if throttled else None
                 if rate:
                     time.sleep(len(data) / rate)

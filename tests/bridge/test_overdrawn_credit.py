@@ -1,0 +1,125 @@
+"""A receiver link whose peer sent more than the credit (RabbitMQ 3.x's 1.0 plugin can).
+
+Proton lets the receiver's credit go below 0 then, and puts a negative credit on the wire
+as a uint: a top-up of 1 from -3 would tell the peer it may send 4294967294 messages.
+:meth:`~bridge.amqp10.link.Amqp10Link.add_credit` writes the overdrawn credit off first.
+
+Two proton engines talk in memory (no sockets, no reactor); what the bridge's side sends
+passes through :class:`~tests.support.overcredit.OverCredit`, which makes the peer's
+sender believe it has 3 credits more than granted — the overdraft, made certain.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proton import Connection, Endpoint, Message, Transport
+
+from bridge.amqp10.link import Amqp10Link
+from tests.support.overcredit import OverCredit, link_credit, split
+
+
+class _Owner:
+    """A link owner that is never called here (no reactor, so no events)."""
+
+
+class Pair:
+    """The bridge's proton connection and a peer's, their bytes moved by :meth:`pump`."""
+
+    def __init__(self, overcredit: OverCredit) -> None:
+        self.ours, self.theirs = Connection(), Connection()
+        self.our_transport, self.their_transport = Transport(), Transport(Transport.SERVER)
+        self.our_transport.bind(self.ours)
+        self.their_transport.bind(self.theirs)
+        self.rewrite = overcredit()
+        self.sent: list[bytes] = []
+        """What our side wrote, as the peer received it (after the rewrite)."""
+
+    def pump(self) -> None:
+        for _ in range(10):
+            moved = _move(self.our_transport, self.their_transport, self.rewrite, self.sent)
+            moved += _move(self.their_transport, self.our_transport, None, None)
+            if not moved:
+                return
+
+    def open_peer(self) -> Any:
+        """The peer answers whatever we opened; returns its sender link."""
+        for endpoint in (self.theirs, *_sessions(self.theirs), *_links(self.theirs)):
+            if endpoint.state & Endpoint.LOCAL_UNINIT:
+                if hasattr(endpoint, "source"):
+                    endpoint.source.copy(endpoint.remote_source)
+                    endpoint.target.copy(endpoint.remote_target)
+                endpoint.open()
+        self.pump()
+        (sender,) = list(_links(self.theirs))
+        return sender
+
+
+def _sessions(conn: Connection) -> Any:
+    s = conn.session_head(0)
+    while s:
+        yield s
+        s = s.next(0)
+
+
+def _links(conn: Connection) -> Any:
+    link = conn.link_head(0)
+    while link:
+        yield link
+        link = link.next(0)
+
+
+def _move(src: Transport, dst: Transport, rewrite: Any, log: list[bytes] | None) -> int:
+    size = src.pending()
+    if size <= 0:
+        return 0
+    data = src.peek(size) or b""
+    src.pop(size)
+    if rewrite is not None:
+        data = rewrite(data)
+    if log is not None:
+        log.append(data)
+    dst.push(data)
+    return size
+
+
+def _link_credits(data: bytes) -> list[int]:
+    """The link-credit of each link flow frame in ``data`` (whole frames)."""
+    frames = [frame for frame in split(bytearray(data)) if frame[:4] != b"AMQP"]
+    return [c for c in map(link_credit, frames) if c is not None]
+
+
+def test_a_top_up_after_the_peer_overdrew_the_credit_is_what_was_granted() -> None:
+    overcredit = OverCredit(extra=3)
+    pair = Pair(overcredit)
+    pair.ours.open()
+    link = Amqp10Link(None, pair.ours, "/queue/q", sender=False,  # type: ignore[arg-type]
+                      owner=_Owner(), name="r")  # type: ignore[arg-type]
+    pair.pump()
+    sender = pair.open_peer()
+    link.up = True  # attached (the reactor's remote-open event, which nothing runs here)
+    receiver = link.link
+
+    link.add_credit(1)
+    pair.pump()
+    assert sender.credit == 4  # the peer was told 1 + 3
+    for i in range(4):
+        sender.delivery(f"d{i}".encode())
+        sender.send(Message(body=f"m{i}").encode())
+        sender.advance()
+    pair.pump()
+    taken = 0
+    while receiver.current is not None:
+        receiver.recv(receiver.current.pending)
+        receiver.advance()
+        taken += 1
+    assert taken == 4 and receiver.credit == -3  # the overdraft
+    assert link.promised == 0  # overdrawn credit is no credit
+
+    overcredit.extra = 0
+    pair.sent.clear()
+    link.add_credit(1)
+    pair.pump()
+    assert _link_credits(b"".join(pair.sent)) == [1]  # not 4294967294
+    assert receiver.credit == 1 and link.promised == 1
+    assert sender.credit == 1  # the peer may send exactly one more
