@@ -16,13 +16,13 @@ checked against frame-max, decoded by pamqp).  Each frame is dispatched:
 - a method the peer's role may not send (:data:`~amqp091.methods.SENT_BY`) is
   503 command-invalid; a method id pamqp does not know is 540 not-implemented;
   anything pamqp cannot decode is 501 frame-error;
-- connection-class methods (channel 0 only) go through ``_HANDLERS``, a table
-  keyed by (role, state, method class) — the client role's handshake is
-  start → start-ok, tune → tune-ok + open, open-ok; the server role's entries
-  join the same table;
-- every other method goes to its :class:`~amqp091.channel.Channel` through
-  ``_CHANNEL_HANDLERS`` (keyed by method class, default: a reply to a request
-  of ours or a method event).  A channel past the negotiated channel-max, or
+- connection-class methods (channel 0 only) drive the state machine of
+  :mod:`~amqp091.connection_methods` (a table keyed by role, state and method
+  class; the client role's handshake is start → start-ok, tune → tune-ok + open,
+  open-ok; the server role's entries join the same table);
+- every other method goes to its :class:`~amqp091.channel.Channel` through the
+  handlers of :mod:`~amqp091.channel_methods` (keyed by role and method class,
+  default: a reply to a request of ours, or a method event).  A channel past the negotiated channel-max, or
   not open, is 504 channel-error; a method where content frames were due, or
   content frames without their method, is 505 unexpected-frame.
 
@@ -59,8 +59,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterator
-from enum import Enum
+from collections.abc import Iterator
 from typing import Any
 
 from pamqp import body as pbody
@@ -71,32 +70,24 @@ from pamqp.base import Frame
 
 from .calls import ChannelCalls
 from .channel import Channel, ChannelError, ChannelState
+from .channel_methods import CHANNEL_HANDLERS, method_received, on_channel_open
+from .connection_methods import FRAME_SLACK, ConnectionState, on_connection_method
 from .events import (
     ChannelClosed,
-    ChannelFlow,
-    ChannelOpened,
-    ConnectionBlocked,
     ConnectionClosed,
-    ConnectionOpened,
-    ConnectionUnblocked,
-    CredentialsReceived,
-    DeliveriesSettled,
     Event,
     HeartbeatTimeout,
     MessageReceived,
-    MethodReceived,
-    PublishConfirmed,
 )
 from .framing import (
     FRAME_MIN_SIZE,
-    FRAME_OVERHEAD,
     PROTOCOL_HEADER,
     FrameError,
     FrameReader,
     encode_content,
     encode_method,
 )
-from .handshake import CLIENT_CAPABILITIES, ConnectionConfig, start_ok, tune_ok
+from .handshake import CLIENT_CAPABILITIES, ConnectionConfig
 from .methods import (
     CONNECTION_CLASS,
     CONTENT_METHODS,
@@ -107,9 +98,8 @@ from .methods import (
     class_method,
     expects_reply,
 )
-from .sasl import AuthenticationError, offered_mechanisms, read_response
 from .server_calls import ServerCalls
-from .server_handshake import NegotiationError, ServerConfig, connection_start, negotiate
+from .server_handshake import ServerConfig, connection_start
 from .server_handshake import tune as server_tune
 
 log = logging.getLogger(__name__)
@@ -118,32 +108,6 @@ _PUBLISH_FRAMES = 64
 """basic.publish method frames kept marshalled (by channel, exchange, routing key, flags)."""
 CHANNEL_LIMIT = 0xFFFF
 """The highest channel number the wire allows (channel-max 0 means this)."""
-
-
-class ConnectionState(Enum):
-    """Handshake and life of a connection (see docs/amqp091-engine.md)."""
-
-    AWAIT_HEADER = "await-header"
-    """Server: waiting for the client's protocol header."""
-    AWAIT_START_OK = "await-start-ok"
-    """Server: connection.start sent."""
-    AWAIT_AUTHENTICATION = "await-authentication"
-    """Server: CredentialsReceived emitted; the application answers
-    :meth:`Connection.finish_authentication`."""
-    AWAIT_TUNE_OK = "await-tune-ok"
-    """Server: connection.tune sent."""
-    AWAIT_OPEN = "await-open"
-    """Server: tune-ok accepted, waiting for connection.open."""
-    AWAIT_START = "await-start"
-    """Client: protocol header sent."""
-    AWAIT_TUNE = "await-tune"
-    """Client: start-ok sent (the broker refuses a login by closing here)."""
-    AWAIT_OPEN_OK = "await-open-ok"
-    """Client: tune-ok and connection.open sent."""
-    OPEN = "open"
-    CLOSING = "closing"
-    """We sent connection.close and wait for close-ok."""
-    CLOSED = "closed"
 
 
 class ProtocolError(Exception):
@@ -156,21 +120,10 @@ def _short(text: str) -> str:
     return text if len(raw) <= 255 else raw[:255].decode("utf-8", "ignore")
 
 
-_FRAME_SLACK = {Role.CLIENT: 0, Role.SERVER: FRAME_OVERHEAD}
-"""Octets a received frame may run over frame-max: a server forgives a client the
-off-by-8 (frame-max taken as the payload size) as RabbitMQ does (its
-``FRAME_SIZE_FUDGE``); buffering stays bounded by frame-max + 8."""
-
 _CHANNEL_ZERO_CODE = {Role.CLIENT: ReplyCode.COMMAND_INVALID,
                       Role.SERVER: ReplyCode.CHANNEL_ERROR}
 """The close code for a channel method on channel 0 (RabbitMQ's reader answers a
 client 504 "unexpected method in connection state")."""
-
-_OVERSIZE_CODE = {Role.CLIENT: ReplyCode.CONTENT_TOO_LARGE,
-                  Role.SERVER: ReplyCode.PRECONDITION_FAILED}
-"""The channel.close code for a message over max_message_size (RabbitMQ answers a
-publisher 406 "message size N is larger than configured max size M")."""
-
 
 class Connection(ChannelCalls, ServerCalls):
     """One AMQP 0-9-1 connection (sans-IO); see the module docstring."""
@@ -215,7 +168,7 @@ class Connection(ChannelCalls, ServerCalls):
         self._events: deque[Event] = deque()
         self._header = b""
         """Server: the part of the client's protocol header received so far."""
-        self._reader = FrameReader(FRAME_MIN_SIZE + _FRAME_SLACK[role],
+        self._reader = FrameReader(FRAME_MIN_SIZE + FRAME_SLACK[role],
                                    expect_protocol_header=False,
                                    field_types=self.config.field_types)
         self._started: float | None = None
@@ -675,7 +628,7 @@ class Connection(ChannelCalls, ServerCalls):
                 raise FrameError(ReplyCode.COMMAND_INVALID,
                                  f"{method.name} on channel {channel} (connection methods "
                                  f"travel on channel 0)")
-            self._on_connection_method(method)
+            on_connection_method(self, method)
             return
         if self.state is ConnectionState.CLOSING:
             return  # sent before the peer saw our close
@@ -685,7 +638,7 @@ class Connection(ChannelCalls, ServerCalls):
         if channel == 0:
             raise FrameError(_CHANNEL_ZERO_CODE[self.role], f"{method.name} on channel 0")
         if t is C.Channel.Open and self.role is Role.SERVER:
-            self._s_channel_open(channel)
+            on_channel_open(self, channel)
             return
         chan = self._peer_channel(channel)
         if chan is None:
@@ -703,7 +656,7 @@ class Connection(ChannelCalls, ServerCalls):
         if chan.state is ChannelState.OPENING and t not in (C.Channel.OpenOk, C.Channel.Close):
             raise FrameError(ReplyCode.CHANNEL_ERROR,
                              f"{method.name} on channel {channel} before channel.open-ok")
-        handler = _CHANNEL_HANDLERS[self.role].get(t, Connection._ch_other)
+        handler = CHANNEL_HANDLERS[self.role].get(t, method_received)
         try:
             handler(self, chan, method)
         except ChannelError as exc:
@@ -747,268 +700,6 @@ class Connection(ChannelCalls, ServerCalls):
         self._emit(MessageReceived(channel, done.method, done.properties,  # type: ignore[arg-type]
                                    body, tag))
 
-    # channel methods
-
-    def _ch_open_ok(self, chan: Channel, method: C.Channel.OpenOk) -> None:
-        if chan.state is not ChannelState.OPENING:
-            raise FrameError(ReplyCode.COMMAND_INVALID,
-                             f"channel.open-ok on channel {chan.number}, which is open")
-        chan.state = ChannelState.OPEN
-        self._emit(ChannelOpened(chan.number))
-
-    def _ch_close(self, chan: Channel, method: C.Channel.Close) -> None:
-        self._send(chan.number, C.Channel.CloseOk())
-        self._release(chan, method.reply_code, method.reply_text or "", True,
-                      method.class_id or 0, method.method_id or 0)
-
-    def _ch_close_ok(self, chan: Channel, method: C.Channel.CloseOk) -> None:
-        raise FrameError(ReplyCode.COMMAND_INVALID,
-                         f"channel.close-ok on channel {chan.number}, which is not closing")
-
-    def _ch_flow(self, chan: Channel, method: C.Channel.Flow) -> None:
-        active = bool(method.active)
-        chan.peer_flow_active = active
-        self._send(chan.number, C.Channel.FlowOk(active))
-        self._emit(ChannelFlow(chan.number, active))
-
-    def _ch_confirm(self, chan: Channel, method: C.Basic.Ack | C.Basic.Nack) -> None:
-        if not chan.confirm_mode:
-            raise FrameError(ReplyCode.COMMAND_INVALID,
-                             f"{method.name} on channel {chan.number}, which is not in "
-                             f"confirm mode")
-        tags = chan.settle(method.delivery_tag, bool(method.multiple))
-        if tags:
-            self._emit(PublishConfirmed(chan.number, tags, type(method) is C.Basic.Ack))
-
-    def _ch_content(self, chan: Channel, method: Frame) -> None:
-        if method.name in REPLY_NAMES:
-            chan.take_reply(method)  # basic.get-ok
-        chan.start_content(method)
-
-    def _ch_other(self, chan: Channel, method: Frame) -> None:
-        if method.name in REPLY_NAMES:
-            chan.take_reply(method)
-        elif self.role is Role.SERVER and expects_reply(method):
-            chan.owe(method)
-        self._emit(MethodReceived(chan.number, method))
-
-    # channel methods from a client (server role)
-
-    def _s_channel_open(self, channel: int) -> None:
-        if self.channel_max and channel > self.channel_max:
-            raise FrameError(ReplyCode.NOT_ALLOWED,  # RabbitMQ's code for this limit
-                             f"channel {channel} is past the negotiated channel_max "
-                             f"({self.channel_max})")
-        chan = self.channels.get(channel)
-        if chan is not None:
-            if chan.state is ChannelState.CLOSING:
-                return  # sent before the client saw our channel.close
-            raise FrameError(ReplyCode.CHANNEL_ERROR,
-                             f"second 'channel.open' seen on channel {channel}")
-        chan = Channel(channel, self.config.max_message_size,
-                       oversize_code=_OVERSIZE_CODE[self.role])
-        chan.state = ChannelState.OPEN
-        self.channels[channel] = chan
-        self._send(channel, C.Channel.OpenOk())
-        self._emit(ChannelOpened(channel))
-
-    def _s_confirm_select(self, chan: Channel, method: C.Confirm.Select) -> None:
-        if chan.tx_mode:
-            raise ChannelError(ReplyCode.PRECONDITION_FAILED,
-                               "cannot switch from tx to confirm mode")
-        chan.select_confirms()
-        if not method.nowait:
-            self._send(chan.number, C.Confirm.SelectOk())
-
-    def _s_tx_select(self, chan: Channel, method: C.Tx.Select) -> None:
-        if chan.confirm_mode:
-            raise ChannelError(ReplyCode.PRECONDITION_FAILED,
-                               "cannot switch from confirm to tx mode")
-        chan.tx_mode = True
-        self._ch_other(chan, method)
-
-    def _s_settle(self, chan: Channel, method: C.Basic.Ack | C.Basic.Nack | C.Basic.Reject) -> None:
-        multiple = bool(getattr(method, "multiple", False))
-        tags = chan.deliveries.settle(method.delivery_tag or 0, multiple, strict=True)
-        requeue = bool(getattr(method, "requeue", False))
-        self._emit(DeliveriesSettled(chan.number, tags, type(method) is C.Basic.Ack, requeue,
-                                     method))
-
-    def _s_recover(self, chan: Channel, method: C.Basic.Recover | C.Basic.RecoverAsync) -> None:
-        if method.requeue:
-            tags = chan.deliveries.take_all()
-            if tags:
-                self._emit(DeliveriesSettled(chan.number, tags, False, True, method))
-        self._ch_other(chan, method)
-
-    # connection methods
-
-    def _on_connection_method(self, method: Frame) -> None:
-        t = type(method)
-        st = self.state
-        if t is C.Connection.Close:
-            self._send(0, C.Connection.CloseOk())
-            code = method.reply_code if method.reply_code is not None else 0  # type: ignore[attr-defined]
-            text = method.reply_text or ""  # type: ignore[attr-defined]
-            if st is ConnectionState.AWAIT_TUNE:
-                self.auth_error = text or f"login refused (reply code {code})"
-            self.close_code, self.close_text = code, text
-            self._finish(code, text, by_peer=True, class_id=method.class_id or 0,  # type: ignore[attr-defined]
-                         method_id=method.method_id or 0)  # type: ignore[attr-defined]
-            return
-        if st is ConnectionState.CLOSING:
-            if t is C.Connection.CloseOk:
-                self._finish(self.close_code, self.close_text, by_peer=False)
-            return  # anything else while closing is discarded
-        handler = _HANDLERS.get((self.role, st, t))
-        if handler is None:
-            raise FrameError(ReplyCode.COMMAND_INVALID,
-                             f"unexpected {method.name} in state {st.value}")
-        handler(self, method)
-
-    def _c_start(self, method: C.Connection.Start) -> None:
-        if (method.version_major, method.version_minor) != (0, 9):
-            self._finish(None, f"the server proposes AMQP {method.version_major}-"
-                               f"{method.version_minor}, not 0-9", by_peer=False)
-            return
-        self.peer_properties = dict(method.server_properties or {})
-        try:
-            answer = start_ok(self.config, method)
-        except AuthenticationError as exc:
-            self.auth_error = str(exc)
-            self._finish(None, str(exc), by_peer=False)  # the spec: just close the socket
-            return
-        self.mechanism = answer.mechanism
-        self.user = None if answer.mechanism == "EXTERNAL" else self.config.credentials.username
-        self._send(0, answer)
-        self.state = ConnectionState.AWAIT_TUNE
-
-    def _c_secure(self, method: C.Connection.Secure) -> None:
-        raise FrameError(ReplyCode.NOT_IMPLEMENTED,
-                         f"SASL {self.mechanism} takes no challenge (connection.secure)")
-
-    def _c_tune(self, method: C.Connection.Tune) -> None:
-        answer = tune_ok(self.config, method)
-        self.channel_max, self.frame_max = answer.channel_max, answer.frame_max
-        self.heartbeat = answer.heartbeat
-        self._reader.frame_max = answer.frame_max
-        self._send(0, answer)
-        self._send(0, C.Connection.Open(virtual_host=self.config.virtual_host))
-        self.state = ConnectionState.AWAIT_OPEN_OK
-
-    def _c_open_ok(self, method: C.Connection.OpenOk) -> None:
-        self.state = ConnectionState.OPEN
-        self._emit(ConnectionOpened(self.config.virtual_host, self.peer_properties,
-                                    self.channel_max, self.frame_max, self.heartbeat,
-                                    self.user))
-
-    def _c_blocked(self, method: C.Connection.Blocked) -> None:
-        self.blocked = method.reason or ""
-        self._emit(ConnectionBlocked(self.blocked))
-
-    def _c_unblocked(self, method: C.Connection.Unblocked) -> None:
-        self.blocked = None
-        self._emit(ConnectionUnblocked())
-
-    def _c_update_secret_ok(self, method: C.Connection.UpdateSecretOk) -> None:
-        self._emit(MethodReceived(0, method))
-
-    # connection methods from a client (server role)
-
-    def _s_start_ok(self, method: C.Connection.StartOk) -> None:
-        self.peer_properties = dict(method.client_properties or {})
-        cfg = self.server_config
-        mechanism = str(method.mechanism or "")
-        raw = method.response or b""
-        response = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
-        try:
-            if mechanism not in offered_mechanisms(cfg.mechanisms, cfg.external_identity):
-                raise AuthenticationError(f"SASL mechanism {mechanism!r} was not offered")
-            login = read_response(mechanism, response, cfg.external_identity)
-        except AuthenticationError as exc:
-            # the spec (and RabbitMQ, after a delay): close the socket without a word
-            self.auth_error = str(exc)
-            log.warning("AMQP 0-9-1 login failed: %s", exc)
-            self._finish(None, f"login failed: {exc}", by_peer=False)
-            return
-        self.mechanism = mechanism
-        self.state = ConnectionState.AWAIT_AUTHENTICATION
-        self._emit(CredentialsReceived(login.mechanism, login.user, login.password))
-
-    def _s_secure_ok(self, method: C.Connection.SecureOk) -> None:
-        raise FrameError(ReplyCode.COMMAND_INVALID, "connection.secure-ok, but no challenge "
-                                                    "was sent")
-
-    def _s_tune_ok(self, method: C.Connection.TuneOk) -> None:
-        try:
-            channel_max, frame_max, heartbeat = negotiate(self.server_config, method)
-        except NegotiationError as exc:
-            self._fatal(ReplyCode.NOT_ALLOWED, str(exc), *class_method(C.Connection.Tune()))
-            return
-        self.channel_max, self.frame_max, self.heartbeat = channel_max, frame_max, heartbeat
-        self._reader.frame_max = frame_max + _FRAME_SLACK[self.role]
-        self.state = ConnectionState.AWAIT_OPEN
-
-    def _s_open(self, method: C.Connection.Open) -> None:
-        vhost = str(method.virtual_host or "")
-        allowed = self.server_config.virtual_hosts
-        if allowed is not None and vhost not in allowed:
-            self._fatal(ReplyCode.NOT_ALLOWED, f"vhost {vhost} not found",
-                        *class_method(method))
-            return
-        self.virtual_host = vhost
-        self._send(0, C.Connection.OpenOk())
-        self.state = ConnectionState.OPEN
-        self._emit(ConnectionOpened(vhost, self.peer_properties, self.channel_max,
-                                    self.frame_max, self.heartbeat, self.user))
-
-
-_HANDLERS: dict[tuple[Role, ConnectionState, type], Callable[[Connection, Any], None]] = {
-    (Role.CLIENT, ConnectionState.AWAIT_START, C.Connection.Start): Connection._c_start,
-    (Role.CLIENT, ConnectionState.AWAIT_TUNE, C.Connection.Secure): Connection._c_secure,
-    (Role.CLIENT, ConnectionState.AWAIT_TUNE, C.Connection.Tune): Connection._c_tune,
-    (Role.CLIENT, ConnectionState.AWAIT_OPEN_OK, C.Connection.OpenOk): Connection._c_open_ok,
-    (Role.CLIENT, ConnectionState.OPEN, C.Connection.Blocked): Connection._c_blocked,
-    (Role.CLIENT, ConnectionState.OPEN, C.Connection.Unblocked): Connection._c_unblocked,
-    (Role.CLIENT, ConnectionState.OPEN, C.Connection.UpdateSecretOk):
-        Connection._c_update_secret_ok,
-    (Role.SERVER, ConnectionState.AWAIT_START_OK, C.Connection.StartOk): Connection._s_start_ok,
-    (Role.SERVER, ConnectionState.AWAIT_START_OK, C.Connection.SecureOk): Connection._s_secure_ok,
-    (Role.SERVER, ConnectionState.AWAIT_TUNE_OK, C.Connection.TuneOk): Connection._s_tune_ok,
-    (Role.SERVER, ConnectionState.AWAIT_OPEN, C.Connection.Open): Connection._s_open,
-}
-"""Connection methods by (role, state, method class); connection.close is handled in
-every state before this table is consulted."""
-
-_CHANNEL_HANDLERS: dict[Role, dict[type, Callable[[Connection, Channel, Any], None]]] = {
-    Role.CLIENT: {
-        C.Channel.OpenOk: Connection._ch_open_ok,
-        C.Channel.Close: Connection._ch_close,
-        C.Channel.CloseOk: Connection._ch_close_ok,
-        C.Channel.Flow: Connection._ch_flow,
-        C.Basic.Ack: Connection._ch_confirm,
-        C.Basic.Nack: Connection._ch_confirm,
-        C.Basic.Deliver: Connection._ch_content,
-        C.Basic.Return: Connection._ch_content,
-        C.Basic.GetOk: Connection._ch_content,
-    },
-    Role.SERVER: {  # channel.open is handled before (the channel does not exist yet)
-        C.Channel.Close: Connection._ch_close,
-        C.Channel.CloseOk: Connection._ch_close_ok,
-        C.Channel.Flow: Connection._ch_flow,
-        C.Confirm.Select: Connection._s_confirm_select,
-        C.Tx.Select: Connection._s_tx_select,
-        C.Basic.Ack: Connection._s_settle,
-        C.Basic.Nack: Connection._s_settle,
-        C.Basic.Reject: Connection._s_settle,
-        C.Basic.Recover: Connection._s_recover,
-        C.Basic.RecoverAsync: Connection._s_recover,
-        C.Basic.Publish: Connection._ch_content,
-    },
-}
-"""Channel methods by role and class; any other (client role: replies, the broker's
-basic.cancel; server role: the client's requests) is ``_ch_other``: a reply is
-checked against the awaited ones, a request is owed its reply, then MethodReceived."""
 
 _SETTLED_STATES = frozenset({ConnectionState.OPEN, ConnectionState.CLOSING,
                              ConnectionState.CLOSED})
