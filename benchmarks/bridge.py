@@ -320,7 +320,7 @@ def latency_amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: 
                              pace: float, workdir: Path) -> list[float]:
     quiet_gc()
     source = unique_queue("bench-lat-in")
-    latencies = []
+    latencies: list[float] = []
     with BlockingClient.connect(f"amqp://guest:guest@{server.address[0]}:{server.address[1]}",
                                 timeout=60) as client:
         client.declare_queue("bench-lat-in-q")
@@ -336,7 +336,8 @@ def latency_amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: 
             proc, _ = start_child("pace", url, f"/queue/{source}", n, pace)
             while len(latencies) < n:
                 ev = client.receive("bench-lat-in-q", timeout=60)
-                sent = ev.message_properties.application_headers["sent"]
+                assert ev.message_properties is not None
+                sent = (ev.message_properties.application_headers or {})["sent"]
                 latencies.append((time.time_ns() - sent) / 1e6)
                 client.accept(ev, wait=False)
             proc.join()

@@ -221,10 +221,10 @@ class _Session:
                 self.release_channel(event.channel)
 
     def release_channel(self, channel: int) -> None:
-        for key in [k for k in self.consumers if k[0] == channel]:
-            del self.consumers[key]
-        for key in [k for k in self.unacked if k[0] == channel]:
-            queue, msg = self.unacked.pop(key)
+        for consumer in [k for k in self.consumers if k[0] == channel]:
+            del self.consumers[consumer]
+        for delivery in [k for k in self.unacked if k[0] == channel]:
+            queue, msg = self.unacked.pop(delivery)
             with self.host.broker.lock:
                 self.host.broker.queues[queue].appendleft(replace(msg, redelivered=True))
 
@@ -256,12 +256,12 @@ class _Session:
             self.prefetch[ch] = m.prefetch_count or 0
             conn.send_method(ch, C.Basic.QosOk())
         elif isinstance(m, C.Basic.Consume):
-            tag = m.consumer_tag or f"ctag-{next(self.tags)}"
-            self.consumers[(ch, tag)] = (m.queue, bool(m.no_ack))
+            ctag = m.consumer_tag or f"ctag-{next(self.tags)}"
+            self.consumers[(ch, ctag)] = (m.queue, bool(m.no_ack))
             if not m.nowait:
-                conn.send_method(ch, C.Basic.ConsumeOk(consumer_tag=tag))
+                conn.send_method(ch, C.Basic.ConsumeOk(consumer_tag=ctag))
         elif isinstance(m, C.Basic.Cancel):
-            self.consumers.pop((ch, m.consumer_tag), None)
+            self.consumers.pop((ch, m.consumer_tag or ""), None)
             if not m.nowait:
                 conn.send_method(ch, C.Basic.CancelOk(consumer_tag=m.consumer_tag))
         elif isinstance(m, C.Basic.Get):

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from proton import Message
 from proton.handlers import MessagingHandler
@@ -259,7 +259,7 @@ def collect(url: str, address: str, done: Callable[[list[Message]], bool], *,
 
 def legacy_ids(messages: list[Message]) -> list[uuid.UUID]:
     """The message-ids (0-10 UUIDs) of received 1.0 messages, in arrival order."""
-    return [m.id for m in messages]
+    return [cast(uuid.UUID, m.id) for m in messages]
 
 
 def wait_listening(port: int, bridge: BridgeRun, timeout: float = 20.0) -> None:

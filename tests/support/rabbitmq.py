@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pika
 from proton import Array, Condition, Data, Delivery, Described, Message, ulong
@@ -485,7 +485,7 @@ def decode_sections(raw: bytes) -> list[tuple[str, Any]]:
         value = data.get_object()
         if not isinstance(value, Described):
             raise ValueError(f"section at offset {offset - used} is not described: {value!r}")
-        code = int(value.descriptor)
+        code = int(cast(int, value.descriptor))
         sections.append((SECTION_NAMES.get(code, f"0x{code:02x}"), _plain(value.value)))
     return sections
 
