@@ -63,6 +63,8 @@ class OverCredit:
         """Added to the link-credit of each flow frame sent from now on (0: none)."""
         self.inflated = 0
         """Flow frames rewritten so far."""
+        self.largest = 0
+        """The largest link-credit the client itself sent (before any rewrite)."""
 
     def __call__(self) -> Callable[[bytes], bytes]:
         """A rewriter for one relayed connection's client-to-broker bytes."""
@@ -75,11 +77,14 @@ class OverCredit:
         return rewrite
 
     def _frame(self, frame: bytes) -> bytes:
-        if not self.extra or frame[:4] == b"AMQP":
+        if frame[:4] == b"AMQP":
             return frame
         credit = link_credit(frame)
         if credit is None:
             return frame
+        self.largest = max(self.largest, credit)
+        if not self.extra or credit + self.extra > 0xFFFFFFFF:
+            return frame  # nothing to add, or already "everything"
         p = performative(frame)
         assert p is not None
         fields = cast(list[Any], p.value)
