@@ -280,9 +280,11 @@ class ListenerCore:
         self.bursts.flush_soon(sock.flush)
 
     def update_reading(self) -> None:
-        """Pause reading on every client publishing to a throttled route; resume the others."""
+        """Pause reading on every client publishing to a throttled route, or holding
+        publishes until a bind is answered; resume the others."""
         for client in self.clients.values():
-            client.sock.pause_reading(any(r.throttled for r in client.publishes_to))
+            client.sock.pause_reading(bool(client.holding)
+                                      or any(r.throttled for r in client.publishes_to))
 
     def publish_refused(self, peer: str, reason: str, route: str | None = None) -> None:
         """A publish was refused: count it, and log it (at most one WARNING line per client

@@ -14,6 +14,7 @@ per burst of loop events (:meth:`Facade.flush_later`, the runtime's
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import Any
 
 from proton.reactor import Container
@@ -168,14 +169,16 @@ class Facade(ListenerCore):
         st.temporary_queues.clear()
         st.subscriptions.clear()
         st.cancelled.clear()
-        for route in st.client.publishes_to:
-            route.forget(st)
+        self._release_held(st)
 
     # -- publishing -----------------------------------------------------------------------
 
-    def _on_publish(self, st: SessionState, ev: MessageReceived) -> None:
-        if st.binds_pending:
+    def _on_publish(self, st: SessionState, ev: MessageReceived, *, held: bool = True) -> None:
+        if st.binds_pending and held:
             st.held_publishes.append(ev)
+            st.client.holding += 1
+            if st.client.holding == 1:  # not read again until the bind is answered
+                self.update_reading()
             return
         session = st.session
         route = self.publish_routes.get(ev.destination)
@@ -236,8 +239,18 @@ class Facade(ListenerCore):
     def bound(self, st: SessionState) -> None:
         """A temporary queue's binding exists now: publishes held for it go on."""
         st.binds_pending -= 1
-        while not st.binds_pending and st.held_publishes and st.live:
-            self._on_publish(st, st.held_publishes.popleft())
+        if not st.binds_pending:
+            self._release_held(st)
+
+    def _release_held(self, st: SessionState) -> None:
+        """Publishes held while a bind was pending go on (also when the session ended
+        meanwhile: what was read is forwarded); the client is read again."""
+        held, st.held_publishes = st.held_publishes, deque()
+        st.client.holding -= len(held)
+        for ev in held:
+            self._on_publish(st, ev, held=False)
+        if held:
+            self.update_reading()
 
 
 __all__ = ["Facade"]

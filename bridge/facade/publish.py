@@ -9,7 +9,10 @@ condition mapped to a 0-10 error code).  Publishers are throttled as qpidd throt
 them: completion is withheld, and past the route's ``max_in_flight`` the listener
 stops reading from their sockets.  What was in flight on a lost link is sent again
 when a link is back (at-least-once), unless the target ended the link over it once
-too often (:mod:`bridge.amqp10.poison`).  The route's sender is an
+too often (:mod:`bridge.amqp10.poison`).  A publish once read is the bridge's to
+forward, whatever becomes of its session: one whose session (or connection) ended
+still goes to the 1.0 broker, as a broker still routes what it has read; its outcome
+then has nobody to tell (a refusal is dead-lettered or counted and logged).  The route's sender is an
 :class:`~bridge.routes.amqp10_endpoint.Amqp10Target`; the dead-letter address is the
 routes' :class:`~bridge.routes.deadletter.DeadLetters`, within the same in-flight bound
 (one section of the class: ``-- refusals and dead-lettering``).
@@ -202,19 +205,6 @@ class FacadePublish:
                 self._send()
         self._recount()
 
-    def forget(self, st: SessionState) -> None:
-        """``st`` ended: its publishes not sent yet are dropped (never completed, so the
-        client knows they were not taken)."""
-        gone = [e for e in self.waiting if e.st is st]
-        if gone:
-            kept = [e for e in self.waiting if e.st is not st]
-            self.waiting.clear()
-            self.waiting.extend(kept)
-        if self.dead_letters is not None:
-            gone += self.dead_letters.discard(lambda e: e.st is st)
-        self.bytes -= sum(e.size for e in gone)
-        self._recount()
-
     # -- the 1.0 target (TargetOwner) -------------------------------------------------------
 
     def on_target_ready(self) -> None:
@@ -276,10 +266,8 @@ class FacadePublish:
         if entry.releases >= MAX_RELEASES:
             self._refused(entry, None, f"released {entry.releases} times by the AMQP 1.0 "
                                        f"target {target}")
-        elif entry.st.live:
-            self.waiting.appendleft(entry)
         else:
-            self.bytes -= entry.size
+            self.waiting.appendleft(entry)
 
     # -- refusals and dead-lettering (DeadLetterOwner) -----------------------------------------
 
@@ -304,7 +292,7 @@ class FacadePublish:
                        f"{reason} (as a dead-letter copy)")
 
     def _refused(self, entry: PublishEntry, condition: str | None, reason: str) -> None:
-        if self.dead_letters is not None and entry.st.live:
+        if self.dead_letters is not None:
             self._dead_letter(entry, AmqpMessage.decode(entry.data), reason)
             return
         self.stats.rejected += 1

@@ -57,6 +57,9 @@ class Client:
     sock: EngineSocket
     user: str | None = None
     publishes_to: set[FacadePublish] = field(default_factory=set)
+    holding: int = 0
+    """Publishes its sessions hold while a bind is pending: the socket is not read
+    while there are any (what a client sends meanwhile stays in the kernel's buffers)."""
 
 
 class AlreadyBound(Exception):

@@ -26,6 +26,7 @@ and logged, rate-limited per client address.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import Any
 
 from pamqp.base import Frame
@@ -95,10 +96,17 @@ class Facade091(ListenerCore):
     def bound(self, client: Client091) -> None:
         """A temporary queue's binding exists now (or failed): publishes held for it go on."""
         client.binds_pending -= 1
-        while not client.binds_pending and client.held_publishes:
-            ch, ev = client.held_publishes.popleft()
-            if ch.live:
-                self._on_publish(ch, ev)
+        if not client.binds_pending:
+            self._release_held(client)
+
+    def _release_held(self, client: Client091) -> None:
+        """Publishes held while a bind was pending go on (also those of channels closed
+        meanwhile: what was read is forwarded); the client is read again."""
+        held, client.held_publishes = client.held_publishes, deque()
+        for ch, ev in held:
+            self._on_publish(ch, ev)
+        if held:
+            self.update_reading()
 
     # -- ListenerCore's hooks -------------------------------------------------------------
 
@@ -135,7 +143,7 @@ class Facade091(ListenerCore):
         RabbitMQ tells its publishers at a resource alarm)."""
         super().update_reading()
         for client in list(self.clients.values()):
-            blocked = client.sock.reading_paused
+            blocked = any(r.throttled for r in client.publishes_to)
             if blocked == client.blocked or not client.engine.is_open:
                 continue
             client.blocked = blocked
@@ -164,6 +172,8 @@ class Facade091(ListenerCore):
             ch = client.channels.get(ev.channel)
             if ch is not None and client.binds_pending:
                 client.held_publishes.append((ch, ev))
+                if len(client.held_publishes) == 1:  # not read until the bind is answered
+                    self.update_reading()
             elif ch is not None:
                 self._on_publish(ch, ev)
         elif isinstance(ev, MethodReceived):
@@ -208,7 +218,8 @@ class Facade091(ListenerCore):
                 if temporary.sub is not None:
                     temporary.sub.end()
             client.temporary_queues.clear()
-            client.held_publishes.clear()
+            client.binds_pending = 0
+            self._release_held(client)
             if not ev.by_peer and ev.code not in _ORDINARY_CLOSES \
                     and 0 not in client.facade_closes:
                 self._count_error(client, ev.code, ev.text)
@@ -219,16 +230,14 @@ class Facade091(ListenerCore):
 
     def _end_channel(self, ch: Channel091) -> None:
         """The channel is gone: its consumers end (what it left unacknowledged goes back
-        to the 1.0 broker at once); its publishes not sent yet are dropped (never
-        confirmed, so the client knows they were not taken)."""
+        to the 1.0 broker at once); what it published is still forwarded (as RabbitMQ
+        routes what it has read), its confirms go nowhere."""
         ch.ended = True
         for consumer in [*ch.consumers.values(), *ch.cancelled, *ch.getters.values()]:
             consumer.end()
         ch.consumers.clear()
         ch.cancelled.clear()
         ch.getters.clear()
-        for route in ch.client.publishes_to:
-            route.forget(ch)  # type: ignore[arg-type]
 
     # -- errors ---------------------------------------------------------------------------
 

@@ -61,7 +61,8 @@ class Client091:
     """queue.binds of temporary queues whose 1.0 link is not attached yet."""
     held_publishes: deque[tuple[Channel091, MessageReceived]] = field(default_factory=deque)
     """Publishes that came while a bind was pending: a broker executes a connection's
-    methods in order, so they wait until the binding exists (else it would miss them)."""
+    methods in order, so they wait until the binding exists (else it would miss them);
+    the socket is not read while there are any."""
     facade_closes: set[int] = field(default_factory=set)
     """Channels (0: the connection) the façade itself closed: counted (or not a client
     error) where it closed them, so their ChannelClosed / ConnectionClosed is not
@@ -81,6 +82,11 @@ class Client091:
                    for ch in self.channels.values())
         return held + sum(1 for t in self.temporary_queues.values()
                           if t.sub is None or not t.sub.adopted)
+
+    @property
+    def holding(self) -> int:
+        """Publishes held until a bind is answered (the socket is not read meanwhile)."""
+        return len(self.held_publishes)
 
 
 @dataclass(eq=False)

@@ -8,6 +8,10 @@ AMQP 1.0 (the bridge's 1.0 connection runs through a relay the test can pause):
 - a consumer's prefetch holds even when the 1.0 broker sends beyond the link credit
   (as RabbitMQ 3.x's 1.0 plugin can: the relay makes it certain);
 - ``basic.cancel`` keeps the unacknowledged deliveries with the consumer until acked;
+- publishes read before a channel or connection close are all forwarded, also those
+  still waiting for the 1.0 sender;
+- a client that publishes while a queue.bind waits for its 1.0 link is not read until
+  the bind is answered (the bridge does not hold what it sends);
 - ``tx.select`` is ``540 NOT_IMPLEMENTED``;
 - the 1.0 source gone for good (its RabbitMQ queue deleted): consumer cancel
   notification.
@@ -15,6 +19,8 @@ AMQP 1.0 (the bridge's 1.0 connection runs through a relay the test can pause):
 
 from __future__ import annotations
 
+import select
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -66,6 +72,8 @@ def flow(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
       to: {{listener: legacy, queue: right}}}}
   - {{name: over, from: {{connection: cloud, address: {q["over"]}}},
       to: {{listener: legacy, queue: over}}}}
+  - {{name: replies, from: {{connection: cloud, address: "/exchange/amq.topic/{{binding_key}}"}},
+      to: {{listener: legacy, exchange: replies}}}}
   - {{name: cancel, from: {{connection: cloud, address: {q["cancel"]}}},
       to: {{listener: legacy, queue: cancel}}}}
   - {{name: gone, from: {{connection: cloud, address: "/amq/queue/{names["gone"]}"}},
@@ -113,6 +121,84 @@ def test_publishers_past_max_in_flight_are_not_read_until_the_1_0_side_settles(
     finally:
         flow.relay.resume()
         client.sock.close()
+
+
+@pytest.mark.parametrize("close", ["channel", "connection"])
+def test_publishes_read_before_a_close_are_all_forwarded(flow: Flow, close: str) -> None:
+    """Without confirms, a client cannot tell which publishes were taken: RabbitMQ routes
+    every one it read before the channel (or connection) closed, and so does the bridge —
+    also those read past ``max_in_flight`` and still waiting for the 1.0 sender."""
+    facade = flow.facade
+    client = RawClient(facade.port)
+    client.login()
+    client.open_channel(1)
+    count = 3 * WINDOW
+    try:
+        flow.relay.pause()  # nothing is settled: what is read past the window waits
+        client.sock.sendall(b"".join(publish_frames(1, "orders", "k", f"c{i}".encode())
+                                     for i in range(count))
+                            + (encode_method(1, C.Channel.Close(200, "", 0, 0))
+                               if close == "channel"
+                               else encode_method(0, C.Connection.Close(200, "", 0, 0))))
+        flow.relay.resume()
+        closed = client.read(timeout=30)
+        assert isinstance(closed, C.Channel.CloseOk if close == "channel"
+                          else C.Connection.CloseOk), closed
+        got = receive_messages(facade.rabbitmq_url, facade.address("out"), count, timeout=30)
+        assert [bytes(r.message.body) for r in got] == [f"c{i}".encode() for i in range(count)]
+    finally:
+        flow.relay.resume()
+        client.sock.close()
+
+
+def test_a_client_waiting_for_a_bind_is_not_read_meanwhile(flow: Flow) -> None:
+    """Publishes after a queue.bind wait until the bind is answered (a broker executes a
+    connection's methods in order); meanwhile the bridge does not read the client, so
+    what it sends stays in the kernel's socket buffers, not in the bridge's memory."""
+    facade = flow.facade
+    client = RawClient(facade.port)
+    client.login()
+    client.open_channel(1)
+    client.open_channel(2)
+    body = bytes(128 << 10)
+    count = 400  # 50 MiB
+    stream = b"".join(publish_frames(2, "orders", "k", body) for _ in range(count))
+    try:
+        client.sock.sendall(encode_method(1, C.Queue.Declare(queue="", exclusive=True)))
+        declared = client.read()
+        assert isinstance(declared, C.Queue.DeclareOk), declared
+        flow.relay.pause()  # the temporary queue's 1.0 link cannot attach: the bind waits
+        client.sock.sendall(encode_method(1, C.Queue.Bind(queue=declared.queue,
+                                                          exchange="replies",
+                                                          routing_key="replies.k")))
+        sent = _send_until_stuck(client.sock, stream, stuck_for=2.0)
+        assert sent < len(stream) // 2, f"the bridge read {sent >> 20} MiB meanwhile"
+        flow.relay.resume()
+        client.sock.settimeout(60)
+        client.sock.sendall(stream[sent:])
+        bound = client.read(timeout=30)
+        assert isinstance(bound, C.Queue.BindOk), bound
+        got = receive_messages(facade.rabbitmq_url, facade.address("out"), count, timeout=60)
+        assert len(got) == count and all(bytes(r.message.body) == body for r in got)
+    finally:
+        flow.relay.resume()
+        client.sock.close()
+
+
+def _send_until_stuck(sock: socket.socket, data: bytes, stuck_for: float) -> int:
+    """Send ``data`` until the peer has taken nothing for ``stuck_for`` seconds (or all
+    of it); returns how much was sent."""
+    sent = 0
+    sock.setblocking(False)
+    try:
+        while sent < len(data):
+            _, writable, _ = select.select([], [sock], [], stuck_for)
+            if not writable:
+                break
+            sent += sock.send(data[sent:sent + (1 << 20)])
+    finally:
+        sock.setblocking(True)
+    return sent
 
 
 def _pump(conn: Any, until: Any, timeout: float = 20.0, what: str = "") -> None:
