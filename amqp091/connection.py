@@ -132,6 +132,10 @@ class Connection(ChannelCalls, ServerCalls):
                  config: ConnectionConfig | ServerConfig | None = None) -> None:
         self.role = role
         self.peer_role = Role.SERVER if role is Role.CLIENT else Role.CLIENT
+        self.peer_error_level = logging.DEBUG if role is Role.SERVER else logging.WARNING
+        """The level of the engine's log lines about the peer's errors: a server's
+        application logs what its clients do wrong (rate-limited, counted), so the
+        engine's own lines are DEBUG there; a client's peer is its broker (rare)."""
         if role is Role.SERVER:
             if not isinstance(config, (ServerConfig, type(None))):
                 raise TypeError("the server role takes a ServerConfig")
@@ -447,7 +451,7 @@ class Connection(ChannelCalls, ServerCalls):
             raise ProtocolError(f"no login awaits a check (state {self.state.value})")
         if identity is None:
             self.auth_error = refusal or "login refused"
-            log.warning("AMQP 0-9-1 %s login refused: %s", self.mechanism, self.auth_error)
+            log.debug("AMQP 0-9-1 %s login refused: %s", self.mechanism, self.auth_error)
             text = (f"Login was refused using authentication mechanism {self.mechanism}. "
                     f"For details see the broker logfile.")
             if self.peer_capabilities.get("authentication_failure_close") is True:
@@ -551,7 +555,7 @@ class Connection(ChannelCalls, ServerCalls):
 
     def _fatal(self, code: int, text: str, class_id: int = 0, method_id: int = 0) -> None:
         """Close the connection for a protocol violation: connection.close, then the end."""
-        log.warning("AMQP 0-9-1 connection error %s: %s", code, text)
+        log.log(self.peer_error_level, "AMQP 0-9-1 connection error %s: %s", code, text)
         self.close_code, self.close_text = code, text
         self._send(0, C.Connection.Close(reply_code=code, reply_text=self._reply_text(code, text),
                                          class_id=class_id, method_id=method_id))
@@ -565,9 +569,16 @@ class Connection(ChannelCalls, ServerCalls):
         self._reader.discard()
         for chan in list(self.channels.values()):
             chan.incoming = None
-            self._emit(ChannelClosed(chan.number, None, f"connection closed: {text}", by_peer,
-                                     unconfirmed=chan.unconfirmed,
-                                     unacked=chan.deliveries.outstanding))
+            if chan.state is ChannelState.CLOSING and chan.close_code is not None:
+                # we had closed it (the peer never answered close-ok): say why
+                closed = ChannelClosed(chan.number, chan.close_code, chan.close_text, False,
+                                       unconfirmed=chan.unconfirmed,
+                                       unacked=chan.deliveries.outstanding)
+            else:
+                closed = ChannelClosed(chan.number, None, f"connection closed: {text}",
+                                       by_peer, unconfirmed=chan.unconfirmed,
+                                       unacked=chan.deliveries.outstanding)
+            self._emit(closed)
         self.channels.clear()
         self._emit(ConnectionClosed(code, text, by_peer, class_id, method_id))
 
@@ -660,7 +671,8 @@ class Connection(ChannelCalls, ServerCalls):
         try:
             handler(self, chan, method)
         except ChannelError as exc:
-            log.warning("AMQP 0-9-1 channel %s error %s: %s", channel, exc.code, exc.text)
+            log.log(self.peer_error_level, "AMQP 0-9-1 channel %s error %s: %s", channel,
+                    exc.code, exc.text)
             self._close_channel(chan, exc.code, exc.text, *class_method(method))
 
     def _peer_channel(self, channel: int) -> Channel | None:
@@ -688,7 +700,8 @@ class Connection(ChannelCalls, ServerCalls):
             else:
                 done = chan.content_body(frame.value)
         except ChannelError as exc:
-            log.warning("AMQP 0-9-1 channel %s error %s: %s", channel, exc.code, exc.text)
+            log.log(self.peer_error_level, "AMQP 0-9-1 channel %s error %s: %s", channel,
+                    exc.code, exc.text)
             self._close_channel(chan, exc.code, exc.text)
             return
         if done is None:

@@ -181,7 +181,7 @@ def _s_start_ok(conn: Connection, method: C.Connection.StartOk) -> None:
     except AuthenticationError as exc:
         # the spec (and RabbitMQ, after a delay): close the socket without a word
         conn.auth_error = str(exc)
-        log.warning("AMQP 0-9-1 login failed: %s", exc)
+        log.debug("AMQP 0-9-1 login failed: %s", exc)  # the application logs refusals
         conn._finish(None, f"login failed: {exc}", by_peer=False)
         return
     conn.mechanism = mechanism

@@ -291,7 +291,7 @@ class Commands091:
             ch.consumers[tag] = consumer
             return None if m.nowait else C.Basic.ConsumeOk(consumer_tag=tag)
         assert route is not None
-        if any(c.exclusive for c in route.subscriptions if not c.closed) \
+        if any(c.exclusive for c in route.subscriptions if not (c.closed or c.cancelled)) \
                 or (m.exclusive and route.consumer_count):
             raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
                                  f"queue '{m.queue}' in vhost '{self._vhost(ch)}' in "

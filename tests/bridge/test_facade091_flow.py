@@ -7,7 +7,8 @@ AMQP 1.0 (the bridge's 1.0 connection runs through a relay the test can pause):
 - a global ``basic.qos`` bounds a channel's consumers together;
 - a consumer's prefetch holds even when the 1.0 broker sends beyond the link credit
   (as RabbitMQ 3.x's 1.0 plugin can: the relay makes it certain);
-- ``basic.cancel`` keeps the unacknowledged deliveries with the consumer until acked;
+- ``basic.cancel`` keeps the unacknowledged deliveries with the consumer until acked,
+  and ends an exclusive consumer's hold on the queue at once;
 - publishes read before a channel or connection close are all forwarded, also those
   still waiting for the 1.0 sender;
 - a client that publishes while a queue.bind waits for its 1.0 link is not read until
@@ -74,6 +75,8 @@ def flow(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
       to: {{listener: legacy, queue: over}}}}
   - {{name: replies, from: {{connection: cloud, address: "/exchange/amq.topic/{{binding_key}}"}},
       to: {{listener: legacy, exchange: replies}}}}
+  - {{name: excl, from: {{connection: cloud, address: {q["excl"]}}},
+      to: {{listener: legacy, queue: excl}}}}
   - {{name: cancel, from: {{connection: cloud, address: {q["cancel"]}}},
       to: {{listener: legacy, queue: cancel}}}}
   - {{name: gone, from: {{connection: cloud, address: "/amq/queue/{names["gone"]}"}},
@@ -82,7 +85,7 @@ def flow(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
     try:
         with facade091(rabbitmq_url, tmp_path_factory.mktemp("facade091-flow"),
-                       ("out", "left", "right", "over", "cancel", "gone"), routes,
+                       ("out", "left", "right", "over", "excl", "cancel", "gone"), routes,
                        cloud_url=rabbitmq_url.replace(f":{port}", f":{relay.port}")) as running:
             yield Flow(running, relay, overcredit)
     finally:
@@ -288,6 +291,31 @@ def test_cancel_keeps_the_unacked_deliveries_until_acked(flow: Flow) -> None:
         other.process_data_events(time_limit=0.3)
         assert seen == []
     assert_no_message(facade.rabbitmq_url, facade.address("cancel"))
+
+
+def test_a_cancelled_exclusive_consumer_leaves_the_queue_to_others(flow: Flow) -> None:
+    """As with RabbitMQ, exclusivity ends with the basic.cancel, even while the cancelled
+    consumer still holds a delivery unacknowledged."""
+    facade = flow.facade
+    send_messages(facade.rabbitmq_url, facade.address("excl"),
+                  [Message(body=b"only", inferred=True)])
+    with facade.connect() as conn, facade.connect() as other:
+        ch = conn.channel()
+        got: list[tuple[Any, bytes]] = []
+        tag = ch.basic_consume("excl", lambda c, m, p, b: got.append((m, b)), exclusive=True)
+        _pump(conn, lambda: len(got) == 1, what="the delivery")
+        och = other.channel()
+        with pytest.raises(pika.exceptions.ChannelClosedByBroker) as info:
+            och.basic_consume("excl", lambda *a: None)  # still exclusive: 403
+        assert info.value.reply_code == ReplyCode.ACCESS_REFUSED
+        ch.basic_cancel(tag)
+        och = other.channel()
+        och.basic_consume("excl", lambda *a: None)  # the queue is free again
+        other.process_data_events(time_limit=0.3)
+        assert och.is_open
+        ch.basic_ack(got[0][0].delivery_tag)
+        conn.process_data_events(time_limit=0.3)
+    assert_no_message(facade.rabbitmq_url, facade.address("excl"))
 
 
 def test_tx_select_is_540(flow: Flow) -> None:

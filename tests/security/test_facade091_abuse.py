@@ -176,3 +176,33 @@ def test_a_client_that_asks_without_reading_is_closed_past_its_unread_bound(
             assert ok.method.queue == LONG_QUEUE
         finally:
             connection.close()
+
+
+def test_channel_errors_are_counted_even_unanswered_and_their_log_lines_are_few(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """Clients that ack a tag never delivered get RabbitMQ's 406 on that channel; each
+    is counted in ``facade_client_errors`` — also when the client drops the connection
+    instead of answering close-ok — and logged at WARNING at most once per address every
+    10 s, however fast they come (the engine's own line about it is DEBUG)."""
+    clients = 12
+    with facade091(rabbitmq_url, tmp_path, ("jobs",), routes) as bridge:
+        mport = metrics_port(bridge.proc.log)
+        for i in range(clients):
+            raw = RawClient(bridge.port)
+            raw.login()
+            raw.open_channel(1)
+            raw.sock.sendall(encode_method(1, C.Basic.Ack(delivery_tag=999)))
+            close = raw.read()
+            assert isinstance(close, C.Channel.Close), close
+            assert close.reply_code == ReplyCode.PRECONDITION_FAILED
+            assert "unknown delivery tag 999" in close.reply_text
+            if i % 2:  # half answer close-ok, half just go
+                raw.sock.sendall(encode_method(1, C.Channel.CloseOk()))
+            raw.sock.close()
+        poll(lambda: client_errors(mport, ReplyCode.PRECONDITION_FAILED),
+             lambda v: v == clients, 20, "every 406 counted")
+        lines = [line for line in bridge.proc.log().splitlines()
+                 if "unknown delivery tag 999" in line]
+        warnings = [line for line in lines if "level=warning" in line]
+        assert len(warnings) == 1, warnings  # the rest at INFO: rate-limited
+        assert not [line for line in lines if "logger=amqp091" in line]  # the engine: DEBUG
