@@ -431,9 +431,17 @@ class FacadeConsume:
         return not self.waiting_for()
 
     def waiting_for(self) -> list[str]:
-        """What keeps the route from being ready (empty when it is); safe from any thread."""
-        out = waiting_for(self.facade, [s.link for s in tuple(self.subscriptions)
-                                     if not s.closed])
+        """What keeps the route from being ready (empty when it is); safe from any thread.
+
+        A subscriber's link counts only once it failed (refused, or lost after it was
+        up) and only on the route's own address: a link attaching for the first time,
+        or a temporary queue's (its address has the client's binding key), is the
+        client's affair — clients subscribing and cancelling in a loop must not take
+        the bridge out of service for everyone."""
+        out = waiting_for(self.facade, [
+            s.link for s in tuple(self.subscriptions)
+            if not s.closed and s.link.address == self.address
+            and (s.link.failures or s.link.up_since)])
         if not self.connection.up:
             out.append(f"1.0 connection {self.connection.name}")
         return out

@@ -13,6 +13,7 @@ AMQP 1.0 (the bridge's 1.0 connection runs through a relay the test can pause):
   still waiting for the 1.0 sender;
 - a client that publishes while a queue.bind waits for its 1.0 link is not read until
   the bind is answered (the bridge does not hold what it sends);
+- a consumer whose 1.0 link is attaching leaves ``/readyz`` at 200;
 - ``tx.select`` is ``540 NOT_IMPLEMENTED``;
 - the 1.0 source gone for good (its RabbitMQ queue deleted): consumer cancel
   notification.
@@ -38,6 +39,7 @@ from amqp091.methods import ReplyCode
 from tests.support.bridge import wait_for
 from tests.support.facade091 import Facade091 as Facade
 from tests.support.facade091 import RawClient, facade091, publish_frames
+from tests.support.metrics import http_get, metrics_port, poll
 from tests.support.overcredit import OverCredit
 from tests.support.rabbitmq import assert_no_message, receive_messages, send_messages
 from tests.support.relay import Relay
@@ -77,15 +79,18 @@ def flow(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
       to: {{listener: legacy, exchange: replies}}}}
   - {{name: excl, from: {{connection: cloud, address: {q["excl"]}}},
       to: {{listener: legacy, queue: excl}}}}
+  - {{name: attaching, from: {{connection: cloud, address: {q["attaching"]}}},
+      to: {{listener: legacy, queue: attaching}}}}
   - {{name: cancel, from: {{connection: cloud, address: {q["cancel"]}}},
       to: {{listener: legacy, queue: cancel}}}}
   - {{name: gone, from: {{connection: cloud, address: "/amq/queue/{names["gone"]}"}},
       to: {{listener: legacy, queue: gone}}}}
+metrics: {{bind: "127.0.0.1:0"}}
 """
 
     try:
         with facade091(rabbitmq_url, tmp_path_factory.mktemp("facade091-flow"),
-                       ("out", "left", "right", "over", "excl", "cancel", "gone"), routes,
+                       ("out", "left", "right", "over", "excl", "attaching", "cancel", "gone"), routes,
                        cloud_url=rabbitmq_url.replace(f":{port}", f":{relay.port}")) as running:
             yield Flow(running, relay, overcredit)
     finally:
@@ -316,6 +321,24 @@ def test_a_cancelled_exclusive_consumer_leaves_the_queue_to_others(flow: Flow) -
         ch.basic_ack(got[0][0].delivery_tag)
         conn.process_data_events(time_limit=0.3)
     assert_no_message(facade.rabbitmq_url, facade.address("excl"))
+
+
+def test_a_consumer_whose_link_is_attaching_leaves_the_bridge_ready(flow: Flow) -> None:
+    """Each basic.consume is a new 1.0 link; one attaching for the first time is the
+    client's affair: ``/readyz`` stays 200 (clients consuming and cancelling in a loop
+    would otherwise make a readiness probe take the bridge out of service for all)."""
+    facade = flow.facade
+    mport = metrics_port(facade.proc.log)
+    poll(lambda: http_get(mport, "/readyz")[0], lambda s: s == 200, 30, "ready")
+    with facade.connect() as conn:
+        ch = conn.channel()
+        flow.relay.pause()  # the consumer's link cannot attach
+        try:
+            tag = ch.basic_consume("attaching", lambda *a: None)  # consume-ok at once
+            assert http_get(mport, "/readyz") == (200, {"ready": True, "routes_not_ready": []})
+        finally:
+            flow.relay.resume()
+        ch.basic_cancel(tag)
 
 
 def test_tx_select_is_540(flow: Flow) -> None:

@@ -206,3 +206,4 @@ def test_channel_errors_are_counted_even_unanswered_and_their_log_lines_are_few(
         warnings = [line for line in lines if "level=warning" in line]
         assert len(warnings) == 1, warnings  # the rest at INFO: rate-limited
         assert not [line for line in lines if "logger=amqp091" in line]  # the engine: DEBUG
+
