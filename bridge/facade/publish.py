@@ -9,13 +9,15 @@ condition mapped to a 0-10 error code).  Publishers are throttled as qpidd throt
 them: completion is withheld, and past the route's ``max_in_flight`` the listener
 stops reading from their sockets.  What was in flight on a lost link is sent again
 when a link is back (at-least-once), unless the target ended the link over it once
-too often (:mod:`bridge.amqp10.poison`).  A publish once read is the bridge's to
-forward, whatever becomes of its session: one whose session (or connection) ended
-still goes to the 1.0 broker, as a broker still routes what it has read; its outcome
-then has nobody to tell (a refusal is dead-lettered or counted and logged).  The route's sender is an
+too often (:mod:`bridge.amqp10.poison`).  The route's sender is an
 :class:`~bridge.routes.amqp10_endpoint.Amqp10Target`; the dead-letter address is the
 routes' :class:`~bridge.routes.deadletter.DeadLetters`, within the same in-flight bound
 (one section of the class: ``-- refusals and dead-lettering``).
+
+A publish once read is the bridge's to forward, whatever becomes of its session: one
+whose session (or connection) ended still goes to the 1.0 broker, as a broker still
+routes what it has read; its outcome then has nobody to tell (a refusal is
+dead-lettered, or counted and logged).
 """
 
 from __future__ import annotations
