@@ -232,6 +232,14 @@ class ListenerCore:
         elif login.state in ("waiting", "running"):
             self._pending_logins[sock] = login
 
+    def count_client_error(self, event: str, peer: str, code: int, what: str,
+                           error: str) -> None:
+        """A client answered with an error for its own fault (a connection or channel
+        closed, a command refused): counted by ``code`` (:attr:`client_errors`) and
+        logged as :meth:`client_warning`."""
+        self.client_errors[code] = self.client_errors.get(code, 0) + 1
+        self.client_warning(event, peer, what, error, code=code)
+
     def client_warning(self, event: str, peer: str, what: str, error: str,
                        **fields: Any) -> None:
         """Something a client can provoke at will (a refused login, TLS handshake or

@@ -85,9 +85,8 @@ class Facade(ListenerCore):
     def _refused(self, st: SessionState, code: int, text: str) -> None:
         """A client's command answered with execution.exception: counted by code
         (``amqp_bridge_facade_client_errors_total``) and logged (rate-limited)."""
-        self.client_errors[code] = self.client_errors.get(code, 0) + 1
-        self.client_warning("command_refused", st.client.sock.peer,
-                            f"command refused with {code}", text, code=code)
+        self.count_client_error("command_refused", st.client.sock.peer, code,
+                                f"command refused with {code}", text)
 
     def _links_of(self, st: SessionState) -> int:
         """The 1.0 receivers held by ``st``'s connection, over all its sessions."""

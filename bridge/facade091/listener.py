@@ -247,9 +247,8 @@ class Facade091(ListenerCore):
 
     def _count_error(self, client: Client091, code: int | None, text: str) -> None:
         key = int(code or 0)
-        self.client_errors[key] = self.client_errors.get(key, 0) + 1
-        self.client_warning("client_error", client.sock.peer, f"closed with {key}", text,
-                            code=key)
+        self.count_client_error("client_error", client.sock.peer, key, f"closed with {key}",
+                                text)
 
     # -- publishing -----------------------------------------------------------------------
 
