@@ -348,6 +348,9 @@ def test_a_stalled_writer_holds_the_route_back_or_drops_rows_as_configured(
             wait_for(lambda: _has_child(bridge), 20, "the archive writer to start", bridge)
             writer = _writer_pid(bridge)
             os.kill(writer, signal.SIGSTOP)
+            # the route has started (under load its links may take longer than the quiet
+            # second below: no movement yet would look like a route held back)
+            wait_for(lambda: left() < count, 60, "the route to start", bridge)
             # the writer takes nothing: its socket, then its queue fill up; then the route
             # holds rows and takes no more messages (block), or drops rows (drop)
             stuck = steady(left, quiet=1.0, timeout=60)
