@@ -36,8 +36,10 @@ class BridgeRun:
 
     def __init__(self, config: str, tmp_path: Path, name: str = "bridge", *,
                  log_level: str = "info", args: tuple[str, ...] = (),
-                 nofile: int | None = None) -> None:
+                 nofile: int | None = None, env: dict[str, str] | None = None) -> None:
         self.log_level = log_level
+        self.env = env or {}
+        """Environment variables for the bridge process (the config's ``${NAME}``)."""
         self.args = args
         self.nofile = nofile
         """RLIMIT_NOFILE (soft and hard) of the bridge process, if given."""
@@ -52,7 +54,7 @@ class BridgeRun:
             [sys.executable, "-m", "bridge.cli", "run", "-c", str(self.config_path),
              "--log-level", self.log_level, *self.args],
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=self._limits)
+            env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}, preexec_fn=self._limits)
         log.close()
         return self
 
