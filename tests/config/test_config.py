@@ -55,7 +55,17 @@ def test_the_issue_example_validates_and_resolves() -> None:
 
 
 def test_shipped_example_config_is_valid() -> None:
-    cfg = load_config(ROOT / "config.example.yaml", env={"LEGACY_PASSWORD": "pw"})
+    cfg = load_config(ROOT / "config.example.yaml",
+                      env={"LEGACY_PASSWORD": "pw", "RABBIT_PASSWORD": "pw"})
+    assert {cfg.protocol_of(r.source) for r in cfg.routes} == {"amqp0-10", "amqp0-9-1",
+                                                              "amqp1.0"}
+    assert {listener.protocol for listener in cfg.listeners.values()} == {"amqp0-10",
+                                                                          "amqp0-9-1"}
+
+
+@pytest.mark.parametrize("recipe", sorted(p.name for p in (ROOT / "examples").glob("*.yaml")))
+def test_shipped_recipes_are_valid(recipe: str) -> None:
+    cfg = load_config(ROOT / "examples" / recipe, env={"CELERY_PASSWORD": "pw"})
     assert cfg.routes
 
 
