@@ -49,7 +49,7 @@ class CeleryBridge:
         """``(n, worker)`` of every run of the task with ``token``."""
         path = Path(self.env["RECORD_FILE"])
         lines = path.read_text().splitlines() if path.exists() else []
-        return [(int(n), worker) for t, n, worker in (line.split() for line in lines)
+        return [(int(n), worker) for t, n, worker, _ in (line.split() for line in lines)
                 if t == token]
 
     def wait_records(self, token: str, count: int, app: AppProcess) -> list[tuple[int, str]]:
