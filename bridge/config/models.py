@@ -787,6 +787,21 @@ def config_secrets(cfg: BridgeConfig) -> list[str]:
     return [s for s in out if s]
 
 
+def config_identities(cfg: BridgeConfig) -> list[str]:
+    """Every user name of the configuration (connection URLs, façade users): shown in
+    logs and ``check`` output even when one equals a password
+    (:func:`bridge.ops.logs.add_identities`)."""
+    out: list[str] = []
+    for conn in cfg.connections.values():
+        for url in [conn.url, *conn.failover]:
+            user = urlsplit(url).username
+            if user:
+                out += [user, unquote(user)]
+    for lst in cfg.listeners.values():
+        out += list(lst.users)
+    return out
+
+
 REFERENCE_PROBLEMS = "reference problems:"
 """First line of a validation message that carries its own key paths."""
 
