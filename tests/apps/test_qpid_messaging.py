@@ -15,14 +15,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from proton import Message
 
-from tests.support.bridge import ROOT, BridgeRun, free_port, wait_for, wait_listening
+from tests.support.bridge import ROOT, FacadeRun, free_port, serving, wait_for
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -43,17 +42,8 @@ SOAK = 6000
 used to make qpid.messaging drop its connection (an unasked session.known-completed)."""
 
 
-@dataclass
-class Facade:
+class Facade(FacadeRun):
     """The running bridge, its façade port and the RabbitMQ queue behind each façade queue."""
-
-    rabbitmq_url: str
-    port: int
-    queues: dict[str, str]
-    proc: BridgeRun
-
-    def address(self, name: str) -> str:
-        return queue_address(self.queues[name])
 
     def run(self, program: str, address: str, *options: Any, timeout: float = 60) -> Any:
         """Run ``programs/<program>.py`` against the façade; its JSON report.
@@ -111,15 +101,9 @@ routes:
     from: {{connection: cloud, address: {queue_address(queues[name])}}}
     to:   {{listener: legacy, queue: {name}}}
 """
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("APPS_PASSWORD", PASSWORD)
-        proc = BridgeRun(config, tmp_path_factory.mktemp("apps-qpid")).start()
-    try:
-        wait_listening(port, proc)
+    with serving(config, tmp_path_factory.mktemp("apps-qpid"), port,
+                 env={"APPS_PASSWORD": PASSWORD}) as proc:
         yield Facade(rabbitmq_url, port, queues, proc)
-    finally:
-        rc = proc.stop()
-    assert rc == 0, proc.log()
 
 
 def test_sender_publishes_every_message_in_order(facade: Facade) -> None:
