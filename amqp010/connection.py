@@ -391,6 +391,12 @@ class Connection:
                 session.timeout = 0
         self._fatal(code, text)
 
+    def expire_handshake(self, text: str) -> None:
+        """Server role: the handshake did not finish in time: :meth:`abort` with
+        connection-forced and ``text`` (nothing is sent before the client's protocol
+        header; after it, connection.close tells the client why)."""
+        self.abort(CloseCode.CONNECTION_FORCED, text)
+
     def finish_authentication(self, identity: str | None, refusal: str = "") -> None:
         """Answer :class:`~amqp010.events.CredentialsReceived` (server role):
         ``identity`` logged in, or (None) the login is refused for ``refusal``.

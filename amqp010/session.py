@@ -8,12 +8,15 @@ sender
     command-point), keeps it until the peer reports it completed (for replay
     after a transport loss), turns session.completed into
     :class:`~amqp010.events.CommandsCompleted` events and answers with
-    known-completed.
+    known-completed when the peer asks for it (timely-reply), never unasked.
 receiver
     numbers incoming commands from the peer's command-point, drops replayed
     duplicates, tracks which are completed (by the engine or by the
     application through :meth:`Session.complete`), announces them with
-    session.completed, and answers flush, gap and known-completed.
+    session.completed, and answers flush, gap and known-completed.  The set of
+    completed ids is kept as ranges until the peer's known-completed, which some
+    peers never send (qpid.messaging): its size is the number of gaps, i.e. of
+    commands still incomplete, never the number of commands received.
 
 A session outlives its transport when its timeout is non-zero: it then sits in
 ``DETACHED`` and can be attached to another connection (client role:
@@ -254,8 +257,6 @@ class Session:
         self._next_out = first_command_id & 0xFFFFFFFF
         self._unacked: dict[int, _Sent] = {}
         self._unacked_bytes = 0
-        self._known: Ranges = []  # ids the peer completed, not yet echoed in known-completed
-        self._known_count = 0
         self._since_flush = 0
         self._ready = False  # command-point sent on the current attachment
         self._our_flushes: dict[int, str] = {}  # message.flush we sent → destination
@@ -737,9 +738,17 @@ class Session:
             self.transport_attached()
 
     def _on_completed(self, ranges: Ranges, timely: bool) -> None:
+        """session.completed: drop the completed commands from the replay buffer, report
+        them, and answer with known-completed only when the peer asks (timely-reply).
+
+        The reply is an exact echo of the completed ids (the spec's "sufficient"
+        reply), so the sender keeps no state for it.  Unasked we send nothing, as qpidd
+        does: the spec lets the sender delay it, and qpid.messaging closes the connection
+        on a known-completed it did not ask for (its handler is misnamed upstream).
+        """
+        if timely and ranges:
+            self._control(SessionKnownCompleted(commands=SequenceSet(ranges)))
         if not ranges or not self._unacked:
-            if timely and ranges:
-                self._control(SessionKnownCompleted(commands=SequenceSet(ranges)))
             return
         top = ranges[-1][1]
         newly: list[int] = []
@@ -765,21 +774,10 @@ class Session:
             if dest is not None and dest in self.incoming_credit:
                 self.incoming_credit[dest].stop_completed()
         conn = self.connection
-        if newly:
-            for lo, hi in ranges:
-                self._known = _add_range(self._known, lo, hi)
-            self._known_count += len(newly)
-            if conn is not None:
-                conn.emit(CommandsCompleted(self, newly))
-                for dest in credit_changed:
-                    conn.emit(CreditChanged(self, dest))
-        if timely and not newly:
-            for lo, hi in ranges:
-                self._known = _add_range(self._known, lo, hi)
-        if (timely or self._known_count >= 1024) and self._known:
-            self._control(SessionKnownCompleted(commands=SequenceSet(self._known)))
-            self._known = []
-            self._known_count = 0
+        if newly and conn is not None:
+            conn.emit(CommandsCompleted(self, newly))
+            for dest in credit_changed:
+                conn.emit(CreditChanged(self, dest))
 
     # ---------------------------------------------------------- commands in
 

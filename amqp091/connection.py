@@ -295,8 +295,8 @@ class Connection(ChannelCalls, ServerCalls):
             if self._started is None:
                 self._started = now
             elif now - self._started > self.server_config.handshake_timeout:
-                self._finish(None, f"the handshake did not finish within "
-                                   f"{self.server_config.handshake_timeout}s", by_peer=False)
+                self.expire_handshake(f"the handshake did not finish within "
+                                      f"{self.server_config.handshake_timeout}s")
                 return
         hb = self.heartbeat
         if not hb or self.state is ConnectionState.CLOSED:
@@ -338,9 +338,16 @@ class Connection(ChannelCalls, ServerCalls):
     def abort(self, code: int = ReplyCode.CONNECTION_FORCED, text: str = "", *,
               class_id: int = 0, method_id: int = 0) -> None:
         """Send connection.close (naming the method it answers, if any) and end at once,
-        without waiting for close-ok."""
+        without waiting for close-ok (nothing is sent before the client's protocol header)."""
         if self.state is not ConnectionState.CLOSED:
             self._fatal(code, text, class_id, method_id)
+
+    def expire_handshake(self, text: str) -> None:
+        """Server role: the handshake did not finish in time: end without a word, before
+        or after the protocol header, as RabbitMQ does (its reader closes the socket on
+        ``handshake_timeout``; no connection.close is sent).  ConnectionClosed(None,
+        ``text``) follows; the host closes the transport."""
+        self._finish(None, text, by_peer=False)
 
     # -------------------------------------------------------- channel calls
 
@@ -554,11 +561,14 @@ class Connection(ChannelCalls, ServerCalls):
         return _short(text)
 
     def _fatal(self, code: int, text: str, class_id: int = 0, method_id: int = 0) -> None:
-        """Close the connection for a protocol violation: connection.close, then the end."""
+        """Close the connection for a protocol violation: connection.close, then the end
+        (before the client's protocol header nothing is sent: there is no AMQP to say it in)."""
         log.log(self.peer_error_level, "AMQP 0-9-1 connection error %s: %s", code, text)
         self.close_code, self.close_text = code, text
-        self._send(0, C.Connection.Close(reply_code=code, reply_text=self._reply_text(code, text),
-                                         class_id=class_id, method_id=method_id))
+        if self.state is not ConnectionState.AWAIT_HEADER:
+            self._send(0, C.Connection.Close(
+                reply_code=code, reply_text=self._reply_text(code, text),
+                class_id=class_id, method_id=method_id))
         self._finish(code, text, by_peer=False, class_id=class_id, method_id=method_id)
 
     def _finish(self, code: int | None, text: str, *, by_peer: bool, class_id: int = 0,

@@ -30,13 +30,14 @@ from .config import (
     Connection,
     DeadLetter,
     Route,
+    config_identities,
     config_secrets,
 )
 from .facade import Facade, FacadeConsume, FacadePublish
 from .facade091 import Consume091, Facade091, Publish091
 from .legacy.amqp010 import LegacyConnection
 from .legacy.amqp091 import Amqp091Connection
-from .ops.logs import add_secrets
+from .ops.logs import add_identities, add_secrets
 from .ops.metrics import MetricsServer
 from .routes import Amqp10ToLegacy, LegacyToAmqp10, RouteRuntime
 from .runtime import Timer, reactor
@@ -343,6 +344,7 @@ def run(config: BridgeConfig) -> int:
     """Run the bridge until SIGTERM or SIGINT (exit status 0) or a permanent fault (3),
     with the metrics server if one is configured."""
     add_secrets(config_secrets(config))  # no log line shows them from here on
+    add_identities(config_identities(config))  # user names do show, even guest:guest
     bridge = Bridge(config)
     container = reactor.container(bridge)
 

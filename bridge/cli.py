@@ -56,8 +56,8 @@ def check(config_path: str) -> None:
 
     Exits 2 with one line per problem (each naming the key path) if it is invalid.
     """
-    from .config import ConfigError, config_secrets, describe, load_config
-    from .ops.logs import add_secrets, redact
+    from .config import ConfigError, config_identities, config_secrets, describe, load_config
+    from .ops.logs import add_identities, add_secrets, redact
 
     try:
         cfg = load_config(config_path)
@@ -66,6 +66,7 @@ def check(config_path: str) -> None:
             click.echo(f"{config_path}: {problem}", err=True)
         sys.exit(2)
     add_secrets(config_secrets(cfg))
+    add_identities(config_identities(cfg))
     for line in describe(cfg):
         click.echo(redact(line))
     click.echo(f"{config_path}: OK ({len(cfg.routes)} routes)")

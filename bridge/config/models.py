@@ -772,12 +772,8 @@ def config_secrets(cfg: BridgeConfig) -> list[str]:
     """Every secret value of the configuration: URL passwords, façade passwords and hashes,
     TLS key passwords.  The processes that load a configuration (``amqp-bridge run`` and
     ``check``) register them with :func:`bridge.ops.logs.add_secrets`."""
-    out: list[str] = []
+    out = _url_userinfo(cfg, "password")
     for conn in cfg.connections.values():
-        for url in [conn.url, *conn.failover]:
-            password = urlsplit(url).password
-            if password:
-                out += [password, unquote(password)]
         if conn.tls is not None and conn.tls.key_password is not None:
             out.append(conn.tls.key_password.get_secret_value())
     for lst in cfg.listeners.values():
@@ -785,6 +781,27 @@ def config_secrets(cfg: BridgeConfig) -> list[str]:
         if lst.tls is not None and lst.tls.key_password is not None:
             out.append(lst.tls.key_password.get_secret_value())
     return [s for s in out if s]
+
+
+def config_identities(cfg: BridgeConfig) -> list[str]:
+    """Every user name of the configuration (connection URLs, façade users): shown in
+    logs and ``check`` output even when one equals a password
+    (:func:`bridge.ops.logs.add_identities`)."""
+    out = _url_userinfo(cfg, "username")
+    for lst in cfg.listeners.values():
+        out += list(lst.users)
+    return out
+
+
+def _url_userinfo(cfg: BridgeConfig, part: str) -> list[str]:
+    """The ``username`` or ``password`` of every connection URL, as written and decoded."""
+    out: list[str] = []
+    for conn in cfg.connections.values():
+        for url in [conn.url, *conn.failover]:
+            value = getattr(urlsplit(url), part)
+            if value:
+                out += [value, unquote(value)]
+    return out
 
 
 REFERENCE_PROBLEMS = "reference problems:"

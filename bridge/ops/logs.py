@@ -4,7 +4,8 @@ Log calls pass context as ``extra`` fields (``log.info("connection open",
 extra={"route": ..., "peer": ...})``); the formatter renders message and fields
 as one JSON object or as ``key=value`` pairs.  Every rendered line goes through
 :func:`redact`, which masks passwords in URLs and any configured secret value,
-so a secret never reaches the log even if a caller formats it into a message.
+so a secret never reaches the log even if a caller formats it into a message;
+user names are shown (:func:`add_identities`), even one equal to a password.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ _URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]*)
                            re.IGNORECASE)
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 _secrets: list[str] = []
+_identities: set[str] = set()
+_shown: dict[str, re.Pattern[str]] = {}
+"""Secret → the registered identities containing it, which are shown as they are."""
 
 
 def add_secrets(values: Iterable[str]) -> None:
@@ -29,17 +33,46 @@ def add_secrets(values: Iterable[str]) -> None:
         if value and len(value) >= 3 and value not in _secrets:
             _secrets.append(value)
     _secrets.sort(key=len, reverse=True)
+    _index_identities()
+
+
+def add_identities(values: Iterable[str]) -> None:
+    """Register user names: they are shown even where a secret's value is (part of) one
+    (RabbitMQ's ``guest:guest``).  Masking such a name would not keep the password
+    secret, it would tell every reader of the log that this name is a password."""
+    _identities.update(v for v in values if v)
+    _index_identities()
+
+
+def _index_identities() -> None:
+    _shown.clear()
+    for secret in _secrets:
+        names = sorted((i for i in _identities if secret in i), key=len, reverse=True)
+        if names:
+            _shown[secret] = re.compile("|".join(map(re.escape, names)))
 
 
 def redact(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` with URL passwords and registered secrets (and ``extra`` ones) replaced by
-    ``***``."""
+    ``***``, registered identities excepted (:func:`add_identities`)."""
     text = _URL_PASSWORD.sub(r"\g<scheme>\g<user>:***@", text)
     more = sorted((s for s in extra if s and len(s) >= 3), key=len, reverse=True)
     for secret in [*_secrets, *more] if more else _secrets:
         if secret in text:
-            text = text.replace(secret, "***")
+            names = _shown.get(secret)
+            text = (text.replace(secret, "***") if names is None
+                    else _mask_around(text, secret, names))
     return text
+
+
+def _mask_around(text: str, secret: str, names: re.Pattern[str]) -> str:
+    """``text`` with ``secret`` masked everywhere but inside the identities ``names``."""
+    out, pos = [], 0
+    for found in names.finditer(text):
+        out += [text[pos:found.start()].replace(secret, "***"), found.group()]
+        pos = found.end()
+    out.append(text[pos:].replace(secret, "***"))
+    return "".join(out)
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:

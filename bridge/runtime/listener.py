@@ -270,7 +270,7 @@ class EngineListener(Generic[E]):
                            "(%s): closed", self.name, sock.peer, timeout, state,
                            extra=self._fields("handshake_timeout", peer=sock.peer,
                                               state=state))
-        sock.abort(f"amqp-bridge: handshake not completed within {timeout:g}s")
+        sock.expire_handshake(f"amqp-bridge: handshake not completed within {timeout:g}s")
 
     def count_buffered(self, sock: EngineSocket[Any]) -> None:
         """After ``sock``'s engine ran: update the listener's total, close the largest

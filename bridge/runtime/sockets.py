@@ -80,6 +80,9 @@ class Engine(Protocol):
     def next_deadline(self) -> float | None: ...
     def note_peer_alive(self) -> None: ...
     def abort(self, code: int, text: str) -> None: ...
+    def expire_handshake(self, text: str) -> None:
+        """The handshake deadline passed: end as the protocol's broker does."""
+        ...
 
 
 E = TypeVar("E", bound=Engine)
@@ -269,6 +272,13 @@ class EngineSocket(Generic[E]):
         events, so the owner cleans up as usual."""
         if not self.closed:
             self._run(lambda engine: engine.abort(CONNECTION_FORCED, text), self.engine)
+
+    def expire_handshake(self, text: str) -> None:
+        """The client did not log in in time: the engine ends the connection as its
+        protocol's broker does (0-10: connection.close after the protocol header;
+        0-9-1: nothing, as RabbitMQ), then the transport is dropped."""
+        if not self.closed:
+            self._run(lambda engine: engine.expire_handshake(text), self.engine)
 
     def close_transport(self) -> None:
         """Drop the transport now (after writing what can be written without blocking)."""

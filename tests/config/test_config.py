@@ -135,6 +135,27 @@ def test_cli_check_ok_and_error(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "cannot read" in result.stderr
 
 
+def test_cli_check_masks_passwords_not_user_names(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """RabbitMQ's guest:guest: the password (from the environment) is masked, the user
+    name it equals is not — in the URL and where the route names its user-id."""
+    from bridge.ops import logs
+
+    for name, fresh in (("_secrets", []), ("_identities", set()), ("_shown", {})):
+        monkeypatch.setattr(logs, name, fresh)  # the redactor's registry: this test's own
+    config = tmp_path / "guest.yaml"
+    config.write_text(GOOD.replace('failover: ["amqp://127.0.0.1:5681"]',
+                                   'failover: ["amqp://guest-ops:topsecret@127.0.0.1:5681"]')
+                      .replace('url: "amqp://127.0.0.1:5672"', 'url: "amqp://guest:guest@h:5672"'))
+    result = CliRunner().invoke(main, ["check", "-c", str(config)],
+                                env={"LEGACY_PASSWORD": "guest"})
+    assert result.exit_code == 0, result.output
+    assert "amqp://guest:***@127.0.0.1:5680, amqp://guest-ops:***@127.0.0.1:5681" \
+        in result.stdout
+    assert "user-id authenticated (only 'guest', others carried)" in result.stdout
+    assert "topsecret" not in result.output and "guest:guest" not in result.output
+
+
 def test_metrics_and_logging_sections() -> None:
     cfg = parse_config(GOOD, env={"LEGACY_PASSWORD": "x"})
     assert cfg.metrics is None  # absent: no HTTP server

@@ -134,9 +134,28 @@ def test_handshake_timeout() -> None:
     conn.tick(100.0)
     assert conn.next_deadline() == 105.0
     conn.receive_data(PROTOCOL_HEADER)
+    assert [type(m) for m in methods(conn)] == [C.Connection.Start]
     conn.tick(105.5)
     assert conn.closed
+    assert conn.data_to_send() == b""  # as RabbitMQ: the socket is closed, nothing said
     assert isinstance(list(conn.events())[-1], ConnectionClosed)
+
+
+@pytest.mark.parametrize("header", [False, True])
+def test_expired_handshake_ends_without_a_word(header: bool) -> None:
+    conn = Connection(Role.SERVER, ServerConfig())
+    if header:
+        conn.receive_data(PROTOCOL_HEADER)
+        conn.data_to_send()
+    conn.expire_handshake("too slow")
+    assert conn.closed and conn.data_to_send() == b""
+    assert list(conn.events())[-1] == ConnectionClosed(None, "too slow", False)
+
+
+def test_abort_before_the_protocol_header_sends_nothing() -> None:
+    conn = Connection(Role.SERVER, ServerConfig())
+    conn.abort(ReplyCode.CONNECTION_FORCED, "refused")
+    assert conn.closed and conn.data_to_send() == b""
 
 
 def test_requests_are_owed_replies_in_order() -> None:

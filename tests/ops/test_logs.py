@@ -54,6 +54,25 @@ def test_secrets_never_reach_a_line(capture) -> None:
         assert "amqp://guest:***@host:5672/vh" in line
 
 
+def test_user_names_are_shown_even_when_a_password_equals_them(
+        capture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """guest:guest: masking "guest" everywhere would hide the user and tell the reader
+    it is a password; URL passwords and every other secret stay masked."""
+    for name, fresh in (("_secrets", []), ("_identities", set()), ("_shown", {})):
+        monkeypatch.setattr(logs, name, fresh)
+    logs.add_secrets(["guest", "app-Pa55", "guest2026"])
+    logs.add_identities(["guest", "guest-admin", "app"])
+    logger, records = capture
+    logger.warning("login refused: bad credentials for 'guest' (amqp://guest:guest@h, "
+                   "guest-admin, guest2026, app-Pa55)", extra={"user": "guest"})
+    for formatter in (logs.JsonFormatter(), logs.KeyValueFormatter()):
+        line = formatter.format(records[0])
+        assert "for 'guest' (amqp://guest:***@h, guest-admin, ***, ***)" in line, line
+        assert "guest2026" not in line and "app-Pa55" not in line
+        assert "user=guest" in line or '"user":"guest"' in line
+    assert logs.redact("guest2026 guestguest") == "*** guestguest"  # names are whole words
+
+
 def test_proton_socket_errors_are_warnings_and_its_other_errors_stay_errors() -> None:
     root, proton = logging.getLogger(), logging.getLogger("proton")
     saved = (root.handlers[:], root.level, proton.level, proton.filters[:])

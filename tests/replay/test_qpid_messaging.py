@@ -30,7 +30,7 @@ from amqp010.spec import (
     QueueQueryResult,
 )
 from tests.replay.harness import QPID_MESSAGING, Replay, Seen
-from tests.support.bridge import BridgeRun, free_port, wait_for, wait_listening
+from tests.support.bridge import FacadeRun, free_port, serving, wait_for
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -44,20 +44,11 @@ SCENARIOS = ("messaging_heartbeat", "messaging_close_unacked_1", "messaging_clos
              "messaging_exchange_sender", "translate_bodies_and_char")
 
 
-@dataclass
-class Facade:
+class Facade(FacadeRun):
     """The bridge under test: the listener's port and the RabbitMQ queue behind each name."""
-
-    rabbitmq_url: str
-    port: int
-    queues: dict[str, str]
-    proc: BridgeRun
 
     def replay(self, scenario: str, **run: Any) -> Replay:
         return Replay(QPID_MESSAGING / f"{scenario}.jsonl", "127.0.0.1", self.port).run(**run)
-
-    def address(self, name: str) -> str:
-        return queue_address(self.queues[name])
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +75,8 @@ routes:
     from: {{connection: cloud, address: {queue_address(queues[name])}}}
     to:   {{listener: legacy, queue: {name}}}
 """
-    proc = BridgeRun(config, tmp_path_factory.mktemp("replay")).start()
-    try:
-        wait_listening(port, proc)
+    with serving(config, tmp_path_factory.mktemp("replay"), port) as proc:
         yield Facade(rabbitmq_url, port, queues, proc)
-    finally:
-        rc = proc.stop()
-    assert rc == 0, proc.log()
 
 
 def test_every_recording_is_replayed() -> None:

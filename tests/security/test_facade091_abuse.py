@@ -13,6 +13,8 @@ never makes the bridge hold without bound or serve its other clients worse.
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import time
 from pathlib import Path
 
@@ -20,7 +22,7 @@ import pytest
 from pamqp import commands as C
 from proton import Message
 
-from amqp091.framing import encode_method
+from amqp091.framing import PROTOCOL_HEADER, FrameReader, encode_method
 from amqp091.methods import ReplyCode
 from tests.support.facade091 import RawClient, facade091
 from tests.support.metrics import metrics_port, poll, scrape
@@ -207,3 +209,43 @@ def test_channel_errors_are_counted_even_unanswered_and_their_log_lines_are_few(
         assert len(warnings) == 1, warnings  # the rest at INFO: rate-limited
         assert not [line for line in lines if "logger=amqp091" in line]  # the engine: DEBUG
 
+
+
+def _all_until_closed(sock: socket.socket) -> list[object]:
+    """Every frame the bridge sent until it closed the transport (a reset counts as
+    closed: RabbitMQ resets a connection it drops)."""
+    reader = FrameReader(1 << 20, expect_protocol_header=False)
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            reader.feed(chunk)
+    sock.close()
+    return [frame for _, frame in reader.frames()]
+
+
+def test_connections_that_do_not_log_in_in_time_are_dropped_without_a_word(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """``handshake_timeout`` as RabbitMQ 3.10 applies it (its reader closes the socket
+    and sends nothing, whether the protocol header came or not; checked against the
+    test node): a client silent from the start gets nothing; one that sent its header
+    and stalls gets connection.start and then the end, no connection.close.  Each is
+    counted; a client logged in meanwhile stays."""
+    with facade091(rabbitmq_url, tmp_path, ("jobs",), routes,
+                   listener=", handshake_timeout: 1") as bridge:
+        mport = metrics_port(bridge.proc.log)
+        with contextlib.closing(bridge.connect()) as client:
+            silent = [socket.create_connection(("127.0.0.1", bridge.port), timeout=20)
+                      for _ in range(3)]
+            header_only = [socket.create_connection(("127.0.0.1", bridge.port), timeout=20)
+                           for _ in range(3)]
+            for sock in header_only:
+                sock.sendall(PROTOCOL_HEADER)
+            for sock in silent:
+                assert _all_until_closed(sock) == []
+            for sock in header_only:
+                frames = _all_until_closed(sock)
+                assert [type(f) for f in frames] == [C.Connection.Start], frames
+            time.sleep(0.5)  # the logged-in client is past the timeout too: it stays
+            client.channel().queue_declare("jobs", passive=True)
+        poll(lambda: scrape(mport).value("amqp_bridge_handshake_timeouts_total",
+                                         listener="legacy"), lambda v: v == 6, 20,
+             "every expired handshake counted")

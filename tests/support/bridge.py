@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,6 +28,7 @@ from amqp010.testing.broker import Message as StoredMessage
 from amqp010.testing.broker import Queue as BrokerQueue
 from amqp010.testing.server import EngineServer
 from amqp010.transport import BlockingClient
+from tests.support.rabbitmq import queue_address
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +41,7 @@ class BridgeRun:
                  nofile: int | None = None, env: dict[str, str] | None = None) -> None:
         self.log_level = log_level
         self.env = env or {}
-        """Environment variables for the bridge process (the config's ``${NAME}``)."""
+        """Added to the process's environment (e.g. the variables of ``${...}`` secrets)."""
         self.args = args
         self.nofile = nofile
         """RLIMIT_NOFILE (soft and hard) of the bridge process, if given."""
@@ -101,6 +103,35 @@ class BridgeRun:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@dataclass
+class FacadeRun:
+    """A running bridge serving a façade listener on ``port``, and the RabbitMQ queue
+    behind each name its tests use."""
+
+    rabbitmq_url: str
+    port: int
+    queues: dict[str, str]
+    proc: BridgeRun
+
+    def address(self, name: str) -> str:
+        """The AMQP 1.0 address of the RabbitMQ queue behind ``name``."""
+        return queue_address(self.queues[name])
+
+
+@contextlib.contextmanager
+def serving(config: str, tmp_path: Path, port: int, *,
+            env: dict[str, str] | None = None) -> Iterator[BridgeRun]:
+    """``amqp-bridge run`` with ``config`` (``env`` added to its environment), once it
+    listens on ``port``; stopped gracefully at the end, its exit status 0 asserted."""
+    proc = BridgeRun(config, tmp_path, env=env).start()
+    try:
+        wait_listening(port, proc)
+        yield proc
+    finally:
+        rc = proc.stop()
+    assert rc == 0, proc.log()
 
 
 def connections_yaml(legacy_url: str, rabbitmq_url: str) -> str:
