@@ -1,7 +1,7 @@
 """Unchanged qpid.messaging programs through the 0-10 façade of one ``amqp-bridge run``.
 
-Each program of ``programs/`` runs as a subprocess with qpid-python (the project's
-Python 3 copy, ``../shared/peers/qpid-python``) on its path and nothing of the bridge,
+Each program of ``programs/`` runs as a subprocess with qpid-python (the Python 3
+copy in ``../shared/peers/qpid-python``, hence the interop suite) on its path and nothing of the bridge,
 connects to the façade as it would to qpidd (PLAIN login, no reconnect: a lost
 connection is an error) and prints what it did.  Behind the façade is the shared
 RabbitMQ; each test has its own façade queue, served by a route from its own RabbitMQ
@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from proton import Message
 
-from tests.support.bridge import ROOT, FacadeRun, free_port, serving, wait_for
+from tests.support.bridge import FacadeRun, free_port, serving, wait_for
+from tests.support.peers import QPID_PYTHON, require
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -31,9 +32,6 @@ from tests.support.rabbitmq import (
     unique_queue,
 )
 
-QPID_PYTHON = ROOT.parent / "shared" / "peers" / "qpid-python"
-"""qpid-python for Python 3 (see its README): qpid.messaging, unchanged but for fixes
-that make it run on Python 3."""
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 USER, PASSWORD = "app", "app-secret"
 FACADE_QUEUES = ("orders", "capacity", "acks", "unacked", "idle", "soak")
@@ -84,9 +82,7 @@ class Facade(FacadeRun):
 
 @pytest.fixture(scope="module")
 def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Facade]:
-    if not (QPID_PYTHON / "qpid" / "messaging").is_dir():
-        pytest.fail(f"qpid-python is missing at {QPID_PYTHON}: these tests need the real "
-                    "client (see docs/testing.md)", pytrace=False)
+    require(QPID_PYTHON / "qpid" / "messaging", "qpid-python")
     queues = {name: unique_queue(f"apps-qpid-{name}") for name in FACADE_QUEUES}
     port = free_port()
     config = f"""
