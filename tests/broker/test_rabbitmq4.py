@@ -3,7 +3,7 @@
 The node is the project's own private one (``rabbitmq4_url``, installed and started if
 needed, never skipped). These tests prove it is 4.0 and not the 3.10 node, that AMQP 1.0
 is native there (no plugin is enabled) with the v2 addresses ``/queues/NAME``, and that a
-real ``amqp-bridge run`` moves 0-9-1 messages from one of its queues to its 1.0 side.
+real ``amqp-bridge run`` moves messages between its 0-9-1 queues and its 1.0 side, both ways.
 """
 
 from __future__ import annotations
@@ -88,3 +88,30 @@ def test_bridge_routes_a_091_queue_to_a_queues_address(rabbitmq4_url: str, tmp_p
     assert {r.message.content_type for r in got} == {"text/plain"}
     assert [(r.message.properties["seq"], r.message.properties["origin"]) for r in got] == [
         (i, "pika") for i in range(count)]
+
+
+def test_bridge_routes_a_queues_address_to_a_091_queue(rabbitmq4_url: str, tmp_path: Path) -> None:
+    """The other way on the same node: the bridge's 1.0 receiver on ``/queues/SRC`` (a
+    credit window of 5) feeds a 0-9-1 target through the default exchange. Every message
+    arrives once, in order, with its id and body, and SRC ends empty: each was accepted
+    after RabbitMQ confirmed the publish."""
+    source, target = unique_queue("rmq4-in"), unique_queue("rmq4-in-dst")
+    declare(rabbitmq4_url, source)
+    declare(rabbitmq4_url, target)
+    count = 40
+    outcomes = send_messages(rabbitmq4_url, queues_address(source), [
+        Message(id=f"in-{i}", body=f"in {i}".encode(), inferred=True, properties={"n": i})
+        for i in range(count)])
+    assert {o.state for o in outcomes} == {"accepted"}
+    routes = f"""
+  - name: rmq4-10-to-091
+    from: {{connection: cloud, address: {queues_address(source)}}}
+    to:   {{connection: rabbit, exchange: "", routing_key: {target}}}
+    max_in_flight: {{messages: 5}}
+"""
+    with BridgeRun(config091(rabbitmq4_url, routes), tmp_path) as bridge:
+        got = pika_get_all(rabbitmq4_url, target, count, timeout=30)
+        wait_for(lambda: depth(rabbitmq4_url, source) == 0, 20, "the source accepted", bridge)
+    assert [(props.message_id, body) for _, props, body in got] == [
+        (f"in-{i}", f"in {i}".encode()) for i in range(count)]
+    assert [props.headers["n"] for _, props, _ in got] == list(range(count))
