@@ -4,7 +4,7 @@ Two input forms are understood:
 
 - the capture JSON-lines format (one object per TCP read:
   ``{"dir": "c2s" | "s2c", "t": seconds, "hex": "..."}``), as recorded in
-  ``shared/captures/amqp-0-10/`` and written by the engine's protocol tracing;
+  ``tests/data/captures/amqp-0-10/`` and written by the engine's protocol tracing;
 - a raw byte stream of one direction (starting with the protocol header or
   directly with frames).
 """

@@ -1,7 +1,7 @@
 """Protocol tracing: each connection's bytes in the capture JSON-lines format.
 
 One line per read or write, ``{"dir": "c2s" | "s2c", "t": seconds, "hex": "..."}``
-(the format of ``shared/captures/amqp-0-10/``), so ``amqp-bridge inspect`` reads
+(the format of ``tests/data/captures/amqp-0-10/``), so ``amqp-bridge inspect`` reads
 a trace like a recording.  The host calls :meth:`Tracer.incoming` with what it
 passed to ``receive_data`` and :meth:`Tracer.outgoing` with what it wrote.
 """

@@ -11,7 +11,7 @@ import pytest
 from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
 from tests.support.bridge import legacy_broker
-from tests.support.rabbitmq import ensure_rabbitmq
+from tests.support.rabbitmq import ensure_rabbitmq, ensure_rabbitmq4
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +21,13 @@ def rabbitmq_url() -> str:
     Fails, never skips, when the broker cannot be had: see docs/testing.md.
     """
     return ensure_rabbitmq()
+
+
+@pytest.fixture(scope="session")
+def rabbitmq4_url() -> str:
+    """AMQP URL of the project's RabbitMQ 4.0 node (``scripts/rabbitmq4``; installed and
+    started if needed), beside the 3.10 one. Fails, never skips."""
+    return ensure_rabbitmq4()
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ Usage::
 
     python tools/gen_amqp010.py [SPEC_XML] [-o amqp010/spec.py] [--check]
 
-The spec XML defaults to ``../shared/specs/amqp-0-10-qpid-errata-stripped.xml``
-beside the checkout.  ``--check`` exits 1 if the checked-in module differs from
-what this generator produces.  The output holds one class per struct, control
-and command with straight-line encode/decode code, one IntEnum per enumerated
-domain, and the lookup tables the codec uses.
+The spec XML defaults to ``specs/amqp-0-10-qpid-errata-stripped.xml`` in the
+repository (the published spec, beside its DTD).  ``--check`` exits 1 if the
+checked-in module differs from what this generator produces.  The output holds
+one class per struct, control and command with straight-line encode/decode code,
+one IntEnum per enumerated domain, and the lookup tables the codec uses.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SPEC = ROOT.parent / "shared" / "specs" / "amqp-0-10-qpid-errata-stripped.xml"
+DEFAULT_SPEC = ROOT / "specs" / "amqp-0-10-qpid-errata-stripped.xml"
 DEFAULT_OUT = ROOT / "amqp010" / "spec.py"
 NS = "{http://www.amqp.org/schema/amqp.xsd}"
 

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from amqp010.capture import read_streams
 from bridge.cli import main
+from tests.data import CAPTURES_010 as CAPTURES
 
-CAPTURES = Path(__file__).resolve().parents[3] / "shared" / "captures" / "amqp-0-10"
 SCENARIOS = sorted(p.stem for p in CAPTURES.glob("*.jsonl"))
 
 

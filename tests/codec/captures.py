@@ -1,4 +1,4 @@
-"""Helpers for the recorded AMQP 0-10 conversations in ``../shared/captures/amqp-0-10/``.
+"""Helpers for the recorded AMQP 0-10 conversations in ``tests/data/captures/amqp-0-10/``.
 
 The capture files are read here with the standard library only (not with
 ``amqp010.capture``), and wire type codes are read from the spec XML, so
@@ -14,15 +14,12 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from amqp010.framing import Assembler, Assembly, Frame, FrameDecoder, ProtocolHeader
+from tests.data import CAPTURES_010 as CAPTURE_DIR
+from tests.data import SPEC_XML
 
-ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
-CAPTURE_DIR = SHARED / "captures" / "amqp-0-10"
-SPEC_XML = SHARED / "specs" / "amqp-0-10-qpid-errata-stripped.xml"
 XML_NS = "{http://www.amqp.org/schema/amqp.xsd}"
 
 SCENARIOS: tuple[str, ...] = tuple(sorted(p.stem for p in CAPTURE_DIR.glob("*.jsonl")))

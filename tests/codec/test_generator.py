@@ -17,8 +17,9 @@ import pytest
 from amqp010 import spec
 from amqp010 import types as T
 from amqp010.base import Command, Control, Struct
+from tests.data import ROOT, SPEC_XML
 
-from .captures import ROOT, SPEC_XML, XML_NS
+from .captures import XML_NS
 
 GENERATOR = ROOT / "tools" / "gen_amqp010.py"
 SPEC_MODULE = ROOT / "amqp010" / "spec.py"

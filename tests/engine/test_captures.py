@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,8 +52,8 @@ from amqp010.spec import (
     SessionDetach,
 )
 from amqp010.testing.broker import Broker, Message
+from tests.data import CAPTURES_010 as CAPTURES
 
-CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "captures" / "amqp-0-10"
 SCENARIOS = sorted(p.stem for p in CAPTURES.glob("*.jsonl"))
 
 

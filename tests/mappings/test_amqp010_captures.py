@@ -1,10 +1,10 @@
-"""The mapping on real qpid-python <-> qpidd traffic (``../shared/captures/amqp-0-10/``).
+"""The mapping on real qpid-python <-> qpidd traffic (``tests/data/captures/amqp-0-10/``).
 
 - every recorded message.transfer maps to 1.0 and back unchanged;
 - session_basic's fully populated message maps to the 1.0 message docs/mapping.md describes;
 - translate_1_0_to_0_10 shows what qpidd makes of four 1.0 messages: our mapping of
   the same messages agrees field by field, except where docs/mapping.md says we differ;
-- translate_bodies_and_char (``../shared/captures/amqp-0-10-qpid-messaging/``): the 0-10
+- translate_bodies_and_char (``tests/data/captures/amqp-0-10-qpid-messaging/``): the 0-10
   body and content-type qpidd delivers for proton's body kinds are ours too, and the
   char property qpidd could not deliver is a string header with us.
 """
@@ -32,10 +32,10 @@ from amqp010.spec import (
 )
 from mappings.amqp010 import assembly_to_amqp10, from_amqp10, message_id_uuid, to_amqp10
 from mappings.message import AmqpMessage, BodyKind, Header, Properties
+from tests.data import CAPTURES_010 as CAPTURES
+from tests.data import CAPTURES_QPID_MESSAGING as MESSAGING_CAPTURES
 from tests.mappings.test_amqp010_values import typed1, typed10, typed_message
 
-CAPTURES = Path(__file__).resolve().parents[3] / "shared" / "captures" / "amqp-0-10"
-MESSAGING_CAPTURES = CAPTURES.parent / "amqp-0-10-qpid-messaging"
 SCENARIOS = sorted(path.stem for path in CAPTURES.glob("*.jsonl"))
 
 

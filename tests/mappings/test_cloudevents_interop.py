@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -36,17 +35,12 @@ from mappings.cloudevents import (
 )
 from mappings.cloudevents.typesystem import canonical_string, millis_to_datetime
 from mappings.message import AmqpMessage, BodyKind, Properties
+from tests.data import CAPTURES_010
 from tests.mappings.sdk import assert_same_event, from_sdk, sdk_event, to_sdk
 from tests.mappings.strategies import ce_text, events, extension_names, extension_values
 
 FORMAT = JSONFormat()
-CAPTURE = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "captures"
-    / "amqp-0-10"
-    / "translate_1_0_to_0_10.json"
-)
+CAPTURE = CAPTURES_010 / "translate_1_0_to_0_10.json"
 
 # Times the SDK converts exactly: its float arithmetic is exact to the microsecond in this range.
 sdk_times = st.datetimes(

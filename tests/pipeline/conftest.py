@@ -23,8 +23,6 @@ from pipeline.archive import ArchiveWriter
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-ROOT = Path(__file__).resolve().parents[2]
-CAPTURES = ROOT.parent / "shared" / "captures" / "amqp-0-10"
 BASE_TIME_US = 1_714_564_800_000_000  # 2024-05-01T12:00:00Z
 
 TEST_CONF = {

@@ -15,7 +15,8 @@ from pyspark.sql import SparkSession
 
 from mappings.message import AmqpMessage, Properties
 from pipeline.cli import pipeline_group
-from tests.pipeline.conftest import CAPTURES, Entry
+from tests.data import CAPTURES_010 as CAPTURES
+from tests.pipeline.conftest import Entry
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
 
 Archive = Callable[[Iterable[Entry]], Path]

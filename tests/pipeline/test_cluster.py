@@ -24,7 +24,9 @@ from pyspark.sql import SparkSession
 from mappings.message import AmqpMessage
 from pipeline.cli import pipeline_group
 from pipeline.session import LOG4J2_CONFIG
-from tests.pipeline.conftest import CAPTURES, ROOT, sample_messages, write_archive
+from tests.data import CAPTURES_010 as CAPTURES
+from tests.data import ROOT
+from tests.pipeline.conftest import sample_messages, write_archive
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
 from tests.support.spark import Cluster, executor_path, executor_pythons, standalone_cluster
 

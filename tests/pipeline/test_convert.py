@@ -23,7 +23,8 @@ from mappings.message import AmqpMessage, BodyKind, Properties
 from pipeline.convert import INVALID_DIR, convert
 from pipeline.events import row_id
 from pipeline.inputs import load_archive
-from tests.pipeline.conftest import BASE_TIME_US, CAPTURES, write_archive
+from tests.data import CAPTURES_010 as CAPTURES
+from tests.pipeline.conftest import BASE_TIME_US, write_archive
 
 NOW = datetime(2024, 6, 1, 8, 30, 15, 250000, tzinfo=UTC)
 WHEN = datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Archive rows from the recorded AMQP 0-10 conversations in ../shared/captures/amqp-0-10/."""
+"""Archive rows from the recorded AMQP 0-10 conversations in tests/data/captures/amqp-0-10/."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from mappings.cloudevents import ROUTING_KEY_ANNOTATION
 from mappings.message import AmqpMessage
 from pipeline.rows import COLUMNS
 from pipeline.trace import is_trace, trace_rows
-from tests.pipeline.conftest import CAPTURES
+from tests.data import CAPTURES_010 as CAPTURES
 
 START = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 START_US = 1_714_564_800_000_000

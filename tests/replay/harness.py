@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 
-A recording (``../shared/captures/*/NAME.jsonl``) holds both directions of one TCP
+A recording (``tests/data/captures/*/NAME.jsonl``) holds both directions of one TCP
 connection, one JSON line per socket read with its time since connect.  A
 :class:`Replay` opens a fresh connection to the server under test and sends the
 **client's bytes** (c2s) at the recorded pace, while a reader thread decodes
@@ -70,9 +70,6 @@ from amqp010.spec import (
     SessionConfirmed,
 )
 from amqp010.types import SequenceSet
-
-ROOT = Path(__file__).resolve().parents[2]
-QPID_MESSAGING = ROOT.parent / "shared" / "captures" / "amqp-0-10-qpid-messaging"
 
 #: Server assemblies whose live counterpart must have arrived before the client's next
 #: bytes are sent (the client's later bytes may depend on them).

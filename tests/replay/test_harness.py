@@ -21,7 +21,8 @@ from amqp010.spec import (
 )
 from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
-from tests.replay.harness import QPID_MESSAGING, Replay
+from tests.data import CAPTURES_QPID_MESSAGING as QPID_MESSAGING
+from tests.replay.harness import Replay
 
 
 def _replay(server: EngineServer, scenario: str) -> Replay:

@@ -1,6 +1,6 @@
 """Real qpid.messaging client bytes against the running façade.
 
-Each recording of ``../shared/captures/amqp-0-10-qpid-messaging/`` (qpid-python's
+Each recording of ``tests/data/captures/amqp-0-10-qpid-messaging/`` (qpid-python's
 ``qpid.messaging`` and low-level API talking to qpidd 1.40) is replayed by
 :mod:`tests.replay.harness` against ``amqp-bridge run``, whose listener carries the
 names the recording uses and routes them to fresh RabbitMQ queues.  The tests check
@@ -29,7 +29,8 @@ from amqp010.spec import (
     MessageProperties,
     QueueQueryResult,
 )
-from tests.replay.harness import QPID_MESSAGING, Replay, Seen
+from tests.data import CAPTURES_QPID_MESSAGING as QPID_MESSAGING
+from tests.replay.harness import Replay, Seen
 from tests.support.bridge import FacadeRun, free_port, serving, wait_for
 from tests.support.rabbitmq import (
     assert_no_message,

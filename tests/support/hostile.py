@@ -5,7 +5,7 @@ Theory of operation
 -------------------
 
 **Fuzz cases.** The client side (c2s) of every recording in
-``../shared/captures/amqp-0-10/`` and ``../shared/captures/amqp-0-10-qpid-messaging/`` is
+``tests/data/captures/amqp-0-10/`` and ``tests/data/captures/amqp-0-10-qpid-messaging/`` is
 cut into its protocol header and its frames (by each frame's own size field).
 :class:`Mutator` draws a case from a ``random.Random`` seeded with ``(seed, index)`` — so
 any case can be rebuilt from the two numbers a failure message prints — by taking one
@@ -36,7 +36,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from amqp010.connection import Connection, ConnectionState, Role
 from amqp010.framing import (
@@ -49,10 +48,9 @@ from amqp010.framing import (
 )
 from amqp010.spec import ConnectionStartOk, DeliveryProperties, SessionAttach
 from amqp010.transport import BlockingClient, SocketTransport, client_config
+from tests.data import CAPTURES_010, CAPTURES_QPID_MESSAGING
 
-ROOT = Path(__file__).resolve().parents[2]
-CAPTURE_DIRS = (ROOT.parent / "shared" / "captures" / "amqp-0-10",
-                ROOT.parent / "shared" / "captures" / "amqp-0-10-qpid-messaging")
+CAPTURE_DIRS = (CAPTURES_010, CAPTURES_QPID_MESSAGING)
 
 
 # --- the recorded client streams --------------------------------------------------------

@@ -5,6 +5,11 @@ The broker is the project's own node started by ``scripts/rabbitmq start``
 on 127.0.0.1 only). Tests never skip when it is missing: :func:`ensure_rabbitmq`
 installs and starts it, or raises with the script's output.
 
+:func:`ensure_rabbitmq4` does the same for the RabbitMQ 4.0 node of
+``scripts/rabbitmq4`` (its own port, 5681; AMQP 1.0 native). There the v2
+addresses ``/queues/NAME`` (an existing queue) are the ones to use; the v1 forms
+below are deprecated but still permitted by default.
+
 Addresses on RabbitMQ 3.10: ``/queue/NAME`` declares the queue ``NAME`` if
 needed, ``/amq/queue/NAME`` refers to an existing queue only. Give each test its
 own queue with :func:`unique_queue`; such queues are deleted by the broker after
@@ -32,6 +37,7 @@ from proton.reactor import Container
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RABBITMQ_SCRIPT = REPO_ROOT / "scripts" / "rabbitmq"
+RABBITMQ4_SCRIPT = REPO_ROOT / "scripts" / "rabbitmq4"
 
 #: Prefix of the queues made by :func:`unique_queue`; the broker expires idle
 #: queues whose name starts with it (see ``scripts/rabbitmq``).
@@ -50,7 +56,7 @@ SECTION_NAMES = {
     0x78: "footer",
 }
 
-# Installing (~11 s) plus starting (~10 s) on a cold machine, with headroom.
+# Installing (~11 s) plus starting (~10 s) on a cold machine, with headroom (4.0: ~8 + ~5 s).
 _START_TIMEOUT = 300.0
 
 
@@ -130,9 +136,27 @@ def ensure_rabbitmq() -> str:
     """
     if os.environ.get("AMQP_BRIDGE_RABBITMQ") == "testcontainers":
         return rabbitmq_container()
+    return _start_node(RABBITMQ_SCRIPT)
+
+
+def ensure_rabbitmq4() -> str:
+    """Install and start the project's RabbitMQ 4.0 node if needed; return its AMQP URL.
+
+    Runs ``scripts/rabbitmq4 start`` (on Debian 12 the first run unpacks Debian 13's
+    packages into a private prefix, see the script). The node runs beside the 3.10
+    one on its own ports; the URL is ``amqp://guest:guest@127.0.0.1:5681`` unless
+    ``AMQP_BRIDGE_RABBITMQ4_PORT`` says otherwise. Raises :class:`RuntimeError` with
+    the script's output if the node cannot be had: never a skip.
+    """
+    return _start_node(RABBITMQ4_SCRIPT)
+
+
+def _start_node(script: Path) -> str:
+    """``SCRIPT start``'s URL, or :class:`RuntimeError` with all it said."""
+    name = f"scripts/{script.name}"
     try:
         proc = subprocess.run(
-            [str(RABBITMQ_SCRIPT), "start"],
+            [str(script), "start"],
             cwd=REPO_ROOT,
             capture_output=True,
             text=True,
@@ -141,13 +165,13 @@ def ensure_rabbitmq() -> str:
         )
     except subprocess.TimeoutExpired as exc:
         raise RuntimeError(
-            f"`scripts/rabbitmq start` did not finish within {_START_TIMEOUT:.0f}s:\n"
+            f"`{name} start` did not finish within {_START_TIMEOUT:.0f}s:\n"
             f"{_text(exc.stdout)}{_text(exc.stderr)}"
         ) from exc
     url = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     if proc.returncode != 0 or not url.startswith("amqp://"):
         raise RuntimeError(
-            f"`scripts/rabbitmq start` failed (exit {proc.returncode}); the tests "
+            f"`{name} start` failed (exit {proc.returncode}); the tests "
             f"need a RabbitMQ broker:\n{proc.stdout}{proc.stderr}"
         )
     return url
@@ -374,8 +398,14 @@ class _Receiver(_Client):
         self.received: list[Received] = []
 
     def open_link(self, container: Container) -> None:
-        receiver = container.create_receiver(self.connection, self.address)
-        receiver.flow(self.count)
+        container.create_receiver(self.connection, self.address)
+
+    def on_link_opened(self, event: Any) -> None:
+        # Credit only once the broker has attached: proton's flow before that attach
+        # carries delivery-count 0 (it should be absent), and RabbitMQ 4, whose sending
+        # links start at initial-delivery-count 2**32 - 5, reads link-credit N as N + 5.
+        if event.receiver is not None:
+            event.receiver.flow(self.count)
 
     def timeout_message(self) -> str:
         return (
