@@ -43,6 +43,7 @@ from ..routes.translate import Translator
 from ..runtime import EngineSocket, Timer
 from ..runtime.containment import Part
 from .state import LATER, FacadeHost, Later, SessionState, waiting_for
+from .unseen import UnseenReleases
 
 if TYPE_CHECKING:
     from ..taps import RouteTap
@@ -398,6 +399,9 @@ class FacadeConsume:
         self.bytes_in_flight = 0
         """Body octets of held and unsettled messages."""
         self.paused = False
+        self.unseen = UnseenReleases()
+        """Fresh messages released with no client having had them (their redelivered
+        flag is the bridge's, not an application's: :mod:`bridge.facade.unseen`)."""
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
         self.dead_letters: DeadLetters[_DeadLetter] | None = None
@@ -481,12 +485,13 @@ class FacadeConsume:
             delivery.update(Delivery.RELEASED)  # never seen by anyone
             delivery.settle()
             self.stats.released += 1
+            self.unseen.remember(data)
             return None
         if self.tap is not None:
             self.tap.received(data)
         try:
             message = AmqpMessage.decode(data)
-            if redelivered_1_0(message.header):
+            if redelivered_1_0(message.header) and not self.unseen.restore(message):
                 self.stats.redelivered += 1
             return data, translate(message)
         except MappingError as exc:
