@@ -1,0 +1,82 @@
+"""Real applications from PyPI as subprocesses: a program under ``tests/apps/programs/``
+(or a console script such as ``celery``) with its output kept for assertions, waited on
+by what it prints, and stopped by a signal as an operator would."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "apps" / "programs"
+BIN = Path(sys.executable).parent
+
+
+class AppProcess:
+    """One application process; ``command[0]`` is a console script of the venv or a
+    program file of ``tests/apps/programs``."""
+
+    def __init__(self, command: list[str], log_path: Path, env: dict[str, str]) -> None:
+        self.log_path = log_path
+        first = command[0]
+        if first.endswith(".py"):
+            argv = [sys.executable, str(PROGRAMS / first), *command[1:]]
+        else:
+            argv = [str(BIN / first), *command[1:]]
+        path = os.pathsep.join(p for p in (str(PROGRAMS), os.environ.get("PYTHONPATH")) if p)
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=PROGRAMS, env={**os.environ, **env, "PYTHONPATH": path,
+                                   "PYTHONUNBUFFERED": "1"})
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for(self, pattern: str, timeout: float = 30.0) -> re.Match[str]:
+        """The first match of ``pattern`` in the output; fails (with the output) if the
+        process ends or ``timeout`` passes first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = re.search(pattern, self.log())
+            if found:
+                return found
+            assert self.proc.poll() is None, \
+                f"{self.proc.args} exited {self.proc.returncode} before {pattern!r}:\n{self.log()}"
+            assert time.monotonic() < deadline, \
+                f"{self.proc.args}: no {pattern!r} within {timeout} s:\n{self.log()}"
+            time.sleep(0.1)
+
+    def wait(self, timeout: float = 60.0) -> int:
+        """The exit status once the process ends by itself."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+            raise AssertionError(f"{self.proc.args} still running after {timeout} s:\n"
+                                 f"{self.log()}") from None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        """Send ``sig`` and return the exit status (killed if it does not end in time)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.wait(timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+def run_program(command: list[str], log_path: Path, env: dict[str, str],
+                timeout: float = 60.0) -> str:
+    """Run a program to its end; fails unless it exits 0; returns its output."""
+    app = AppProcess(command, log_path, env)
+    rc = app.wait(timeout)
+    assert rc == 0, f"{command} exited {rc}:\n{app.log()}"
+    return app.log()
