@@ -16,15 +16,14 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.bridge.test_routes091 import pika_channel
 from tests.support.apps import AppProcess, run_program
-from tests.support.bridge import BridgeRun, config091, free_port, wait_listening
-from tests.support.facade091 import PASSWORD, USER
+from tests.support.facade091 import Facade091 as Facade
+from tests.support.facade091 import facade091
 from tests.support.rabbitmq import queue_depth
 
 COUNT = 500
@@ -32,34 +31,33 @@ KEYS = ["app.error", "app.info", "db.error", "db.slow.query", "app.error"]
 """Keys the topic producer publishes with, in order."""
 
 
-@dataclass
-class Facade:
-    """The running bridge and the RabbitMQ names behind its façade names."""
-
-    rabbitmq_url: str
-    port: int
-    names: dict[str, str]
-
-    @property
-    def url(self) -> str:
-        return f"amqp://{USER}:{PASSWORD}@127.0.0.1:{self.port}/"
-
-    def depth(self, role: str) -> int:
-        return queue_depth(self.rabbitmq_url + "/%2F", self.names[role])
+NAMES = ("orders", "logs", "errors", "all")
 
 
 @pytest.fixture(scope="module")
-def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Facade]:
+def names(rabbitmq_url: str) -> Iterator[dict[str, str]]:
+    """RabbitMQ's side, as a migration finds it: a durable queue, and a topic exchange
+    with durable queues bound by pattern."""
     tag = uuid.uuid4().hex[:12]
-    names = {role: f"test.kombu.{tag}.{role}" for role in ("orders", "logs", "errors", "all")}
+    names = {role: f"test.kombu.{tag}.{role}" for role in NAMES}
     with pika_channel(rabbitmq_url) as ch:
         ch.queue_declare(names["orders"], durable=True)
         ch.exchange_declare(names["logs"], "topic", durable=True)
         for queue, pattern in (("errors", "*.error"), ("all", "#")):
             ch.queue_declare(names[queue], durable=True)
             ch.queue_bind(names[queue], names["logs"], pattern)
-    port = free_port()
-    routes = f"""
+    yield names
+    with pika_channel(rabbitmq_url) as ch:
+        for queue in ("orders", "errors", "all"):
+            ch.queue_delete(names[queue])
+        ch.exchange_delete(names["logs"])
+
+
+@pytest.fixture(scope="module")
+def facade(rabbitmq_url: str, names: dict[str, str],
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Facade]:
+    def routes(*_: dict[str, str]) -> str:
+        return f"""
   - name: orders-out
     from: {{listener: legacy, exchange: orders}}
     to:   {{connection: cloud, address: /amq/queue/{names["orders"]}}}
@@ -75,25 +73,17 @@ def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
   - name: all-in
     from: {{connection: cloud, address: /amq/queue/{names["all"]}}}
     to:   {{listener: legacy, queue: all}}"""
-    listener = f"""listeners:
-  legacy: {{protocol: amqp0-9-1, bind: "127.0.0.1:{port}", users: {{{USER}: "{PASSWORD}"}}}}
-"""
-    proc = BridgeRun(config091(rabbitmq_url, routes, more=listener),
-                     tmp_path_factory.mktemp("apps-kombu")).start()
-    try:
-        wait_listening(port, proc)
-        yield Facade(rabbitmq_url, port, names)
-    finally:
-        rc = proc.stop()
-        with pika_channel(rabbitmq_url) as ch:
-            for queue in ("orders", "errors", "all"):
-                ch.queue_delete(names[queue])
-            ch.exchange_delete(names["logs"])
-    assert rc == 0, proc.log()
+
+    with facade091(rabbitmq_url, tmp_path_factory.mktemp("apps-kombu"), (), routes) as running:
+        yield running
+
+
+def depth(facade: Facade, queue: str) -> int:
+    return queue_depth(facade.rabbitmq_url + "/%2F", queue)
 
 
 def test_simple_queue_puts_and_gets_on_an_existing_durable_queue(
-        facade: Facade, tmp_path: Path) -> None:
+        facade: Facade, names: dict[str, str], tmp_path: Path) -> None:
     out = run_program(["kombu_simple_queue.py", facade.url, "orders", str(COUNT)],
                       tmp_path / "simple.log", {})
     assert f"put {COUNT}" in out
@@ -102,10 +92,11 @@ def test_simple_queue_puts_and_gets_on_an_existing_durable_queue(
     assert got == [(str(i), f"[('kind', 'order'), ('seq', {i})]", "False")
                    for i in range(COUNT)]
     assert out.rstrip().endswith("then empty")
-    assert facade.depth("orders") == 0  # every get acknowledged; the queue is still there
+    assert depth(facade, names["orders"]) == 0  # every get acknowledged; the queue is there
 
 
-def test_topic_consumers_get_what_their_patterns_match(facade: Facade, tmp_path: Path) -> None:
+def test_topic_consumers_get_what_their_patterns_match(
+        facade: Facade, names: dict[str, str], tmp_path: Path) -> None:
     out = run_program(["kombu_topic_producer.py", facade.url, "logs", *KEYS],
                       tmp_path / "producer.log", {})
     assert f"published {len(KEYS)}" in out
@@ -128,4 +119,4 @@ def test_topic_consumers_get_what_their_patterns_match(facade: Facade, tmp_path:
     assert everything == [(key, str(i), key, "False") for i, key in enumerate(KEYS)]
     assert errors == [(key, str(i), key, "False") for i, key in enumerate(KEYS)
                       if key.endswith(".error")]
-    assert facade.depth("errors") == facade.depth("all") == 0
+    assert depth(facade, names["errors"]) == depth(facade, names["all"]) == 0
