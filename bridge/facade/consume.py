@@ -8,7 +8,9 @@ transfer, a flush waits ``FLUSH_GRACE`` for what link credit already promised);
 accept / reject / release settle the 1.0 delivery as accepted / rejected / released
 (modified with delivery-failed when set-redelivered and the source supports it:
 :mod:`bridge.amqp10.outcomes`); what the subscriber leaves unsettled when it goes away is
-given back to the 1.0 broker.  A 1.0 message no subscriber can get (unmappable) is
+given back to the 1.0 broker.  A message that arrives when no subscriber wants it is
+released, and not flagged redelivered when it comes back (:mod:`bridge.facade.unseen`).
+A 1.0 message no subscriber can get (unmappable) is
 dead-lettered (the routes' :class:`~bridge.routes.deadletter.DeadLetters`) or
 rejected: one section of :class:`FacadeConsume` (``-- dead-lettering``).
 """
