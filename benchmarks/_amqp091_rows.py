@@ -12,8 +12,8 @@ binary mode from a template, ``max_in_flight`` 1000 — as the 0-10 rows.
   acking each message) draining the same kind of backlog — the 0-9-1 half of the
   bridge's work without the bridge.
 - *1.0 → 0-9-1*: a backlog of N messages in a RabbitMQ queue (filled by the proton
-  sender with what a 0-9-1 route sends: the annotations ``x-exchange`` and
-  ``x-routing-key``, where the 0-10 rows' messages carry the 0-10 mapping's, which a
+  sender with what a 0-9-1 route sends: the routing key as the subject and the
+  annotation ``x-exchange``, where the 0-10 rows' messages carry the 0-10 mapping's, which a
   0-9-1 target would have to keep in a header); the rate is how fast they arrive in the queue behind the default exchange the
   route publishes to (RabbitMQ confirms each publish to the bridge). Baselines: the proton receiver of the
   round, and a **pika publisher** in confirm mode (at most 1000 unconfirmed) publishing

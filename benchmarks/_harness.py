@@ -222,18 +222,18 @@ def finish(bridge: Bridge, tap: TapRun | None, url: str, queue: str) -> None:
 
 LEGACY_ANNOTATIONS = {
     "0-10": {symbol("x-amqp-0-10.routing-key"): "bench-out", symbol("x-amqp-0-10.exchange"): ""},
-    "0-9-1": {symbol("x-routing-key"): "bench-out", symbol("x-exchange"): ""},
+    "0-9-1": {symbol("x-exchange"): ""},
 }
 """The annotations a bridge route from each legacy protocol gives its 1.0 messages."""
 
 
 def bench_message(i: int, sent: int = 0, legacy: str = "0-10") -> Message:
-    """What the bridge sends for a benchmark message from ``legacy`` (0-10 or 0-9-1; the
-    0-10 mapping also names the routing key the subject), built the plain proton way."""
+    """What the bridge sends for a benchmark message from ``legacy`` (0-10 or 0-9-1; both
+    mappings name the routing key the subject), built the plain proton way."""
     mid = uuid.uuid4()
     return Message(
         id=mid, body=BODY, durable=True, content_type="application/octet-stream",
-        subject="bench-out" if legacy == "0-10" else None, inferred=True,
+        subject="bench-out", inferred=True,
         annotations=LEGACY_ANNOTATIONS[legacy],
         properties={"seq": i, "region": "emea", "sent": sent, "cloudEvents_specversion": "1.0",
                     "cloudEvents_id": str(mid), "cloudEvents_source": "/bench",

@@ -8,8 +8,11 @@ Every rule is in ``docs/mapping.md`` ("AMQP 0-9-1"). Fields both models have
 map to each other, following RabbitMQ's own conversion (``mc_amqpl``) where it
 is lossless: delivery-mode ⇄ durable, expiration ⇄ ttl, timestamp (seconds) ⇄
 creation-time (ms), user-id ⇄ binary user-id, app-id ⇄ group-id, type ⇄
-annotation ``x-basic-type``, exchange / routing key ⇄ annotations
-``x-exchange`` / ``x-routing-key``, redelivered ⇄ first-acquirer false. Header
+annotation ``x-basic-type``, exchange ⇄ annotation ``x-exchange``, routing key ⇄
+subject (RabbitMQ 3.x's rule: its ``/exchange/X`` addresses route by the subject;
+annotation ``x-routing-key`` and header ``x-amqp-1.0.subject`` only when the two
+differ), redelivered ⇄ first-acquirer false (the other 1.0 header fields only when
+the flag does not imply them). Header
 values keep their 0-9-1 type (:mod:`mappings.amqp091_values`); tables and arrays
 go in the annotation ``x-amqp-0-9-1.headers``.
 
@@ -51,6 +54,7 @@ __all__ = [
     "AMQP10_BODY_TYPE",
     "Delivery091",
     "USER_ID_RULES",
+    "cut_shortstr",
     "from_amqp10",
     "to_amqp10",
 ]
@@ -108,7 +112,7 @@ _STRING, _BINARY, _INT, _TABLE = (str,), (bytes, bytearray), (int, uint), (dict,
 SIDE_HEADERS: dict[str, tuple[type, ...]] = {
     H_MESSAGE_ID: (str, bytes, bytearray, dict), H_CORRELATION_ID: (str, bytes, bytearray, dict),
     H_USER_ID: _BINARY, H_REPLY_TO: _STRING, H_GROUP_ID: _STRING, H_TO: _STRING,
-    H_SUBJECT: _STRING, H_REPLY_TO_GROUP_ID: _STRING, H_GROUP_SEQUENCE: _INT,
+    H_SUBJECT: (str, type(None)), H_REPLY_TO_GROUP_ID: _STRING, H_GROUP_SEQUENCE: _INT,
     H_CONTENT_TYPE: _STRING, H_CONTENT_ENCODING: _STRING, H_CREATION_TIME: (int,),
     H_EXPIRY_TIME: (int,), H_FIRST_ACQUIRER: (bool, type(None)),
     H_DELIVERY_COUNT: (int, uint, type(None)), H_PROPERTY_TYPES: _TABLE,
@@ -125,6 +129,13 @@ _MISSING: Any = object()
 
 def _fits_shortstr(value: str) -> bool:
     return len(value.encode("utf-8")) <= _SHORTSTR
+
+
+def cut_shortstr(value: str) -> str:
+    """``value`` cut to at most 255 UTF-8 octets on a character boundary (a shortstr)."""
+    if _fits_shortstr(value):
+        return value
+    return value.encode("utf-8")[:_SHORTSTR].decode("utf-8", "ignore")
 
 
 def _symbol(value: str, field: str) -> symbol:
@@ -185,11 +196,10 @@ def to_amqp10(
             header.ttl = uint(int(text))
         else:
             annotations[A_EXPIRATION] = text
-    fa, dc = side.pop(H_FIRST_ACQUIRER, _MISSING), side.pop(H_DELIVERY_COUNT, _MISSING)
-    if fa is not _MISSING and dc is not _MISSING and d.redelivered == _redelivered(fa, dc):
-        header.first_acquirer, header.delivery_count = fa, (None if dc is None else uint(dc))
-    elif d.redelivered:
-        header.first_acquirer = False  # RabbitMQ: first-acquirer = not redelivered
+    fa, dc = side.pop(H_FIRST_ACQUIRER, None), side.pop(H_DELIVERY_COUNT, None)
+    if d.redelivered:  # RabbitMQ: first-acquirer = not redelivered; stale headers are dropped
+        header.delivery_count = uint(dc) if dc else None
+        header.first_acquirer = fa is True and bool(dc)
 
     if p.content_type is not None:
         props.content_type = _symbol(p.content_type, "properties.content_type")
@@ -216,8 +226,7 @@ def to_amqp10(
         annotations[A_CLUSTER_ID] = p.cluster_id
     if d.exchange is not None:
         annotations[A_EXCHANGE] = d.exchange
-    if d.routing_key is not None:
-        annotations[A_ROUTING_KEY] = d.routing_key
+    _routing_to_amqp10(d.routing_key, side.pop(H_SUBJECT, _MISSING), props, annotations)
 
     uid: Any = p.user_id.encode("utf-8") if p.user_id else None
     carried = side.pop(H_USER_ID, None)
@@ -246,6 +255,19 @@ def to_amqp10(
         ).items():
             annotations.setdefault(key, value)
     return message
+
+
+def _routing_to_amqp10(
+    routing_key: str | None, carried: Any, props: Properties, annotations: dict[Any, Any]
+) -> None:
+    """The subject is the routing key, or the ``x-amqp-1.0.subject`` header when present
+    (void: no subject); ``x-routing-key`` holds the key when the subject does not imply it."""
+    if carried is _MISSING:
+        props.subject = routing_key
+        return
+    props.subject = carried
+    if carried is None or routing_key != cut_shortstr(carried) or routing_key == carried:
+        annotations[A_ROUTING_KEY] = routing_key  # None (null): there was no routing key
 
 
 def _redelivered(first_acquirer: Any, delivery_count: Any) -> bool:
@@ -426,9 +448,10 @@ def from_amqp10(
             rest[A_EXPIRATION] = value
     fa, dc = header.first_acquirer, header.delivery_count
     redelivered = _redelivered(fa, dc)
-    if (fa, dc) != ((False, None) if redelivered else (None, None)):
-        headers[H_FIRST_ACQUIRER] = fa
-        headers[H_DELIVERY_COUNT] = None if dc is None else uint(dc)
+    if redelivered and dc:  # what the flag does not say, never a default or void
+        headers[H_DELIVERY_COUNT] = uint(dc)
+        if fa:
+            headers[H_FIRST_ACQUIRER] = True
 
     for attr, name, carrier in (
         ("content_type", "content_type", H_CONTENT_TYPE),
@@ -463,11 +486,7 @@ def from_amqp10(
             headers[H_CREATION_TIME] = ms
     if props.absolute_expiry_time is not None:
         headers[H_EXPIRY_TIME] = int(props.absolute_expiry_time)
-    for value, carrier in (
-        (props.to, H_TO),
-        (props.subject, H_SUBJECT),
-        (props.reply_to_group_id, H_REPLY_TO_GROUP_ID),
-    ):
+    for value, carrier in ((props.to, H_TO), (props.reply_to_group_id, H_REPLY_TO_GROUP_ID)):
         if value is not None:
             headers[carrier] = value
     if props.group_sequence is not None:
@@ -499,7 +518,7 @@ def from_amqp10(
     elif cluster is not _MISSING:
         rest[A_CLUSTER_ID] = cluster
     exchange = ours.pop(A_EXCHANGE, None)
-    routing_key = ours.pop(A_ROUTING_KEY, None)
+    routing_key = _routing_from_amqp10(props.subject, ours.pop(A_ROUTING_KEY, _MISSING), headers)
     for key, value in ((A_EXCHANGE, exchange), (A_ROUTING_KEY, routing_key)):
         if value is not None and (type(value) is not str or not _fits_shortstr(value)):
             raise MappingError(
@@ -527,6 +546,31 @@ def from_amqp10(
     elif empty_table:
         p.headers = {}
     return p, Delivery091(exchange, routing_key, redelivered), body
+
+
+def _routing_from_amqp10(subject: str | None, annotated: Any, headers: dict[str, Any]) -> Any:
+    """The routing key: ``x-routing-key`` when annotated, else the subject (cut to 255
+    octets); the subject goes in the ``x-amqp-1.0.subject`` header when the key does not
+    say it."""
+    if annotated is _MISSING:
+        if subject is None:
+            return None
+        if not _fits_shortstr(subject):
+            headers[H_SUBJECT] = subject
+        return cut_shortstr(subject)
+    if (
+        type(annotated) is str
+        and subject is not None
+        and annotated != subject
+        and annotated == cut_shortstr(subject)
+    ):
+        raise MappingError(
+            "the routing key is the subject cut to 255 octets, which is how the bridge writes "
+            "a message without this annotation; remove it or change it",
+            field=f"message_annotations[{str(A_ROUTING_KEY)!r}]",
+        )
+    headers[H_SUBJECT] = subject  # None (void): there was no subject
+    return annotated
 
 
 def _utf8(value: bytes) -> str | None:

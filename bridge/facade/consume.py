@@ -8,7 +8,9 @@ transfer, a flush waits ``FLUSH_GRACE`` for what link credit already promised);
 accept / reject / release settle the 1.0 delivery as accepted / rejected / released
 (modified with delivery-failed when set-redelivered and the source supports it:
 :mod:`bridge.amqp10.outcomes`); what the subscriber leaves unsettled when it goes away is
-given back to the 1.0 broker.  A 1.0 message no subscriber can get (unmappable) is
+given back to the 1.0 broker.  A message that arrives when no subscriber wants it is
+released, and not flagged redelivered when it comes back (:mod:`bridge.facade.unseen`).
+A 1.0 message no subscriber can get (unmappable) is
 dead-lettered (the routes' :class:`~bridge.routes.deadletter.DeadLetters`) or
 rejected: one section of :class:`FacadeConsume` (``-- dead-lettering``).
 """
@@ -43,6 +45,7 @@ from ..routes.translate import Translator
 from ..runtime import EngineSocket, Timer
 from ..runtime.containment import Part
 from .state import LATER, FacadeHost, Later, SessionState, waiting_for
+from .unseen import UnseenReleases
 
 if TYPE_CHECKING:
     from ..taps import RouteTap
@@ -398,6 +401,9 @@ class FacadeConsume:
         self.bytes_in_flight = 0
         """Body octets of held and unsettled messages."""
         self.paused = False
+        self.unseen = UnseenReleases()
+        """Fresh messages released with no client having had them (their redelivered
+        flag is the bridge's, not an application's: :mod:`bridge.facade.unseen`)."""
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
         self.dead_letters: DeadLetters[_DeadLetter] | None = None
@@ -481,12 +487,13 @@ class FacadeConsume:
             delivery.update(Delivery.RELEASED)  # never seen by anyone
             delivery.settle()
             self.stats.released += 1
+            self.unseen.remember(data)
             return None
         if self.tap is not None:
             self.tap.received(data)
         try:
             message = AmqpMessage.decode(data)
-            if redelivered_1_0(message.header):
+            if redelivered_1_0(message.header) and not self.unseen.restore(message):
                 self.stats.redelivered += 1
             return data, translate(message)
         except MappingError as exc:

@@ -12,6 +12,7 @@ A message's AMQP 1.0 bytes, and a message from them, are the message model's
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from pamqp.commands import Basic
@@ -101,9 +102,12 @@ class Translator:
         the delivery's routing key is the route's (``routing_key``, else the target
         queue; not with ``own_routing_key``: a façade delivers with the key the message
         was published with), else the message's own (its ``x-routing-key`` annotation,
-        else its subject, else '')."""
+        else its subject, else ''). A subject the route's key replaces travels in the
+        mapping's subject header, as the message's own key would."""
         if self.cloudevents is not None:
             message = self.cloudevents.render(message)
+        if self.routing_key is not None and not own_routing_key:
+            message = _keyed(message, self.routing_key)
         subject = message.properties.subject
         properties, delivery, body = amqp091.from_amqp10(message, user_id=self.user_id,
                                                          login_user=self.login_user)
@@ -111,3 +115,18 @@ class Translator:
             delivery.routing_key if delivery.routing_key is not None else \
             subject if subject is not None else ""
         return properties, amqp091.Delivery091(delivery.exchange, key, delivery.redelivered), body
+
+
+def _keyed(message: AmqpMessage, key: str) -> AmqpMessage:
+    """``message`` annotated with routing key ``key`` unless its subject already implies it
+    (the 0-9-1 mapping then keeps a different subject in a header: nothing is lost)."""
+    annotations = message.message_annotations
+    annotated = annotations.get(amqp091.A_ROUTING_KEY, _ABSENT)
+    subject = message.properties.subject
+    if annotated == key or (annotated is _ABSENT and subject is not None
+                            and amqp091.cut_shortstr(subject) == key):
+        return message
+    return replace(message, message_annotations={**annotations, amqp091.A_ROUTING_KEY: key})
+
+
+_ABSENT = object()

@@ -48,15 +48,20 @@ def _annotation(key: symbol, message: AmqpMessage) -> Any:
 
 
 _ROUTING_KEYS = (symbol(ROUTING_KEY_ANNOTATION), symbol(ROUTING_KEY_ANNOTATION_091))
+_EXCHANGE_091 = symbol("x-exchange")
 
 
 def _routing_key(message: AmqpMessage) -> Any:
-    """The legacy routing key a message came with: 0-10's annotation, else 0-9-1's."""
+    """The legacy routing key a message came with: 0-10's annotation, else 0-9-1's, else
+    the subject of a 0-9-1 message (annotation ``x-exchange``: the 0-9-1 mapping leaves
+    out ``x-routing-key`` when the subject is the routing key)."""
     annotations = message.message_annotations
     for key in _ROUTING_KEYS:
         value = annotations.get(key)
         if value is not None:
             return value
+    if _EXCHANGE_091 in annotations and _ROUTING_KEYS[1] not in annotations:
+        return message.properties.subject
     return None
 
 
@@ -181,7 +186,8 @@ class EventTemplate(BaseModel):
     String options are templates: literal text with ``{placeholder}`` slots
     filled from the message: a properties field by name (``{subject}``,
     ``{to}``, ``{message_id}``, ...), ``{routing_key}`` (message annotation
-    ``x-amqp-0-10.routing-key``, or 0-9-1's ``x-routing-key``), ``{annotation:KEY}`` (a message annotation),
+    ``x-amqp-0-10.routing-key``, or 0-9-1's ``x-routing-key``, else a 0-9-1 message's
+    subject), ``{annotation:KEY}`` (a message annotation),
     ``{property:KEY}`` (an application property). ``{{`` / ``}}`` are literal
     braces. A placeholder whose value is absent makes :meth:`build` fail.
     """

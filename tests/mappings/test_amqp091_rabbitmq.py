@@ -89,10 +89,10 @@ def test_to_amqp10_agrees_with_rabbitmqs_own_conversion(rabbitmq_url: str) -> No
     assert ours.properties.creation_time == timestamp(1_600_000_000_000)
     # reply-to: RabbitMQ 3.10 prefixes its own address syntax; we keep the 0-9-1 value.
     assert rabbit[4] == "/queue/replies" and ours.properties.reply_to == "replies"
-    # routing key: RabbitMQ 3.10 puts it in subject; we use RabbitMQ 4's x-routing-key
-    # annotation (and x-exchange), leaving the subject to 1.0 applications.
-    assert rabbit[3] == queue and ours.properties.subject is None
-    assert ours.message_annotations[A_ROUTING_KEY] == queue
+    # routing key: the subject, as RabbitMQ 3.10 does (its /exchange/X addresses route by
+    # the subject); the exchange in RabbitMQ 4's x-exchange annotation, which 3.10 drops.
+    assert rabbit[3] == ours.properties.subject == queue
+    assert A_ROUTING_KEY not in ours.message_annotations
     assert ours.message_annotations[A_EXCHANGE] == ""
     # first-acquirer: RabbitMQ writes true for a first delivery; absent means the same.
     assert first_acquirer is True and ours.header.first_acquirer is None

@@ -158,7 +158,20 @@ def _carriable(message: AmqpMessage) -> bool:
 def test_10_to_091_and_back_is_identity(message: AmqpMessage) -> None:
     message = _wire(message)
     p, d, body = from_amqp10(message)
-    assert typed_message(_wire(to_amqp10(p, d, body))) == typed_message(message)
+    assert typed_message(_wire(to_amqp10(p, d, body))) == typed_message(_normalised(message))
+
+
+def _normalised(message: AmqpMessage) -> AmqpMessage:
+    """``message`` with the first-acquirer and delivery-count the redelivered flag implies
+    (docs/mapping.md: only what the flag does not say is carried)."""
+    header = message.header
+    count = header.delivery_count
+    if header.first_acquirer is False or (count or 0) > 0:
+        header.first_acquirer = bool(header.first_acquirer and count)
+        header.delivery_count = count or None
+    else:
+        header.first_acquirer = header.delivery_count = None
+    return message
 
 
 # --- the rules, case by case ---------------------------------------------------------------------
@@ -269,9 +282,75 @@ def test_nested_tables_and_arrays_are_maps_and_lists() -> None:
 def test_exchange_routing_key_and_redelivered() -> None:
     message = to_amqp10(None, Delivery091("orders", "eu.new", True), b"x")
     assert message.message_annotations[A_EXCHANGE] == "orders"
-    assert message.message_annotations[A_ROUTING_KEY] == "eu.new"
+    assert message.properties.subject == "eu.new"  # RabbitMQ's /exchange/X routes by it
+    assert A_ROUTING_KEY not in message.message_annotations
     assert message.header.first_acquirer is False
-    assert from_amqp10(message)[1] == Delivery091("orders", "eu.new", True)
+    p, delivery, _ = from_amqp10(message)
+    assert delivery == Delivery091("orders", "eu.new", True) and p.headers is None
+
+
+LONG = "é" * 200  # 400 octets: no routing key can hold it
+# (0-9-1 routing key, header x-amqp-1.0.subject) ⇄ (1.0 subject, annotation x-routing-key);
+# _ is absent
+_ = object()
+SUBJECT_RULES = [
+    (("k", _), ("k", _)),
+    ((None, _), (None, _)),
+    (("k", "s"), ("s", "k")),
+    (("k", "k"), ("k", "k")),
+    ((None, "s"), ("s", None)),
+    (("k", None), (None, "k")),
+    ((None, None), (None, None)),
+    ((LONG.encode()[:255].decode("utf-8", "ignore"), LONG), (LONG, _)),
+]
+
+
+@pytest.mark.parametrize(("legacy", "amqp10"), SUBJECT_RULES)
+def test_routing_key_is_the_subject_both_ways(legacy: Any, amqp10: Any) -> None:
+    key, carried = legacy
+    headers = None if carried is _ else {"x-amqp-1.0.subject": carried}
+    message = to_amqp10(Basic.Properties(headers=headers), Delivery091("x", key), b"")
+    annotation = message.message_annotations.get(A_ROUTING_KEY, _)
+    assert (message.properties.subject, annotation) == amqp10
+    subject, annotated = amqp10
+    message = AmqpMessage(properties=Properties(subject=subject))
+    if annotated is not _:
+        message.message_annotations[A_ROUTING_KEY] = annotated
+    p, delivery, _body = from_amqp10(_wire(message))
+    assert (delivery.routing_key, p.headers) == (key, headers)
+
+
+def test_a_routing_key_that_is_the_subject_cut_short_is_refused() -> None:
+    message = AmqpMessage(properties=Properties(subject=LONG))
+    message.message_annotations[A_ROUTING_KEY] = LONG.encode()[:255].decode("utf-8", "ignore")
+    with pytest.raises(MappingError) as caught:
+        from_amqp10(message)
+    assert caught.value.field == "message_annotations['x-routing-key']"
+
+
+@pytest.mark.parametrize(
+    ("first_acquirer", "delivery_count", "redelivered", "headers"),
+    [
+        (True, None, False, None),  # RabbitMQ's first delivery
+        (True, uint(0), False, None),
+        (None, None, False, None),
+        (False, uint(0), True, None),  # RabbitMQ's requeued message
+        (False, uint(3), True, {"x-amqp-1.0.delivery-count": uint(3)}),
+        (True, uint(2), True, {"x-amqp-1.0.delivery-count": uint(2),
+                               "x-amqp-1.0.first-acquirer": True}),
+    ],
+)  # fmt: skip
+def test_header_fields_cross_only_when_the_flag_does_not_say_them(
+    first_acquirer: bool | None, delivery_count: Any, redelivered: bool, headers: Any
+) -> None:
+    header = Header(first_acquirer=first_acquirer, delivery_count=delivery_count)
+    p, delivery, _body = from_amqp10(_wire(AmqpMessage(header=header)))
+    assert (delivery.redelivered, p.headers) == (redelivered, headers)
+    back = to_amqp10(p, delivery, b"").header
+    assert (back.first_acquirer, back.delivery_count) == (
+        (bool(first_acquirer and delivery_count), delivery_count or None)
+        if redelivered else (None, None)
+    )
 
 
 def test_type_and_app_id_follow_rabbitmq() -> None:

@@ -12,6 +12,7 @@ import pydantic
 import pytest
 from proton import symbol, timestamp, ulong
 
+from mappings import amqp091
 from mappings.cloudevents import ROUTING_KEY_ANNOTATION, CloudEvent, EventTemplate
 from mappings.cloudevents.template import compile_pattern
 from mappings.errors import CloudEventError
@@ -290,3 +291,15 @@ def test_routing_key_placeholder_reads_the_0_10_or_the_0_9_1_annotation() -> Non
     both = plain(message_annotations={symbol("x-amqp-0-10.routing-key"): "from-0-10",
                                       symbol("x-routing-key"): "from-0-9-1"})
     assert template.build(both, now=NOW).type == "com.example.from-0-10"
+
+
+def test_routing_key_placeholder_reads_a_0_9_1_messages_subject() -> None:
+    """The 0-9-1 mapping writes the routing key as the subject, x-routing-key only beside
+    another subject (null: no routing key)."""
+    template = EventTemplate(source="/s", type="com.example.{routing_key}")
+    message = amqp091.to_amqp10(None, amqp091.Delivery091("orders", "eu.new"), b"")
+    assert template.build(message, now=NOW).type == "com.example.eu.new"
+    keyless = plain(message_annotations={symbol("x-exchange"): "", symbol("x-routing-key"): None})
+    keyless.properties.subject = "a 1.0 subject"
+    with pytest.raises(CloudEventError):
+        template.build(keyless, now=NOW)
