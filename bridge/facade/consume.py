@@ -168,7 +168,8 @@ class Subscription:
             # sizes seen so far), at least one message so a large one can still get through
             wanted = min(wanted, max(1, credit.bytes // self.typical_cost))
         busy = route.busy if route_busy is None else route_busy
-        room = min(wanted - len(self.held) - self.link.promised, route.limit_messages - busy)
+        room = route.room_for(wanted, len(self.held) + self.link.promised, busy,
+                              idle=not self.unsettled)
         if room <= 0 or route.bytes_in_flight >= route.limit_bytes:
             return 0
         self.link.add_credit(room)
@@ -538,6 +539,25 @@ class FacadeConsume:
     def on_tap_ready(self) -> None:
         """The tap's writer caught up: grant credit again."""
         self.grant()
+
+    def room_for(self, window: int, holding: int, busy: int, *, idle: bool) -> int:
+        """Link credit a subscription may add: up to its own ``window`` (its prefetch or
+        credit; unlimited: the route's bound) less what it is ``holding`` against it, at
+        most its fair share of the route's bound, within what the route has left.
+
+        Link credit cannot be taken back (RabbitMQ 3.x leaves a drain unanswered), so a
+        subscription that took the route's whole bound would starve the others — a second
+        temporary queue bound to the same exchange would never get a message. Hence the
+        share (the bound split among the route's subscriptions, for what they are granted
+        from now on) and the floor: an ``idle`` subscription (nothing promised, held or
+        unsettled) gets one message of credit even when the others have the whole bound,
+        so the route can exceed its bound by at most one message per subscription
+        (docs/semantics.md)."""
+        share = max(1, self.limit_messages // max(1, len(self.subscriptions)))
+        room = min(min(window, share) - holding, self.limit_messages - busy)
+        if room <= 0 and idle and holding == 0 and window > 0:
+            return 1
+        return room
 
     def grant(self) -> None:
         """Room in the route's bound: let every subscription top its link credit up."""

@@ -185,19 +185,23 @@ class Consumer091:
             room = min(len(self.gets), GET_WINDOW) - promised
         elif self.tag is None:
             return 0  # a temporary queue nobody consumes yet: the 1.0 broker keeps it
+        busy = route.busy if route_busy is None else route_busy
+        if self.getter:
+            room = min(room, route.limit_messages - busy)
         elif self.no_ack:
             if self.ch.client.sock.backpressured:
                 self._retry_later()
                 return 0
-            room = route.limit_messages - promised
+            room = route.room_for(route.limit_messages, promised, busy,
+                                  idle=not self.unsettled)
         else:
-            room = (self.prefetch or route.limit_messages) - len(self.unsettled) - promised
+            holding = len(self.unsettled) + promised
+            room = route.room_for(self.prefetch or route.limit_messages, holding, busy,
+                                  idle=holding == 0)
             if self.ch.global_prefetch:  # each may be promised the channel's whole share:
                 # link credit on an empty queue cannot be taken back, so the share is not
                 # split; pump() keeps what the channel's consumers deliver within it
-                room = min(room, self.ch.global_prefetch - len(self.unsettled) - promised)
-        busy = route.busy if route_busy is None else route_busy
-        room = min(room, route.limit_messages - busy)
+                room = min(room, self.ch.global_prefetch - holding)
         if room <= 0 or route.bytes_in_flight >= route.limit_bytes:
             return 0
         self.link.add_credit(room)

@@ -242,3 +242,33 @@ def test_temporary_queue_refusals(facade: Facade) -> None:
             ch.queue_declare(name, passive=True)
         assert info.value.reply_code == ReplyCode.NOT_FOUND
         assert conn.is_open
+
+
+def test_temporary_queues_of_one_exchange_share_the_route_without_starving(
+        facade: Facade) -> None:
+    """Consumers without prefetch (no-ack: Celery's event and remote-control queues) on
+    two connections, each with a temporary queue bound to the same façade exchange: the
+    first does not take the route's whole window of link credit from the second."""
+    keys = [reply_key(), reply_key()]
+    conns = [facade.connect(), facade.connect()]
+    got: list[list[bytes]] = [[], []]
+    try:
+        for i, (conn, key) in enumerate(zip(conns, keys, strict=True)):
+            ch = conn.channel()
+            name = ch.queue_declare("", exclusive=True).method.queue
+            ch.queue_bind(name, "replies", key)
+            ch.basic_consume(name, lambda c, m, p, b, i=i: got[i].append(b), auto_ack=True)
+            conn.process_data_events(time_limit=0.2)
+        for i, key in enumerate(keys):
+            send_messages(facade.rabbitmq_url, f"{TOPIC}/{key}",
+                          [Message(body=f"to {i}: {n}".encode(), inferred=True)
+                           for n in range(5)])
+        deadline = time.monotonic() + 20
+        while len(got[0]) < 5 or len(got[1]) < 5:
+            assert time.monotonic() < deadline, f"{len(got[0])} and {len(got[1])} of 5"
+            for conn in conns:
+                conn.process_data_events(time_limit=0.05)
+    finally:
+        for conn in conns:
+            conn.close()
+    assert got == [[f"to {i}: {n}".encode() for n in range(5)] for i in (0, 1)]
