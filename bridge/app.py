@@ -48,8 +48,6 @@ log = logging.getLogger(__name__)
 
 HOUSEKEEPING_INTERVAL = 0.1
 """Seconds between checks for a stop request (and, later, metrics refresh)."""
-SHUTDOWN_TIMEOUT = 10.0
-"""Seconds a graceful stop waits for in-flight outcomes."""
 CLOSE_GRACE = 1.0
 """Seconds between closing the connections and ending the event loop."""
 STATS_INTERVAL = 60.0
@@ -76,7 +74,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.routes: list[RouteRuntime] = []
         self.stop_requested = False
         self.stopping_since: float | None = None
-        self.shutdown_timeout = SHUTDOWN_TIMEOUT
+        self.shutdown_timeout = config.shutdown.drain_timeout
         self._stats_due = time.monotonic() + STATS_INTERVAL
         self._last_stats: dict[str, str] = {}
         self.fatal_error: str | None = None
@@ -277,12 +275,28 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             drained = all(r.pending == 0 for r in self.runtimes())
             if drained or time.monotonic() - self.stopping_since >= self.shutdown_timeout:
                 if not drained:
-                    pending = sum(r.pending for r in self.runtimes())
-                    log.warning("stopping with %d messages in flight (they will be redelivered)",
-                                pending, extra={"event": "stop_timeout", "in_flight": pending})
+                    self._drain_limit_reached()
+                for facade in self.facades.values():
+                    if not facade.clients_closed:
+                        facade.close_clients()
                 self._close_all()
                 return
         self.schedule_housekeeping(HOUSEKEEPING_INTERVAL)
+
+    def _drain_limit_reached(self) -> None:
+        """The graceful stop's drain limit is over with messages still pending: façade
+        publishes are abandoned (counted, logged at ERROR: nobody will send them again);
+        what a broker source gave the bridge is left to that broker, which redelivers it."""
+        for route in self.runtimes():
+            if isinstance(route, FacadePublish):
+                route.abandon()
+            elif route.pending:
+                source = (f"the broker of connection {route.route.source.connection}"
+                          if isinstance(route, LegacyToAmqp10) else "the AMQP 1.0 broker")
+                log.warning("route %s: stopping with %d messages in flight: %s redelivers "
+                            "them", route.name, route.pending, source,
+                            extra={"event": "stop_timeout", "route": route.name,
+                                   "in_flight": route.pending})
 
     def _log_readiness(self) -> None:
         """One line whenever a route becomes ready or stops being ready."""

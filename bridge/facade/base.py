@@ -17,7 +17,12 @@ protocol:
   (:attr:`ListenerCore.exchange_subscriptions`);
 - output once per burst of loop events, throttling (publishers of a throttled
   route are not read), warnings a client can provoke rate-limited per address;
-- graceful stop: nothing new accepted, clients closed once the routes drained;
+- graceful stop (one rule for both façades, docs/operations.md "Stopping"): nothing
+  new accepted, publishers no longer read (what was read is forwarded, their confirms
+  and completions still flow), each client closed with connection-forced once the
+  publish routes have drained — or when the bridge's drain limit is reached — and
+  read again only to take its close-ok (what it sends after our close is discarded,
+  as a broker does);
 - fault containment parts (a fault in one client's work closes that client).
 
 The subclass supplies ``_new_engine``, ``_on_event``, ``_make_client``,
@@ -48,6 +53,9 @@ LOGIN_WORKERS = 2
 """Threads checking PBKDF2 passwords per listener (hashlib releases the GIL meanwhile)."""
 CONNECTION_FORCED = 320
 """connection-forced: the close code of a client the bridge ends (0-10 and 0-9-1 alike)."""
+SHUTDOWN_TEXT = "amqp-bridge is shutting down"
+"""The close text a client gets when the bridge stops (the 0-9-1 façade says it as
+RabbitMQ does)."""
 
 
 class ListenerCore:
@@ -90,6 +98,8 @@ class ListenerCore:
         self.acceptor: EngineListener | None = None
         self.address: tuple[str, int] | None = None
         self.stopping = False
+        self.clients_closed = False
+        """Set once the graceful stop closed the clients."""
         self.bursts = EndOfBurst.of(container)
 
     # -- what the protocol supplies ----------------------------------------------------------
@@ -175,9 +185,12 @@ class ListenerCore:
             log.info("façade %s: %s presented a client certificate for %r", self.name,
                      sock.peer, cn)
 
+    shutdown_text = SHUTDOWN_TEXT
+    """The close text of the clients at a graceful stop."""
+
     def _on_accept(self, sock: EngineSocket) -> None:
         if self.stopping:
-            sock.engine.close(CONNECTION_FORCED, "amqp-bridge is shutting down")
+            sock.engine.close(CONNECTION_FORCED, self.shutdown_text)
             sock.flush()
             return
         self.clients[sock] = self._make_client(sock)
@@ -187,22 +200,49 @@ class ListenerCore:
     # -- shutdown -------------------------------------------------------------------------
 
     def pause(self) -> None:
-        """Graceful stop: accept nothing new; close the clients once the routes drained."""
+        """Graceful stop: accept nothing new, read no publisher any more (what was read is
+        forwarded); close the clients once the publish routes drained."""
         if self.stopping:
             return
         self.stopping = True
         if self.acceptor is not None:
             self.acceptor.close()
+        self.update_reading()
         self.container.schedule(STOP_POLL, Timer(self.close_when_drained))
 
+    def took_publish(self, client: Any, route: Any) -> None:
+        """``client`` published to ``route`` (forwarded): a publisher is not read during a
+        graceful stop."""
+        if route not in client.publishes_to:
+            client.publishes_to.add(route)
+            if self.stopping:
+                self.update_reading()
+
+    def _publish_routes(self) -> list[Any]:
+        """The routes clients publish to (a graceful stop forwards what they hold)."""
+        subclass: Any = self  # both façades have these tables
+        return [*subclass.publish_routes.values(), *subclass.queue_publishers.values()]
+
     def close_when_drained(self) -> None:
-        """Close the clients once no route has anything pending; else look again shortly."""
-        if any(r.pending for r in self._routes()):
+        """Close the clients once no publish route has anything pending, and no consume
+        route anything a client still read may settle; else look again shortly."""
+        if self.clients_closed:
+            return
+        if any(r.pending for r in self._publish_routes()) or (
+                any(r.pending for r in self._routes())
+                and any(not c.sock.reading_paused for c in self.clients.values())):
             self.container.schedule(STOP_POLL, Timer(self.close_when_drained))
             return
+        self.close_clients()
+
+    def close_clients(self) -> None:
+        """End every client with connection.close connection-forced (the drain is over or
+        its limit reached); each is read again for its close-ok only."""
+        self.clients_closed = True
         for sock in list(self.clients):
-            sock.engine.close(CONNECTION_FORCED, "amqp-bridge is shutting down")
+            sock.engine.close(CONNECTION_FORCED, self.shutdown_text)
             sock.flush()
+        self.update_reading()
         self.logins.close()
         self._pending_logins.clear()
         if self._loop_calls is not None:
@@ -291,8 +331,12 @@ class ListenerCore:
         """Pause reading on every client publishing to a throttled route, or holding
         publishes until a bind is answered; resume the others."""
         for client in self.clients.values():
-            client.sock.pause_reading(bool(client.holding)
-                                      or any(r.throttled for r in client.publishes_to))
+            if self.stopping:  # publishers are not read until closed (then: close-ok)
+                paused = bool(client.publishes_to or client.holding) \
+                    and not self.clients_closed
+            else:
+                paused = bool(client.holding) or any(r.throttled for r in client.publishes_to)
+            client.sock.pause_reading(paused)
 
     def publish_refused(self, peer: str, reason: str, route: str | None = None) -> None:
         """A publish was refused: count it, and log it (at most one WARNING line per client

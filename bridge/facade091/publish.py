@@ -13,6 +13,7 @@ would drop it as silently, the bridge does not).  Publishers past the route's
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,16 @@ from .state import Channel091
 
 if TYPE_CHECKING:
     from .listener import Facade091
+
+
+log = logging.getLogger("bridge.facade")
+
+_CHANNEL_CODES = {
+    "amqp:not-found": ReplyCode.NOT_FOUND,
+    "amqp:unauthorized-access": ReplyCode.ACCESS_REFUSED,
+    "amqp:resource-locked": ReplyCode.RESOURCE_LOCKED,
+}
+"""The channel.close code for a link refusal's 1.0 condition (else precondition-failed)."""
 
 
 class Publish091(FacadePublish):
@@ -57,6 +68,30 @@ class Publish091(FacadePublish):
         self.bytes -= entry.size
         ch: Any = entry.st
         self.facade.publish_refused(ch.client.sock.peer, reason, route=self.name)
+        self._confirm(entry, ack=False)
+
+    def _link_refusal(self, entry: PublishEntry, reason: str) -> None:
+        """The route's link is down past attach_timeout: dead-lettered, else basic.nack in
+        confirm mode; without confirms the message is lost: counted as abandoned, logged
+        at ERROR, and its channel closed (the client's next call on it fails)."""
+        ch: Any = entry.st
+        if self.dead_letters is not None or entry.command_id:
+            super()._link_refusal(entry, reason)
+            return
+        self.bytes -= entry.size
+        self.stats.publishes_abandoned += 1
+        log.error("route %s: a publish from %s abandoned: %s (no confirm mode: its channel "
+                  "is closed)", self.name, ch.client.sock.peer, reason,
+                  extra={"event": "publishes_abandoned", "route": self.name, "abandoned": 1,
+                         "peer": ch.client.sock.peer, "error": reason})
+        if ch.live:
+            code = _CHANNEL_CODES.get(self.sender.last_condition or "",
+                                      ReplyCode.PRECONDITION_FAILED)
+            self.facade.close_channel(ch, code, reason)
+
+    def _tell_abandoned(self, entry: PublishEntry, reason: str) -> None:
+        """basic.nack an abandoned publish in confirm mode."""
+        self.bytes -= entry.size
         self._confirm(entry, ack=False)
 
     def _confirm(self, entry: PublishEntry, *, ack: bool) -> None:
