@@ -92,6 +92,8 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             name: (Facade091 if listener.protocol == "amqp0-9-1" else Facade)(
                 container, name, listener)
             for name, listener in self.config.listeners.items()}
+        for facade in self.facades.values():  # a stop reads on for half its drain limit
+            facade.read_limit = self.shutdown_timeout / 2
         for name, conn in self.config.connections.items():
             if conn.protocol == "amqp1.0":
                 self.amqp10[name] = self._connect_amqp10(container, name, conn)

@@ -202,8 +202,7 @@ class Facade(ListenerCore):
                                   f"user-id {mp.user_id!r} is not the authenticated user "
                                   f"{user!r}", command=ev.transfer)
             return
-        # (also while stopping: a publish read is forwarded; the publisher is read no more)
-        self.took_publish(st.client, route)
+        st.client.publishes_to.add(route)  # (also while stopping: a publish read is forwarded)
         route.publish(st, ev)
 
     def _queue_publisher(self, ev: MessageReceived) -> FacadePublish | None:

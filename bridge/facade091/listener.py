@@ -282,8 +282,7 @@ class Facade091(ListenerCore):
         if route is None:
             self._unroutable(ch, ev, exchange, key)
             return
-        # (also while stopping: a publish read is forwarded; the publisher is read no more)
-        self.took_publish(client, route)
+        client.publishes_to.add(route)  # (also while stopping: a publish read is forwarded)
         route.publish091(ch, ev)
 
     def close_channel(self, ch: Channel091, code: int, text: str) -> None:

@@ -1,0 +1,221 @@
+"""The bridge's own stop, and a route whose 1.0 link never attaches, through both façades.
+
+With the real ``amqp-bridge run`` process and the shared RabbitMQ (docs/operations.md,
+"Stopping"; docs/semantics.md, "A façade route whose link is down"):
+
+- a publisher without confirms writes 5,000 × 1 KiB and the bridge gets SIGTERM right
+  after the last publish: every message arrives at RabbitMQ (counted there), and the
+  client gets connection.close 320 — 0-9-1 (pika) with RabbitMQ's own words, 0-10 (our
+  client, no waiting for completions). Before, what the bridge read while stopping
+  was thrown away: a quarter to a half of the messages;
+- the drain limit reached (RabbitMQ's 1.0 side stalled by a paused relay): what is
+  unforwarded is counted as abandoned and logged at ERROR with the number, and the
+  client still gets connection.close 320 (before: "they will be redelivered", and a
+  bare EOF);
+- a route to ``/queue/NAME`` where NAME already is a durable queue (RabbitMQ refuses
+  every attach): a confirm-mode publisher gets basic.nack after ``attach_timeout``, a
+  publisher without confirms its channel closed; ``/readyz`` names the route and
+  RabbitMQ's reason; RabbitMQ's text is a WARNING once (before: no answer at all, and
+  a WARNING at every retry).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import pika
+import pika.exceptions
+import pytest
+
+from amqp010.transport import BlockingClient, ClientError
+from tests.support.bridge import BridgeRun, free_port, wait_listening
+from tests.support.logs import records, route_stats
+from tests.support.metrics import http_get, metrics_port, poll
+from tests.support.rabbitmq import declare_queue, queue_address, queue_depth, unique_queue
+from tests.support.relay import Relay
+
+COUNT = 5000
+BODY = b"x" * 1024
+USER, PASSWORD = "app", "s3cret"
+RABBITMQ_SHUTDOWN = "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'"
+
+
+def _config(port: int, protocol: str, cloud_url: str, address: str, *,
+            more: str = "", route: str = "") -> str:
+    users = f"users: {{{USER}: {PASSWORD}}}" if protocol == "amqp0-9-1" \
+        else "allow_anonymous: true"
+    return f"""
+connections:
+  cloud: {{protocol: amqp1.0, url: "{cloud_url}", reconnect: {{initial_delay: 0.2, max_delay: 1.0}}}}
+listeners:
+  app: {{protocol: {protocol}, bind: "127.0.0.1:{port}", {users}}}
+routes:
+  - name: pub
+    from: {{listener: app, exchange: events}}
+    to:   {{connection: cloud, address: "{address}"}}
+{route}{more}"""
+
+
+def _pika(port: int) -> pika.BlockingConnection:
+    return pika.BlockingConnection(pika.ConnectionParameters(
+        "127.0.0.1", port, credentials=pika.PlainCredentials(USER, PASSWORD),
+        connection_attempts=1, heartbeat=0))
+
+
+def _closed_by_bridge(conn: pika.BlockingConnection) -> pika.exceptions.ConnectionClosed:
+    """Pump ``conn`` until the bridge ends it; the close pika saw (a bare EOF is
+    StreamLostError, not ConnectionClosedByBroker)."""
+    for _ in range(120):
+        try:
+            conn.process_data_events(time_limit=0.5)
+        except pika.exceptions.ConnectionClosed as exc:
+            return exc
+    raise AssertionError("the bridge never ended the connection")
+
+
+def _stopped(bridge: BridgeRun) -> int:
+    assert bridge.proc is not None
+    return bridge.proc.wait(60)
+
+
+def _no_silent_loss(bridge: BridgeRun, arrived: int) -> None:
+    log = bridge.log()
+    stats = route_stats(log, "pub")
+    assert stats["received"] == COUNT, stats  # the bridge read every publish...
+    assert arrived == COUNT, (stats, log[-3000:])  # ...and forwarded every one
+    assert not [r for r in records(log) if r.get("level") == "error"], log[-3000:]
+
+
+def test_a_091_publisher_without_confirms_loses_nothing_when_the_bridge_stops(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    queue = unique_queue("stop091")
+    declare_queue(rabbitmq_url, queue)
+    port = free_port()
+    bridge = BridgeRun(_config(port, "amqp0-9-1", rabbitmq_url, queue_address(queue)),
+                       tmp_path).start()
+    try:
+        wait_listening(port, bridge)
+        conn = _pika(port)
+        channel = conn.channel()
+        for _ in range(COUNT):
+            channel.basic_publish("events", "k", BODY)
+        bridge.proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
+        closed = _closed_by_bridge(conn)
+        assert _stopped(bridge) == 0
+    finally:
+        bridge.stop()
+    assert isinstance(closed, pika.exceptions.ConnectionClosedByBroker), repr(closed)
+    assert (closed.reply_code, closed.reply_text) == (320, RABBITMQ_SHUTDOWN)
+    _no_silent_loss(bridge, queue_depth(rabbitmq_url, queue))
+
+
+def test_a_010_publisher_not_waiting_for_completions_loses_nothing_when_the_bridge_stops(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    queue = unique_queue("stop010")
+    declare_queue(rabbitmq_url, queue)
+    port = free_port()
+    bridge = BridgeRun(_config(port, "amqp0-10", rabbitmq_url, queue_address(queue)),
+                       tmp_path).start()
+    try:
+        wait_listening(port, bridge)
+        client = BlockingClient.connect(f"amqp://127.0.0.1:{port}", timeout=60)
+        for _ in range(COUNT):
+            client.publish(BODY, exchange="events", routing_key="k", wait=False)
+        bridge.proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
+        with pytest.raises(ClientError):  # its session detached, its connection closed
+            client.idle(60)
+        assert _stopped(bridge) == 0
+    finally:
+        bridge.stop()
+    assert (client.conn.close_code, client.conn.close_text) == \
+        (320, "amqp-bridge is shutting down")
+    _no_silent_loss(bridge, queue_depth(rabbitmq_url, queue))
+
+
+def test_past_the_drain_limit_what_is_unforwarded_is_abandoned_loudly(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    queue = unique_queue("stopstall")
+    declare_queue(rabbitmq_url, queue)
+    cloud = Relay(("127.0.0.1", int(rabbitmq_url.rsplit(":", 1)[1])))
+    port = free_port()
+    bridge = BridgeRun(_config(port, "amqp0-9-1", cloud.url(rabbitmq_url), queue_address(queue),
+                               more="shutdown: {drain_timeout: 2}\n"), tmp_path).start()
+    try:
+        wait_listening(port, bridge)
+        conn = _pika(port)
+        channel = conn.channel()
+        channel.confirm_delivery()
+        channel.basic_publish("events", "k", b"warm-up")  # confirmed: the link is up
+        cloud.pause()  # RabbitMQ's 1.0 side answers nothing any more
+        stalled = _pika(port).channel()
+        for _ in range(50):
+            stalled.basic_publish("events", "k", BODY)
+        bridge.proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
+        closed = _closed_by_bridge(stalled.connection)
+        assert _stopped(bridge) == 0
+    finally:
+        bridge.stop()
+        cloud.close()
+    assert isinstance(closed, pika.exceptions.ConnectionClosedByBroker), repr(closed)
+    assert closed.reply_code == 320
+    log = bridge.log()
+    stats = route_stats(log, "pub")
+    assert stats["received"] == 51 and stats["delivered"] == 1, stats
+    assert stats["publishes_abandoned"] == 50, stats
+    errors = [r for r in records(log) if r.get("event") == "publishes_abandoned"]
+    assert [(e["level"], int(e["abandoned"])) for e in errors] == [("error", 50)], log[-3000:]
+    assert "will be redelivered" not in log and "redelivers" not in log, log[-3000:]
+
+
+def test_a_route_whose_link_never_attaches_tells_its_publishers(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    queue = unique_queue("durable")
+    setup = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+    setup.channel().queue_declare(queue, durable=True)  # /queue/NAME wants a non-durable one
+    setup.close()
+    port = free_port()
+    bridge = BridgeRun(_config(port, "amqp0-9-1", rabbitmq_url, queue_address(queue),
+                               route="    attach_timeout: 1\n",
+                               more='metrics: {bind: "127.0.0.1:0"}\n'), tmp_path).start()
+    try:
+        wait_listening(port, bridge)
+        conn = _pika(port)
+        confirmed = conn.channel()
+        confirmed.confirm_delivery()
+        nacked: list[BaseException] = []
+
+        def publish() -> None:
+            try:
+                confirmed.basic_publish("events", "k", b"job")
+            except pika.exceptions.NackError as exc:
+                nacked.append(exc)
+
+        publisher = threading.Thread(target=publish, daemon=True)
+        publisher.start()
+        publisher.join(30)  # pika is blocked in basic_publish until the bridge answers
+        assert nacked, "the confirm-mode publish got no nack"
+        unconfirmed = conn.channel()
+        unconfirmed.basic_publish("events", "k", b"job")
+        with pytest.raises(pika.exceptions.ChannelClosedByBroker) as closed:
+            for _ in range(100):  # each waits for its answer: there comes the close
+                unconfirmed.basic_qos(prefetch_count=1)
+        assert closed.value.reply_code == 406, closed.value
+        assert "inequivalent arg 'durable'" in closed.value.reply_text
+        mport = metrics_port(bridge.log)
+        status, body = http_get(mport, "/readyz")
+        assert status == 503 and body["routes_not_ready"] == ["pub"], body
+        assert "inequivalent arg 'durable'" in " ".join(body["waiting_for"]["pub"]), body
+        refusals = poll(lambda: [r for r in records(bridge.log())
+                                 if r.get("event") == "link_lost" and r.get("route") == "pub"],
+                        lambda found: len(found) >= 3, 30, "three refused attaches")
+        assert [r["level"] for r in refusals][:3] == ["warning", "info", "info"], refusals
+        assert "inequivalent arg 'durable'" in refusals[0]["error"]
+    finally:
+        bridge.stop()
+    log = bridge.log()
+    stats = route_stats(log, "pub")
+    assert stats["received"] == 2 and stats["publishes_abandoned"] == 1, stats
+    abandoned = [r for r in records(log) if r.get("event") == "publishes_abandoned"]
+    assert [r["level"] for r in abandoned] == ["error"], log[-3000:]
