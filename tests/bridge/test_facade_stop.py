@@ -106,9 +106,9 @@ def test_a_091_publisher_without_confirms_loses_nothing_when_the_bridge_stops(
         assert _stopped(bridge) == 0
     finally:
         bridge.stop()
+    _no_silent_loss(bridge, queue_depth(rabbitmq_url, queue))
     assert isinstance(closed, pika.exceptions.ConnectionClosedByBroker), repr(closed)
     assert (closed.reply_code, closed.reply_text) == (320, RABBITMQ_SHUTDOWN)
-    _no_silent_loss(bridge, queue_depth(rabbitmq_url, queue))
 
 
 def test_a_010_publisher_not_waiting_for_completions_loses_nothing_when_the_bridge_stops(
