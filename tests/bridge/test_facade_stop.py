@@ -3,7 +3,7 @@
 With the real ``amqp-bridge run`` process and the shared RabbitMQ (docs/operations.md,
 "Stopping"; docs/semantics.md, "A façade route whose link is down"):
 
-- a publisher without confirms writes 5,000 × 1 KiB and the bridge gets SIGTERM right
+- a publisher without confirms writes 5,000 messages of 1 KiB and the bridge gets SIGTERM right
   after the last publish: every message arrives at RabbitMQ (counted there), and the
   client gets connection.close 320 — 0-9-1 (pika) with RabbitMQ's own words, 0-10 (our
   client, no waiting for completions). Before, what the bridge read while stopping
