@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 HOUSEKEEPING_INTERVAL = 0.1
 """Seconds between checks for a stop request (and, later, metrics refresh)."""
+DEAD_LETTER_GRACE = 5.0
+"""Seconds the drain limit is extended for what it sends to dead-letter addresses."""
 CLOSE_GRACE = 1.0
 """Seconds between closing the connections and ending the event loop."""
 STATS_INTERVAL = 60.0
@@ -74,6 +76,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.routes: list[RouteRuntime] = []
         self.stop_requested = False
         self.stopping_since: float | None = None
+        self._stop_deadline: float | None = None
+        """Set at the drain limit: when to stop waiting for what was sent to dead-letter
+        addresses then."""
         self.shutdown_timeout = config.shutdown.drain_timeout
         self._stats_due = time.monotonic() + STATS_INTERVAL
         self._last_stats: dict[str, str] = {}
@@ -250,6 +255,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         """Ask for a graceful stop (safe from a signal handler: only sets a flag)."""
         if self.stop_requested and self.container is not None:
             self.shutdown_timeout = 0.0  # a second request: stop now
+            self._stop_deadline = 0.0
         self.stop_requested = True
 
     def schedule_housekeeping(self, delay: float) -> None:
@@ -275,7 +281,14 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                 for route in self.runtimes():
                     route.pause()
             drained = all(r.pending == 0 for r in self.runtimes())
-            if drained or time.monotonic() - self.stopping_since >= self.shutdown_timeout:
+            now = time.monotonic()
+            if not drained and self._stop_deadline is None \
+                    and now - self.stopping_since >= self.shutdown_timeout:
+                # the drain limit: façade publishes left go to dead-letter addresses first
+                diverted = sum(r.dead_letter_unforwarded() for r in self.runtimes()
+                               if isinstance(r, FacadePublish))
+                self._stop_deadline = now + (DEAD_LETTER_GRACE if diverted else 0.0)
+            if drained or (self._stop_deadline is not None and now >= self._stop_deadline):
                 if not drained:
                     self._drain_limit_reached()
                 for facade in self.facades.values():

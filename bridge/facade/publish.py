@@ -68,6 +68,7 @@ log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade
 
 MAX_RELEASES = 3
 """Times a published message may be released by the 1.0 target before it counts as rejected."""
+DRAIN_LIMIT_REASON = "not forwarded before the bridge's drain limit (shutdown.drain_timeout)"
 
 # 1.0 rejection conditions -> the execution.exception a 0-10 publisher gets
 _ERROR_CODES = {
@@ -101,6 +102,9 @@ class PublishEntry:
     """When the publish arrived (``time.monotonic()``), for the latency histogram."""
     abandoned: bool = False
     """Given up at the drain limit (a late outcome is then ignored)."""
+    diverted: bool = False
+    """Sent to the dead-letter address at the drain limit while the target's outcome was
+    still awaited (a late one is then ignored)."""
 
 
 class FacadePublish:
@@ -134,12 +138,14 @@ class FacadePublish:
         """Why publishes are refused at once (the link is down past ``attach_timeout``),
         or None."""
         self._link_check_due = False
+        self._diverted = 0
+        """Entries in flight on the target that were also sent to the dead-letter address."""
         self.dead_letters: DeadLetters[PublishEntry] | None = None
         if dead_letter is not None:
             # the copies share the route's in-flight bound with the sender's messages
             self.dead_letters = DeadLetters(
                 container, dead_letter[0], dead_letter[1], route=route, owner=self,
-                window=lambda: self.limit_messages - len(self.target.in_flight))
+                window=lambda: self.limit_messages - len(self.target.in_flight) + self._diverted)
 
     @classmethod
     def into_queue(cls, consume: FacadeConsume) -> FacadePublish:
@@ -159,7 +165,8 @@ class FacadePublish:
     @property
     def pending(self) -> int:
         """Publishes taken from clients and not yet completed or refused."""
-        return len(self.waiting) + len(self.target.in_flight) + self._dead_letters_pending
+        return len(self.waiting) + len(self.target.in_flight) - self._diverted \
+            + self._dead_letters_pending
 
     def pause(self) -> None:
         """Graceful stop: take no new publishes (those taken still complete); a link
@@ -221,19 +228,46 @@ class FacadePublish:
 
     # -- the drain limit ------------------------------------------------------------------
 
+    def dead_letter_unforwarded(self) -> int:
+        """The bridge's drain limit is reached: what still waits for the target, or went
+        to it without an answer, goes to the dead-letter address (if the route has one
+        and its link is up) — a copy of a message that may have arrived rather than a
+        loss. Returns the number."""
+        dead_letters = self.dead_letters
+        if dead_letters is None or not dead_letters.link.up:
+            return 0
+        waiting, self.waiting = list(self.waiting), deque()
+        sent = [e for e in self.target.in_flight.values() if not e.diverted]
+        for entry in sent:
+            entry.diverted = True
+        self._diverted += len(sent)
+        for entry in [*waiting, *sent]:
+            self._dead_letter(entry, AmqpMessage.decode(entry.data), DRAIN_LIMIT_REASON)
+        if waiting or sent:
+            log.warning("route %s: %d publishes not forwarded by the drain limit go to the "
+                        "dead-letter address (%d of them were sent to the AMQP 1.0 broker "
+                        "without an answer and may arrive twice)", self.name,
+                        len(waiting) + len(sent), len(sent),
+                        extra={"event": "publishes_dead_lettered_at_stop", "route": self.name,
+                               "dead_lettered": len(waiting) + len(sent),
+                               "unanswered": len(sent)})
+        self._recount()
+        return len(waiting) + len(sent)
+
     def abandon(self) -> int:
         """The bridge's drain limit is reached: every publish still unforwarded is given
         up — counted, its publisher told where it can be (a nack, an exception), logged
         at ERROR with the number (and how many went to the 1.0 broker unanswered: those
         may have arrived). Returns the number."""
         waiting, self.waiting = list(self.waiting), deque()
-        sent = [e for e in self.target.in_flight.values() if not e.abandoned]
+        sent = [e for e in self.target.in_flight.values()
+                if not e.abandoned and not e.diverted]
         copies = [e for e in (self.dead_letters.items() if self.dead_letters is not None
                               else ()) if not e.abandoned]
         entries = [*waiting, *sent, *copies]
         if not entries:
             return 0
-        reason = "not forwarded before the bridge's drain limit (shutdown.drain_timeout)"
+        reason = DRAIN_LIMIT_REASON
         for entry in entries:
             entry.abandoned = True
             self.stats.publishes_abandoned += 1
@@ -325,6 +359,10 @@ class FacadePublish:
         # the outcomes of what was in flight on the lost link will never come: send it
         # again, in order, when a link is back (the target may get it twice: at-least-once),
         # unless the peer ended the link over it once too often (bridge.amqp10.poison)
+        diverted = [item for item in items if item.diverted]
+        if diverted:  # their copies went to the dead-letter address
+            self._diverted -= len(diverted)
+            items = [item for item in items if not item.diverted]
         self.waiting.extendleft(reversed(items))
         self.stats.credit = 0
         if self.waiting:
@@ -334,6 +372,9 @@ class FacadePublish:
             self._recount()
 
     def on_outcome(self, entry: PublishEntry, delivery: Delivery) -> None:
+        if entry.diverted:
+            self._diverted -= 1
+            return  # its copy went to the dead-letter address: that outcome counts
         if entry.abandoned:
             return  # counted as abandoned, its publisher told so
         self._on_outcome(entry, delivery)

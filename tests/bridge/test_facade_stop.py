@@ -9,9 +9,9 @@ With the real ``amqp-bridge run`` process and the shared RabbitMQ (docs/operatio
   client, no waiting for completions). Before, what the bridge read while stopping
   was thrown away: a quarter to a half of the messages;
 - the drain limit reached (RabbitMQ's 1.0 side stalled by a paused relay): what is
-  unforwarded is counted as abandoned and logged at ERROR with the number, and the
-  client still gets connection.close 320 (before: "they will be redelivered", and a
-  bare EOF);
+  unforwarded goes to the route's dead-letter address, or without one is counted as
+  abandoned and logged at ERROR with the number, and the client still gets
+  connection.close 320 (before: "they will be redelivered", and a bare EOF);
 - a route to ``/queue/NAME`` where NAME already is a durable queue (RabbitMQ refuses
   every attach): a confirm-mode publisher gets basic.nack after ``attach_timeout``, a
   publisher without confirms its channel closed; ``/readyz`` names the route and
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pika
@@ -43,13 +44,16 @@ RABBITMQ_SHUTDOWN = "CONNECTION_FORCED - broker forced connection closure with r
 
 
 def _config(port: int, protocol: str, cloud_url: str, address: str, *,
-            more: str = "", route: str = "") -> str:
+            more: str = "", route: str = "", rabbitmq_url: str = "") -> str:
+    """One listener ``app`` whose exchange ``events`` the route ``pub`` sends to
+    ``address`` over ``cloud_url``; ``rabbitmq_url``: also the connection ``direct``."""
     users = f"users: {{{USER}: {PASSWORD}}}" if protocol == "amqp0-9-1" \
         else "allow_anonymous: true"
+    direct = f'  direct: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}\n' if rabbitmq_url else ""
     return f"""
 connections:
   cloud: {{protocol: amqp1.0, url: "{cloud_url}", reconnect: {{initial_delay: 0.2, max_delay: 1.0}}}}
-listeners:
+{direct}listeners:
   app: {{protocol: {protocol}, bind: "127.0.0.1:{port}", {users}}}
 routes:
   - name: pub
@@ -80,9 +84,26 @@ def _stopped(bridge: BridgeRun) -> int:
     return bridge.proc.wait(60)
 
 
-def _no_silent_loss(bridge: BridgeRun, arrived: int) -> None:
+def _publish_then_stop(rabbitmq_url: str, tmp_path: Path, protocol: str,
+                       publish_and_close: Callable[[int, Callable[[], None]], None]) -> None:
+    """A bridge with one façade publish route to a fresh RabbitMQ queue;
+    ``publish_and_close(port, sigterm)`` publishes COUNT messages, calls ``sigterm``
+    right after the last, and waits for the bridge to close the connection. Every
+    message read must have arrived at RabbitMQ, and every one was read."""
+    queue = unique_queue("stop")
+    declare_queue(rabbitmq_url, queue)
+    port = free_port()
+    bridge = BridgeRun(_config(port, protocol, rabbitmq_url, queue_address(queue)),
+                       tmp_path).start()
+    try:
+        wait_listening(port, bridge)
+        publish_and_close(port, lambda: bridge.proc.send_signal(signal.SIGTERM))  # type: ignore[union-attr]
+        assert _stopped(bridge) == 0
+    finally:
+        bridge.stop()
     log = bridge.log()
     stats = route_stats(log, "pub")
+    arrived = queue_depth(rabbitmq_url, queue)
     assert stats["received"] == COUNT, stats  # the bridge read every publish...
     assert arrived == COUNT, (stats, log[-3000:])  # ...and forwarded every one
     assert not [r for r in records(log) if r.get("level") == "error"], log[-3000:]
@@ -90,58 +111,52 @@ def _no_silent_loss(bridge: BridgeRun, arrived: int) -> None:
 
 def test_a_091_publisher_without_confirms_loses_nothing_when_the_bridge_stops(
         rabbitmq_url: str, tmp_path: Path) -> None:
-    queue = unique_queue("stop091")
-    declare_queue(rabbitmq_url, queue)
-    port = free_port()
-    bridge = BridgeRun(_config(port, "amqp0-9-1", rabbitmq_url, queue_address(queue)),
-                       tmp_path).start()
-    try:
-        wait_listening(port, bridge)
+    closes: list[pika.exceptions.ConnectionClosed] = []
+
+    def publish_and_close(port: int, sigterm: Callable[[], None]) -> None:
         conn = _pika(port)
         channel = conn.channel()
         for _ in range(COUNT):
             channel.basic_publish("events", "k", BODY)
-        bridge.proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
-        closed = _closed_by_bridge(conn)
-        assert _stopped(bridge) == 0
-    finally:
-        bridge.stop()
-    _no_silent_loss(bridge, queue_depth(rabbitmq_url, queue))
-    assert isinstance(closed, pika.exceptions.ConnectionClosedByBroker), repr(closed)
-    assert (closed.reply_code, closed.reply_text) == (320, RABBITMQ_SHUTDOWN)
+        sigterm()
+        closes.append(_closed_by_bridge(conn))
+
+    _publish_then_stop(rabbitmq_url, tmp_path, "amqp0-9-1", publish_and_close)
+    assert isinstance(closes[0], pika.exceptions.ConnectionClosedByBroker), repr(closes[0])
+    assert (closes[0].reply_code, closes[0].reply_text) == (320, RABBITMQ_SHUTDOWN)
 
 
 def test_a_010_publisher_not_waiting_for_completions_loses_nothing_when_the_bridge_stops(
         rabbitmq_url: str, tmp_path: Path) -> None:
-    queue = unique_queue("stop010")
-    declare_queue(rabbitmq_url, queue)
-    port = free_port()
-    bridge = BridgeRun(_config(port, "amqp0-10", rabbitmq_url, queue_address(queue)),
-                       tmp_path).start()
-    try:
-        wait_listening(port, bridge)
+    clients: list[BlockingClient] = []
+
+    def publish_and_close(port: int, sigterm: Callable[[], None]) -> None:
         client = BlockingClient.connect(f"amqp://127.0.0.1:{port}", timeout=60)
+        clients.append(client)
         for _ in range(COUNT):
             client.publish(BODY, exchange="events", routing_key="k", wait=False)
-        bridge.proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
+        sigterm()
         with pytest.raises(ClientError):  # its session detached, its connection closed
             client.idle(60)
-        assert _stopped(bridge) == 0
-    finally:
-        bridge.stop()
-    assert (client.conn.close_code, client.conn.close_text) == \
+
+    _publish_then_stop(rabbitmq_url, tmp_path, "amqp0-10", publish_and_close)
+    assert (clients[0].conn.close_code, clients[0].conn.close_text) == \
         (320, "amqp-bridge is shutting down")
-    _no_silent_loss(bridge, queue_depth(rabbitmq_url, queue))
 
 
-def test_past_the_drain_limit_what_is_unforwarded_is_abandoned_loudly(
-        rabbitmq_url: str, tmp_path: Path) -> None:
-    queue = unique_queue("stopstall")
+@pytest.mark.parametrize("dead_letter", [False, True], ids=["abandoned", "dead-lettered"])
+def test_past_the_drain_limit_what_is_unforwarded_is_dead_lettered_or_abandoned_loudly(
+        rabbitmq_url: str, tmp_path: Path, dead_letter: bool) -> None:
+    queue, dead = unique_queue("stopstall"), unique_queue("stopdead")
     declare_queue(rabbitmq_url, queue)
+    declare_queue(rabbitmq_url, dead)
     cloud = Relay(("127.0.0.1", int(rabbitmq_url.rsplit(":", 1)[1])))
     port = free_port()
+    route = f"    dead_letter: {{connection: direct, address: {queue_address(dead)}}}\n" \
+        if dead_letter else ""
     bridge = BridgeRun(_config(port, "amqp0-9-1", cloud.url(rabbitmq_url), queue_address(queue),
-                               more="shutdown: {drain_timeout: 2}\n"), tmp_path).start()
+                               more="shutdown: {drain_timeout: 2}\n", route=route,
+                               rabbitmq_url=rabbitmq_url), tmp_path).start()
     try:
         wait_listening(port, bridge)
         conn = _pika(port)
@@ -163,10 +178,16 @@ def test_past_the_drain_limit_what_is_unforwarded_is_abandoned_loudly(
     log = bridge.log()
     stats = route_stats(log, "pub")
     assert stats["received"] == 51 and stats["delivered"] == 1, stats
-    assert stats["publishes_abandoned"] == 50, stats
-    errors = [r for r in records(log) if r.get("event") == "publishes_abandoned"]
-    assert [(e["level"], int(e["abandoned"])) for e in errors] == [("error", 50)], log[-3000:]
     assert "will be redelivered" not in log and "redelivers" not in log, log[-3000:]
+    errors = [r for r in records(log) if r.get("event") == "publishes_abandoned"]
+    if dead_letter:
+        assert (stats["dead_lettered"], stats["publishes_abandoned"]) == (50, 0), stats
+        assert queue_depth(rabbitmq_url, dead) == 50
+        assert not errors, log[-3000:]
+    else:
+        assert stats["publishes_abandoned"] == 50, stats
+        assert [(e["level"], int(e["abandoned"])) for e in errors] == [("error", 50)], \
+            log[-3000:]
 
 
 def test_a_route_whose_link_never_attaches_tells_its_publishers(
