@@ -30,6 +30,8 @@ import pika
 import pika.exceptions
 import pytest
 
+from amqp010.events import ExecutionExceptionReceived
+from amqp010.spec import ErrorCode
 from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.logs import records, route_stats
@@ -190,12 +192,19 @@ def test_past_the_drain_limit_what_is_unforwarded_is_dead_lettered_or_abandoned_
             log[-3000:]
 
 
-def test_a_route_whose_link_never_attaches_tells_its_publishers(
-        rabbitmq_url: str, tmp_path: Path) -> None:
+def _durable_queue(rabbitmq_url: str) -> str:
+    """A fresh durable RabbitMQ queue (its address /queue/NAME wants a non-durable one:
+    RabbitMQ 3.x refuses every attach to it)."""
     queue = unique_queue("durable")
     setup = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
-    setup.channel().queue_declare(queue, durable=True)  # /queue/NAME wants a non-durable one
+    setup.channel().queue_declare(queue, durable=True)
     setup.close()
+    return queue
+
+
+def test_a_route_whose_link_never_attaches_tells_its_publishers(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    queue = _durable_queue(rabbitmq_url)
     port = free_port()
     bridge = BridgeRun(_config(port, "amqp0-9-1", rabbitmq_url, queue_address(queue),
                                route="    attach_timeout: 1\n",
@@ -240,3 +249,20 @@ def test_a_route_whose_link_never_attaches_tells_its_publishers(
     assert stats["received"] == 2 and stats["publishes_abandoned"] == 1, stats
     abandoned = [r for r in records(log) if r.get("event") == "publishes_abandoned"]
     assert [r["level"] for r in abandoned] == ["error"], log[-3000:]
+
+
+def test_a_010_publisher_to_a_route_whose_link_never_attaches_gets_an_exception(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    port = free_port()
+    config = _config(port, "amqp0-10", rabbitmq_url, queue_address(_durable_queue(rabbitmq_url)),
+                     route="    attach_timeout: 1\n")
+    with BridgeRun(config, tmp_path) as bridge:
+        wait_listening(port, bridge)
+        client = BlockingClient.connect(f"amqp://127.0.0.1:{port}", timeout=30)
+        with pytest.raises(ClientError) as refused:
+            client.publish(b"job", exchange="events", routing_key="k")  # waits for completion
+        client.close()
+    event = refused.value.event
+    assert isinstance(event, ExecutionExceptionReceived), repr(event)
+    assert event.error_code == ErrorCode.PRECONDITION_FAILED, event
+    assert "inequivalent arg 'durable'" in event.description
