@@ -33,10 +33,9 @@ from .models import (
     Reconnect,
     Route,
     SaslMechanism,
-    Shutdown,
     UserIdRule,
     config_secrets,
     redact_url,
 )
 
-__all__ = ['BridgeConfig', 'ClientTls', 'CloudEvents', 'ConfigError', 'Connection', 'DeadLetter', 'Dedupe', 'Endpoint', 'Listener', 'ListenerTls', 'Logging', 'MaxInFlight', 'Metrics', 'Protocol', 'REFERENCE_PROBLEMS', 'Reconnect', 'Route', 'SaslMechanism', 'Shutdown', 'UserIdRule', 'config_secrets', 'describe', 'load_config', 'parse_config', 'redact_url', 'substitute_env']
+__all__ = ['BridgeConfig', 'ClientTls', 'CloudEvents', 'ConfigError', 'Connection', 'DeadLetter', 'Dedupe', 'Endpoint', 'Listener', 'ListenerTls', 'Logging', 'MaxInFlight', 'Metrics', 'Protocol', 'REFERENCE_PROBLEMS', 'Reconnect', 'Route', 'SaslMechanism', 'UserIdRule', 'config_secrets', 'describe', 'load_config', 'parse_config', 'redact_url', 'substitute_env']
