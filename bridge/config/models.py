@@ -585,7 +585,7 @@ class Logging(_Model):
 
 
 class Shutdown(_Model):
-    """How the bridge stops on SIGTERM or SIGINT (docs/operations.md, "Stopping")."""
+    """How the bridge stops on SIGTERM or SIGINT (docs/semantics.md, "Graceful shutdown")."""
 
     drain_timeout: float = Field(
         30.0, ge=0, le=3600,

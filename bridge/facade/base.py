@@ -17,7 +17,7 @@ protocol:
   (:attr:`ListenerCore.exchange_subscriptions`);
 - output once per burst of loop events, throttling (publishers of a throttled
   route are not read), warnings a client can provoke rate-limited per address;
-- graceful stop (one rule for both façades, docs/operations.md "Stopping"): nothing
+- graceful stop (one rule for both façades, docs/semantics.md "Shutdown"): nothing
   new accepted; each client is read on until it has sent everything it had sent
   (nothing unread for it in the kernel at two looks in a row, or half the drain limit
   is over), then a publisher is read no more; every publish read is forwarded, its

@@ -22,6 +22,7 @@ from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
 
 from ..facade.publish import FacadePublish, PublishEntry
+from ..ops.logs import WarnLimiter
 from ..routes.refusals import plain_copy_091
 from .state import Channel091
 
@@ -43,6 +44,9 @@ class Publish091(FacadePublish):
     """basic.publish to a façade exchange, forwarded to a 1.0 address (module docstring)."""
 
     facade: Facade091
+    _abandoned_lines = WarnLimiter()
+    """The ERROR lines about publishes abandoned on a refusing route (one per route every
+    10 s, with the number)."""
     MAPPING_REFUSAL = SIZE_REFUSAL = ReplyCode.PRECONDITION_FAILED  # (a nack carries none)
 
     def publish091(self, ch: Channel091, ev: MessageReceived) -> None:
@@ -80,10 +84,14 @@ class Publish091(FacadePublish):
             return
         self.bytes -= entry.size
         self.stats.publishes_abandoned += 1
-        log.error("route %s: a publish from %s abandoned: %s (no confirm mode: its channel "
-                  "is closed)", self.name, ch.client.sock.peer, reason,
-                  extra={"event": "publishes_abandoned", "route": self.name, "abandoned": 1,
-                         "peer": ch.client.sock.peer, "error": reason})
+        held = self._abandoned_lines.allow(self.name)  # one ERROR line per 10 s
+        if held is not None:
+            log.error("route %s: %d publishes abandoned (from %s and others since the last "
+                      "such line): %s; no confirm mode: their channels are closed",
+                      self.name, held + 1, ch.client.sock.peer, reason,
+                      extra={"event": "publishes_abandoned", "route": self.name,
+                             "abandoned": held + 1, "peer": ch.client.sock.peer,
+                             "error": reason})
         if ch.live:
             code = _CHANNEL_CODES.get(self.sender.last_condition or "",
                                       ReplyCode.PRECONDITION_FAILED)
