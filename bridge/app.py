@@ -49,8 +49,8 @@ log = logging.getLogger(__name__)
 
 HOUSEKEEPING_INTERVAL = 0.1
 """Seconds between checks for a stop request (and, later, metrics refresh)."""
-SHUTDOWN_TIMEOUT = 10.0
-"""Seconds a graceful stop waits for in-flight outcomes."""
+DEAD_LETTER_GRACE = 5.0
+"""Seconds the drain limit is extended for what it sends to dead-letter addresses."""
 CLOSE_GRACE = 1.0
 """Seconds between closing the connections and ending the event loop."""
 STATS_INTERVAL = 60.0
@@ -77,7 +77,10 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.routes: list[RouteRuntime] = []
         self.stop_requested = False
         self.stopping_since: float | None = None
-        self.shutdown_timeout = SHUTDOWN_TIMEOUT
+        self._stop_deadline: float | None = None
+        """Set at the drain limit: when to stop waiting for what was sent to dead-letter
+        addresses then."""
+        self.shutdown_timeout = config.shutdown.drain_timeout
         self._stats_due = time.monotonic() + STATS_INTERVAL
         self._last_stats: dict[str, str] = {}
         self.fatal_error: str | None = None
@@ -95,6 +98,8 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             name: (Facade091 if listener.protocol == "amqp0-9-1" else Facade)(
                 container, name, listener)
             for name, listener in self.config.listeners.items()}
+        for facade in self.facades.values():  # a stop reads on for half its drain limit
+            facade.read_limit = self.shutdown_timeout / 2
         for name, conn in self.config.connections.items():
             if conn.protocol == "amqp1.0":
                 self.amqp10[name] = self._connect_amqp10(container, name, conn)
@@ -251,6 +256,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         """Ask for a graceful stop (safe from a signal handler: only sets a flag)."""
         if self.stop_requested and self.container is not None:
             self.shutdown_timeout = 0.0  # a second request: stop now
+            self._stop_deadline = 0.0
         self.stop_requested = True
 
     def schedule_housekeeping(self, delay: float) -> None:
@@ -276,14 +282,37 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                 for route in self.runtimes():
                     route.pause()
             drained = all(r.pending == 0 for r in self.runtimes())
-            if drained or time.monotonic() - self.stopping_since >= self.shutdown_timeout:
+            now = time.monotonic()
+            if not drained and self._stop_deadline is None \
+                    and now - self.stopping_since >= self.shutdown_timeout:
+                # the drain limit: façade publishes left go to dead-letter addresses first
+                diverted = sum(r.dead_letter_unforwarded() for r in self.runtimes()
+                               if isinstance(r, FacadePublish))
+                self._stop_deadline = now + (DEAD_LETTER_GRACE if diverted else 0.0)
+            if drained or (self._stop_deadline is not None and now >= self._stop_deadline):
                 if not drained:
-                    pending = sum(r.pending for r in self.runtimes())
-                    log.warning("stopping with %d messages in flight (they will be redelivered)",
-                                pending, extra={"event": "stop_timeout", "in_flight": pending})
+                    self._drain_limit_reached()
+                for facade in self.facades.values():
+                    if not facade.clients_closed:
+                        facade.close_clients()
                 self._close_all()
                 return
         self.schedule_housekeeping(HOUSEKEEPING_INTERVAL)
+
+    def _drain_limit_reached(self) -> None:
+        """The graceful stop's drain limit is over with messages still pending: façade
+        publishes are abandoned (counted, logged at ERROR: nobody will send them again);
+        what a broker source gave the bridge is left to that broker, which redelivers it."""
+        for route in self.runtimes():
+            if isinstance(route, FacadePublish):
+                route.abandon()
+            elif route.pending:
+                source = (f"the broker of connection {route.route.source.connection}"
+                          if isinstance(route, LegacyToAmqp10) else "the AMQP 1.0 broker")
+                log.warning("route %s: stopping with %d messages in flight: %s redelivers "
+                            "them", route.name, route.pending, source,
+                            extra={"event": "stop_timeout", "route": route.name,
+                                   "in_flight": route.pending})
 
     def _log_readiness(self) -> None:
         """One line whenever a route becomes ready or stops being ready."""

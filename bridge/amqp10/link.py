@@ -114,6 +114,14 @@ class Amqp10Link:
         """Set by the owner's :meth:`on_link_down` when it blamed a message in flight for
         :attr:`refusal`: the link is then re-attached soon, with no growing backoff."""
         self.generation = 0
+        self.last_error: str | None = None
+        """Why the link was last lost or refused (the peer's text), until it attaches
+        again: what ``/readyz`` shows; the same error again is logged at INFO, not
+        WARNING."""
+        self.last_condition: str | None = None
+        """The error condition's name with :attr:`last_error` (None: none given)."""
+        self.down_since = time.monotonic()
+        """When the link was last lost, or first opened (while it is not :attr:`up`)."""
         self._direct = DirectDeliveries.of(container)
         """Hands the current link's deliveries to :meth:`_delivered` without an event."""
         self._stale: list[tuple[Any, Any]] = []
@@ -217,6 +225,7 @@ class Amqp10Link:
             if not self.up:
                 self.up = True
                 self.up_since = time.monotonic()
+                self.last_error = self.last_condition = None
                 self.peer_max_message_size = link.remote_max_message_size or None
                 log.info("route %s: 1.0 link %s attached to %r", self.route, self.name,
                          self.address, extra=self.log_fields("link_attached"))
@@ -268,6 +277,7 @@ class Amqp10Link:
         if not self.up or self.closing:
             return  # nothing was attached on that transport
         self.up = False
+        self.down_since = time.monotonic()
         if self.connection.state & Endpoint.LOCAL_CLOSED:
             log.info("route %s: 1.0 link %s detached: connection closed", self.route,
                      self.name, extra=self.log_fields("link_detached"))
@@ -350,6 +360,11 @@ class Amqp10Link:
             return
         reason = f"{what}: {condition_text(condition)}"
         was_up, self.up = self.up, False
+        if was_up:
+            self.down_since = time.monotonic()
+        repeated = not was_up and reason == self.last_error
+        self.last_error = reason
+        self.last_condition = str(condition.name) if condition is not None else None
         old_link, old_session = self.link, self.session
         self._let_go()
         # the owner may blame a message in flight for the peer's error (bridge.amqp10.poison)
@@ -366,9 +381,12 @@ class Amqp10Link:
             lived = time.monotonic() - self.up_since if was_up else 0.0
             self.failures = 0 if lived >= STABLE_LINK else self.failures + 1
             delay = RELINK.delay(self.failures - 1) if self.failures else 0.0
-        log.warning("1.0 link %s to %r: %s; re-attaching in %.2fs", self.name, self.address,
-                    reason, delay, extra={**self.log_fields("link_lost"), "error": reason,
-                                          "delay": round(delay, 3)})
+        # the peer's refusal once at WARNING; the same again (a link it keeps refusing,
+        # retried with a growing backoff) at INFO
+        log.log(logging.INFO if repeated else logging.WARNING,
+                "1.0 link %s to %r: %s; re-attaching in %.2fs", self.name, self.address,
+                reason, delay, extra={**self.log_fields("link_lost"), "error": reason,
+                                      "delay": round(delay, 3), "repeated": repeated})
         self._retire(old_link, old_session)
         self.container.schedule(delay, Timer(self._reopen))
 

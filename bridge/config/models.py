@@ -527,6 +527,16 @@ class Route(_Model):
                     "the header x-amqp-1.0.user-id (to AMQP 0-10) and is restored on the way "
                     "back where that route's rule allows (docs/mapping.md). An empty user-id is "
                     "no user-id.")
+    attach_timeout: float = Field(
+        5.0, gt=0, le=3600,
+        description="Façade publish routes (from a listener): seconds publishes may wait "
+                    "for the route's AMQP 1.0 link while it is not attached (never yet, or "
+                    "lost). Past that they are refused: dead-lettered if the route has a "
+                    "dead-letter address, else basic.nack (0-9-1 confirm mode), channel.close "
+                    "(0-9-1 without confirms: the publish is counted as abandoned and logged "
+                    "at ERROR) or execution.exception (0-10); new publishes are refused the "
+                    "same way at once until the link attaches (docs/semantics.md, 'A façade "
+                    "route whose link is down').")
     _target_login_user: str | None = PrivateAttr(None)
     _dead_letter_login_user: str | None = PrivateAttr(None)
 
@@ -574,6 +584,19 @@ class Logging(_Model):
                             "debug only.")
 
 
+class Shutdown(_Model):
+    """How the bridge stops on SIGTERM or SIGINT (docs/semantics.md, "Graceful shutdown")."""
+
+    drain_timeout: float = Field(
+        30.0, ge=0, le=3600,
+        description="Seconds a graceful stop waits for what the routes have taken to be "
+                    "forwarded (façade clients stay connected meanwhile, so their confirms "
+                    "and completions flow). Past it, façade publishes still unforwarded are "
+                    "abandoned (counted in amqp_bridge_publishes_abandoned_total and logged "
+                    "at ERROR); messages of a broker source are left to that broker, which "
+                    "redelivers them. A second signal stops at once.")
+
+
 class BridgeConfig(_Model):
     """The whole configuration file."""
 
@@ -586,6 +609,7 @@ class BridgeConfig(_Model):
     metrics: Metrics | None = Field(
         None, description="Serve metrics and health endpoints over HTTP (absent: no server).")
     logging: Logging = Field(default_factory=Logging, description="Log format and level.")
+    shutdown: Shutdown = Field(default_factory=Shutdown, description="Graceful stop.")
 
     @model_validator(mode="after")
     def _references(self) -> BridgeConfig:

@@ -17,7 +17,14 @@ protocol:
   (:attr:`ListenerCore.exchange_subscriptions`);
 - output once per burst of loop events, throttling (publishers of a throttled
   route are not read), warnings a client can provoke rate-limited per address;
-- graceful stop: nothing new accepted, clients closed once the routes drained;
+- graceful stop (one rule for both façades, docs/semantics.md "Shutdown"): nothing
+  new accepted; each client is read on until it has sent everything it had sent
+  (nothing unread for it in the kernel at two looks in a row, or half the drain limit
+  is over), then a publisher is read no more; every publish read is forwarded, its
+  confirm or completion still flows; the clients are closed with connection-forced
+  once the publish routes have drained — or when the bridge's drain limit is
+  reached — and read again only to take their close-ok (what a client sends after
+  our close is discarded, as a broker does);
 - fault containment parts (a fault in one client's work closes that client).
 
 The subclass supplies ``_new_engine``, ``_on_event``, ``_make_client``,
@@ -27,6 +34,7 @@ The subclass supplies ``_new_engine``, ``_on_event``, ``_make_client``,
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,10 +52,15 @@ log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade
 
 STOP_POLL = 0.1
 """Seconds between two looks at the routes while a graceful stop waits for them."""
+QUIET_POLLS = 2
+"""Looks in a row that find nothing unread from a client: it has sent what it had."""
 LOGIN_WORKERS = 2
 """Threads checking PBKDF2 passwords per listener (hashlib releases the GIL meanwhile)."""
 CONNECTION_FORCED = 320
 """connection-forced: the close code of a client the bridge ends (0-10 and 0-9-1 alike)."""
+SHUTDOWN_TEXT = "amqp-bridge is shutting down"
+"""The close text a client gets when the bridge stops (the 0-9-1 façade says it as
+RabbitMQ does)."""
 
 
 class ListenerCore:
@@ -90,6 +103,15 @@ class ListenerCore:
         self.acceptor: EngineListener | None = None
         self.address: tuple[str, int] | None = None
         self.stopping = False
+        self.clients_closed = False
+        """Set once the graceful stop closed the clients."""
+        self.read_limit = 15.0
+        """Seconds a graceful stop reads on from clients still sending (the bridge sets
+        half its drain limit)."""
+        self._read_until = 0.0
+        self._quiet: dict[EngineSocket, int] = {}
+        self._done_sending: set[EngineSocket] = set()
+        """During a graceful stop: clients read until they had nothing more to send."""
         self.bursts = EndOfBurst.of(container)
 
     # -- what the protocol supplies ----------------------------------------------------------
@@ -175,9 +197,12 @@ class ListenerCore:
             log.info("façade %s: %s presented a client certificate for %r", self.name,
                      sock.peer, cn)
 
+    shutdown_text = SHUTDOWN_TEXT
+    """The close text of the clients at a graceful stop."""
+
     def _on_accept(self, sock: EngineSocket) -> None:
         if self.stopping:
-            sock.engine.close(CONNECTION_FORCED, "amqp-bridge is shutting down")
+            sock.engine.close(CONNECTION_FORCED, self.shutdown_text)
             sock.flush()
             return
         self.clients[sock] = self._make_client(sock)
@@ -187,22 +212,61 @@ class ListenerCore:
     # -- shutdown -------------------------------------------------------------------------
 
     def pause(self) -> None:
-        """Graceful stop: accept nothing new; close the clients once the routes drained."""
+        """Graceful stop: accept nothing new; read on from each client until it has sent
+        what it had (then a publisher is read no more); close the clients once the
+        publish routes drained."""
         if self.stopping:
             return
         self.stopping = True
+        self._read_until = time.monotonic() + self.read_limit
         if self.acceptor is not None:
             self.acceptor.close()
         self.container.schedule(STOP_POLL, Timer(self.close_when_drained))
 
+    def _publish_routes(self) -> list[Any]:
+        """The routes clients publish to (a graceful stop forwards what they hold)."""
+        subclass: Any = self  # both façades have these tables
+        return [*subclass.publish_routes.values(), *subclass.queue_publishers.values()]
+
+    def _note_senders(self) -> bool:
+        """One look at the clients still being read during a graceful stop: those with
+        nothing unread (twice in a row), and all once ``read_limit`` is over, are done
+        sending. Returns whether every client is."""
+        over = time.monotonic() >= self._read_until
+        changed = False
+        for sock, client in list(self.clients.items()):
+            if sock in self._done_sending:
+                continue
+            idle = not sock.reading_paused and not client.holding and sock.unread == 0
+            self._quiet[sock] = self._quiet.get(sock, 0) + 1 if idle else 0
+            if over or self._quiet[sock] >= QUIET_POLLS:
+                self._done_sending.add(sock)
+                changed = True
+        if changed:
+            self.update_reading()
+        return len(self._done_sending) >= len(self.clients)
+
     def close_when_drained(self) -> None:
-        """Close the clients once no route has anything pending; else look again shortly."""
-        if any(r.pending for r in self._routes()):
+        """Close the clients once each has sent what it had, no publish route has anything
+        pending, and no consume route anything a client still read may settle; else look
+        again shortly."""
+        if self.clients_closed:
+            return
+        if not self._note_senders() or any(r.pending for r in self._publish_routes()) or (
+                any(r.pending for r in self._routes())
+                and any(not c.sock.reading_paused for c in self.clients.values())):
             self.container.schedule(STOP_POLL, Timer(self.close_when_drained))
             return
+        self.close_clients()
+
+    def close_clients(self) -> None:
+        """End every client with connection.close connection-forced (the drain is over or
+        its limit reached); each is read again for its close-ok only."""
+        self.clients_closed = True
         for sock in list(self.clients):
-            sock.engine.close(CONNECTION_FORCED, "amqp-bridge is shutting down")
+            sock.engine.close(CONNECTION_FORCED, self.shutdown_text)
             sock.flush()
+        self.update_reading()
         self.logins.close()
         self._pending_logins.clear()
         if self._loop_calls is not None:
@@ -263,6 +327,8 @@ class ListenerCore:
         """``sock``'s connection ended: forget it, drop a login of it still waiting, log
         why (refused logins and TLS handshakes rate-limited)."""
         self.clients.pop(sock, None)
+        self._done_sending.discard(sock)
+        self._quiet.pop(sock, None)
         self.bursts.discard(sock.flush)
         login = self._pending_logins.pop(sock, None)
         if login is not None:
@@ -291,8 +357,13 @@ class ListenerCore:
         """Pause reading on every client publishing to a throttled route, or holding
         publishes until a bind is answered; resume the others."""
         for client in self.clients.values():
-            client.sock.pause_reading(bool(client.holding)
-                                      or any(r.throttled for r in client.publishes_to))
+            if self.clients_closed:  # for the close-ok (the rest is discarded)
+                paused = False
+            elif client.sock in self._done_sending:  # a stop: what it sent is read
+                paused = bool(client.publishes_to or client.holding)
+            else:
+                paused = bool(client.holding) or any(r.throttled for r in client.publishes_to)
+            client.sock.pause_reading(paused)
 
     def publish_refused(self, peer: str, reason: str, route: str | None = None) -> None:
         """A publish was refused: count it, and log it (at most one WARNING line per client

@@ -202,12 +202,7 @@ class Facade(ListenerCore):
                                   f"user-id {mp.user_id!r} is not the authenticated user "
                                   f"{user!r}", command=ev.transfer)
             return
-        if self.stopping:
-            # not taken: the transfer stays incomplete and the client resends it elsewhere
-            route.stats.extra["refused_while_stopping"] = \
-                route.stats.extra.get("refused_while_stopping", 0) + 1
-            return
-        st.client.publishes_to.add(route)
+        st.client.publishes_to.add(route)  # (also while stopping: a publish read is forwarded)
         route.publish(st, ev)
 
     def _queue_publisher(self, ev: MessageReceived) -> FacadePublish | None:

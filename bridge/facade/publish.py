@@ -18,6 +18,16 @@ A publish once read is the bridge's to forward, whatever becomes of its session:
 whose session (or connection) ended still goes to the 1.0 broker, as a broker still
 routes what it has read; its outcome then has nobody to tell (a refusal is
 dead-lettered, or counted and logged).
+
+The 1.0 link is waited for a bounded time (the route's ``attach_timeout``, counted
+from when it was lost or first opened): past it, the route *refuses* — what waits
+for the link, and every new publish until the link attaches, is dead-lettered if the
+route has a dead-letter address, else refused to its publisher (:meth:`_link_refusal`:
+execution.exception; the 0-9-1 façade: basic.nack, or channel.close without confirms,
+the message then counted as abandoned). A graceful stop gives up re-attaching such a
+link. At the bridge's drain limit, :meth:`abandon` settles what is still unforwarded:
+counted (``amqp_bridge_publishes_abandoned_total``), logged at ERROR, its publishers
+told where they can be.
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ from ..routes.deadletter import DeadLetters
 from ..routes.refusals import MAPPING_ERROR, log_refused, plain_copy, report_poison, too_large
 from ..routes.stats import RouteStats
 from ..routes.translate import Translator
+from ..runtime import Timer
 from ..runtime.containment import Part
 from .consume import FacadeConsume
 from .state import FacadeHost, SessionState, waiting_for
@@ -57,6 +68,7 @@ log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade
 
 MAX_RELEASES = 3
 """Times a published message may be released by the 1.0 target before it counts as rejected."""
+DRAIN_LIMIT_REASON = "not forwarded before the bridge's drain limit (shutdown.drain_timeout)"
 
 # 1.0 rejection conditions -> the execution.exception a 0-10 publisher gets
 _ERROR_CODES = {
@@ -88,6 +100,11 @@ class PublishEntry:
     releases: int = 0
     t0: float = 0.0
     """When the publish arrived (``time.monotonic()``), for the latency histogram."""
+    abandoned: bool = False
+    """Given up at the drain limit (a late outcome is then ignored)."""
+    diverted: bool = False
+    """Sent to the dead-letter address at the drain limit while the target's outcome was
+    still awaited (a late one is then ignored)."""
 
 
 class FacadePublish:
@@ -101,6 +118,7 @@ class FacadePublish:
         if register:
             facade.add_publish(self, route.source.exchange)
         self.facade = facade
+        self.container = container
         self.translator = Translator(route)
         self.stats = RouteStats()
         self.limit_messages = route.max_in_flight.messages
@@ -115,12 +133,19 @@ class FacadePublish:
             route=route.name, poison_attempts=route.poison_attempts)
         self.sender = self.target.link
         """The 1.0 sender link."""
+        self.attach_timeout = route.attach_timeout
+        self.refusing: str | None = None
+        """Why publishes are refused at once (the link is down past ``attach_timeout``),
+        or None."""
+        self._link_check_due = False
+        self._diverted = 0
+        """Entries in flight on the target that were also sent to the dead-letter address."""
         self.dead_letters: DeadLetters[PublishEntry] | None = None
         if dead_letter is not None:
             # the copies share the route's in-flight bound with the sender's messages
             self.dead_letters = DeadLetters(
                 container, dead_letter[0], dead_letter[1], route=route, owner=self,
-                window=lambda: self.limit_messages - len(self.target.in_flight))
+                window=lambda: self.limit_messages - len(self.target.in_flight) + self._diverted)
 
     @classmethod
     def into_queue(cls, consume: FacadeConsume) -> FacadePublish:
@@ -140,11 +165,15 @@ class FacadePublish:
     @property
     def pending(self) -> int:
         """Publishes taken from clients and not yet completed or refused."""
-        return len(self.waiting) + len(self.target.in_flight) + self._dead_letters_pending
+        return len(self.waiting) + len(self.target.in_flight) - self._diverted \
+            + self._dead_letters_pending
 
     def pause(self) -> None:
-        """Graceful stop: take no new publishes (those taken still complete)."""
+        """Graceful stop: take no new publishes (those taken still complete); a link
+        already given up on is not re-attached any more."""
         self.facade.pause()
+        if self.refusing is not None:
+            self.target.close()
 
     @property
     def ready(self) -> bool:
@@ -154,6 +183,113 @@ class FacadePublish:
     def waiting_for(self) -> list[str]:
         """What keeps the route from being ready (empty when it is); safe from any thread."""
         return waiting_for(self.facade, [self.sender])
+
+    # -- a link down past attach_timeout ------------------------------------------------------
+
+    def _watch_link(self) -> None:
+        """Publishes wait for a link that is down: check it once ``attach_timeout`` is up."""
+        if self._link_check_due or self.target.up or self.refusing is not None:
+            return
+        self._link_check_due = True
+        due = self.sender.down_since + self.attach_timeout - time.monotonic()
+        self.container.schedule(max(0.0, due), Timer(self._check_link))
+
+    def _check_link(self) -> None:
+        self._link_check_due = False
+        if self.target.up or not (self.waiting or self.facade.stopping):
+            return
+        down = time.monotonic() - self.sender.down_since
+        if down < self.attach_timeout:
+            self._watch_link()
+            return
+        why = self.sender.last_error or "no answer from the AMQP 1.0 broker"
+        self.refusing = (f"the AMQP 1.0 link to {self.route.target.address!r} is not "
+                         f"attached ({why})")
+        log.error("route %s: %s for %.1fs (attach_timeout): refusing its publishes until it "
+                  "attaches", self.name, self.refusing, down,
+                  extra={"event": "route_refusing", "route": self.name, "error": why})
+        if self.facade.stopping:
+            self.target.close()  # no more attempts during the drain
+        waiting, self.waiting = self.waiting, deque()
+        for entry in waiting:
+            self._link_refusal(entry, self.refusing)
+        self._recount()
+
+    def _link_refusal(self, entry: PublishEntry, reason: str) -> None:
+        """``entry`` cannot go to the target, whose link is down past attach_timeout:
+        dead-lettered if the route has a dead-letter address, else refused to its
+        publisher (0-10: execution.exception)."""
+        if self.dead_letters is not None:
+            self._dead_letter(entry, AmqpMessage.decode(entry.data), reason)
+            return
+        self.stats.rejected += 1
+        self._fail(entry, _ERROR_CODES.get(self.sender.last_condition or "",
+                                           ErrorCode.RESOURCE_DELETED), reason)
+
+    # -- the drain limit ------------------------------------------------------------------
+
+    def dead_letter_unforwarded(self) -> int:
+        """The bridge's drain limit is reached: what still waits for the target, or went
+        to it without an answer, goes to the dead-letter address (if the route has one
+        and its link is up) — a copy of a message that may have arrived rather than a
+        loss. Returns the number."""
+        dead_letters = self.dead_letters
+        if dead_letters is None or not dead_letters.link.up:
+            return 0
+        waiting, self.waiting = list(self.waiting), deque()
+        sent = [e for e in self.target.in_flight.values() if not e.diverted]
+        for entry in sent:
+            entry.diverted = True
+        self._diverted += len(sent)
+        for entry in [*waiting, *sent]:
+            self._dead_letter(entry, AmqpMessage.decode(entry.data), DRAIN_LIMIT_REASON)
+        if waiting or sent:
+            log.warning("route %s: %d publishes not forwarded by the drain limit go to the "
+                        "dead-letter address (%d of them were sent to the AMQP 1.0 broker "
+                        "without an answer and may arrive twice)", self.name,
+                        len(waiting) + len(sent), len(sent),
+                        extra={"event": "publishes_dead_lettered_at_stop", "route": self.name,
+                               "dead_lettered": len(waiting) + len(sent),
+                               "unanswered": len(sent)})
+        self._recount()
+        return len(waiting) + len(sent)
+
+    def abandon(self) -> int:
+        """The bridge's drain limit is reached: every publish still unforwarded is given
+        up — counted, its publisher told where it can be (a nack, an exception), logged
+        at ERROR with the number (and how many went to the 1.0 broker unanswered: those
+        may have arrived). Returns the number."""
+        waiting, self.waiting = list(self.waiting), deque()
+        sent = [e for e in self.target.in_flight.values()
+                if not e.abandoned and not e.diverted]
+        copies = [e for e in (self.dead_letters.items() if self.dead_letters is not None
+                              else ()) if not e.abandoned]
+        entries = [*waiting, *sent, *copies]
+        if not entries:
+            return 0
+        reason = DRAIN_LIMIT_REASON
+        for entry in entries:
+            entry.abandoned = True
+            self.stats.publishes_abandoned += 1
+            self._tell_abandoned(entry, reason)
+        log.error("route %s: %d publishes abandoned at shutdown: %s (%d of them were sent "
+                  "to the AMQP 1.0 broker without an answer and may have arrived%s)",
+                  self.name, len(entries), reason, len(sent),
+                  f"; {len(copies)} were on their way to the dead-letter address"
+                  if copies else "",
+                  extra={"event": "publishes_abandoned", "route": self.name,
+                         "abandoned": len(entries), "unanswered": len(sent)})
+        self._recount()
+        return len(entries)
+
+    def _tell_abandoned(self, entry: PublishEntry, reason: str) -> None:
+        """Tell the publisher of an abandoned publish, if it is still there."""
+        self.bytes -= entry.size
+        st = entry.st
+        if st.live:
+            st.session.exception(ErrorCode.RESOURCE_DELETED, entry.command_id, reason,
+                                 command=entry.command)
+            self.facade.flush_later(st.client.sock)
 
     # -- from the façade ------------------------------------------------------------------
 
@@ -202,6 +338,8 @@ class FacadePublish:
                 self.stats.oversized += 1
                 self.stats.rejected += 1
                 self._fail(entry, self.SIZE_REFUSAL, too_large(len(entry.data), limit, self.route))
+            elif self.refusing is not None:
+                self._link_refusal(entry, self.refusing)
             else:
                 self.waiting.append(entry)
                 self._send()
@@ -210,6 +348,10 @@ class FacadePublish:
     # -- the 1.0 target (TargetOwner) -------------------------------------------------------
 
     def on_target_ready(self) -> None:
+        if self.refusing is not None:
+            log.info("route %s: the AMQP 1.0 link attached: taking publishes again",
+                     self.name, extra={"event": "route_accepting", "route": self.name})
+            self.refusing = None
         self._send()
 
     def on_void(self, items: list[PublishEntry], culprit: PublishEntry | None,
@@ -217,13 +359,24 @@ class FacadePublish:
         # the outcomes of what was in flight on the lost link will never come: send it
         # again, in order, when a link is back (the target may get it twice: at-least-once),
         # unless the peer ended the link over it once too often (bridge.amqp10.poison)
+        diverted = [item for item in items if item.diverted]
+        if diverted:  # their copies went to the dead-letter address
+            self._diverted -= len(diverted)
+            items = [item for item in items if not item.diverted]
         self.waiting.extendleft(reversed(items))
         self.stats.credit = 0
+        if self.waiting:
+            self._watch_link()
         if culprit is not None:
             self._poisoned(culprit, link)
             self._recount()
 
     def on_outcome(self, entry: PublishEntry, delivery: Delivery) -> None:
+        if entry.diverted:
+            self._diverted -= 1
+            return  # its copy went to the dead-letter address: that outcome counts
+        if entry.abandoned:
+            return  # counted as abandoned, its publisher told so
         self._on_outcome(entry, delivery)
         self._send()
         self._recount()
@@ -246,6 +399,8 @@ class FacadePublish:
             entry = self.waiting.popleft()
             target.send(entry, entry.data)
         self.stats.credit = target.credit
+        if self.waiting and not target.up:
+            self._watch_link()
 
     def _on_outcome(self, entry: PublishEntry, delivery: Delivery) -> None:
         state = delivery.remote_state
@@ -308,12 +463,16 @@ class FacadePublish:
         dead_letters.put(entry, message, reason)
 
     def dead_lettered(self, entry: PublishEntry) -> None:
+        if entry.abandoned:
+            return
         self.stats.dead_lettered += 1
         self._complete(entry)
         self._send()
         self._recount()
 
     def dead_letter_refused(self, entry: PublishEntry, delivery: Delivery) -> None:
+        if entry.abandoned:
+            return
         self.stats.rejected += 1
         text = condition_text(delivery.remote.condition)
         self._fail(entry, ErrorCode.INTERNAL_ERROR,

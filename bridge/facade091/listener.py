@@ -65,6 +65,9 @@ _ORDINARY_CLOSES = frozenset({None, ReplyCode.REPLY_SUCCESS, ReplyCode.CONNECTIO
 class Facade091(ListenerCore):
     """One configured amqp0-9-1 listener: accepts 0-9-1 applications, serves its routes."""
 
+    shutdown_text = "CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'"
+    """RabbitMQ's words when it stops (clients and libraries may look for them)."""
+
     def __init__(self, container: Container, name: str, settings: Listener) -> None:
         super().__init__(container, name, settings)
         self.publish_routes: dict[tuple[str, str | None], Publish091] = {}
@@ -260,41 +263,34 @@ class Facade091(ListenerCore):
     def _on_publish(self, ch: Channel091, ev: MessageReceived) -> None:
         method: Any = ev.method
         exchange, key = method.exchange or "", method.routing_key or ""
-        client, engine = ch.client, ch.client.engine
+        client = ch.client
         if exchange and exchange not in self.exchanges \
                 and exchange not in self.exchange_subscriptions:
             reason = f"no exchange '{exchange}' in vhost '{client.virtual_host or '/'}'"
             self.publish_refused(client.sock.peer, reason)
             self._count_error(client, ReplyCode.NOT_FOUND, f"basic.publish: {reason}")
-            if ch.live:
-                client.facade_closes.add(ch.number)
-                engine.close_channel(ch.number, ReplyCode.NOT_FOUND, reason,
-                                     class_id=60, method_id=40)
-                self.flush_later(client.sock)
+            self.close_channel(ch, ReplyCode.NOT_FOUND, reason)
             return
         user_id = ev.properties.user_id
         if user_id and user_id != (client.user or ""):
             text = (f"user_id property set to '{user_id}' but authenticated user was "
                     f"'{client.user}'")
             self._count_error(client, ReplyCode.PRECONDITION_FAILED, f"basic.publish: {text}")
-            if ch.live:
-                client.facade_closes.add(ch.number)
-                engine.close_channel(ch.number, ReplyCode.PRECONDITION_FAILED, text,
-                                     class_id=60, method_id=40)
-                self.flush_later(client.sock)
+            self.close_channel(ch, ReplyCode.PRECONDITION_FAILED, text)
             return
         route = self._queue_publisher(key) if exchange == "" else self.route_for(exchange, key)
         if route is None:
             self._unroutable(ch, ev, exchange, key)
             return
-        if self.stopping:
-            route.stats.extra["refused_while_stopping"] = \
-                route.stats.extra.get("refused_while_stopping", 0) + 1
-            if ev.publish_tag:  # not taken: the client publishes it again elsewhere
-                self.confirm(ch, ev.publish_tag, ack=False)
-            return
-        client.publishes_to.add(route)
+        client.publishes_to.add(route)  # (also while stopping: a publish read is forwarded)
         route.publish091(ch, ev)
+
+    def close_channel(self, ch: Channel091, code: int, text: str) -> None:
+        """Close ``ch`` over a publish (basic.publish named in the close), if still open."""
+        if ch.live:
+            ch.client.facade_closes.add(ch.number)
+            ch.client.engine.close_channel(ch.number, code, text, class_id=60, method_id=40)
+            self.flush_later(ch.client.sock)
 
     def _queue_publisher(self, queue: str) -> Publish091 | None:
         """The route for a publish to the default exchange: the façade queue its routing

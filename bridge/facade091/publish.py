@@ -13,6 +13,7 @@ would drop it as silently, the bridge does not).  Publishers past the route's
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
 
 from ..facade.publish import FacadePublish, PublishEntry
+from ..ops.logs import WarnLimiter
 from ..routes.refusals import plain_copy_091
 from .state import Channel091
 
@@ -28,10 +30,23 @@ if TYPE_CHECKING:
     from .listener import Facade091
 
 
+log = logging.getLogger("bridge.facade")
+
+_CHANNEL_CODES = {
+    "amqp:not-found": ReplyCode.NOT_FOUND,
+    "amqp:unauthorized-access": ReplyCode.ACCESS_REFUSED,
+    "amqp:resource-locked": ReplyCode.RESOURCE_LOCKED,
+}
+"""The channel.close code for a link refusal's 1.0 condition (else precondition-failed)."""
+
+
 class Publish091(FacadePublish):
     """basic.publish to a façade exchange, forwarded to a 1.0 address (module docstring)."""
 
     facade: Facade091
+    _abandoned_lines = WarnLimiter()
+    """The ERROR lines about publishes abandoned on a refusing route (one per route every
+    10 s, with the number)."""
     MAPPING_REFUSAL = SIZE_REFUSAL = ReplyCode.PRECONDITION_FAILED  # (a nack carries none)
 
     def publish091(self, ch: Channel091, ev: MessageReceived) -> None:
@@ -57,6 +72,34 @@ class Publish091(FacadePublish):
         self.bytes -= entry.size
         ch: Any = entry.st
         self.facade.publish_refused(ch.client.sock.peer, reason, route=self.name)
+        self._confirm(entry, ack=False)
+
+    def _link_refusal(self, entry: PublishEntry, reason: str) -> None:
+        """The route's link is down past attach_timeout: dead-lettered, else basic.nack in
+        confirm mode; without confirms the message is lost: counted as abandoned, logged
+        at ERROR, and its channel closed (the client's next call on it fails)."""
+        ch: Any = entry.st
+        if self.dead_letters is not None or entry.command_id:
+            super()._link_refusal(entry, reason)
+            return
+        self.bytes -= entry.size
+        self.stats.publishes_abandoned += 1
+        held = self._abandoned_lines.allow(self.name)  # one ERROR line per 10 s
+        if held is not None:
+            log.error("route %s: %d publishes abandoned (from %s and others since the last "
+                      "such line): %s; no confirm mode: their channels are closed",
+                      self.name, held + 1, ch.client.sock.peer, reason,
+                      extra={"event": "publishes_abandoned", "route": self.name,
+                             "abandoned": held + 1, "peer": ch.client.sock.peer,
+                             "error": reason})
+        if ch.live:
+            code = _CHANNEL_CODES.get(self.sender.last_condition or "",
+                                      ReplyCode.PRECONDITION_FAILED)
+            self.facade.close_channel(ch, code, reason)
+
+    def _tell_abandoned(self, entry: PublishEntry, reason: str) -> None:
+        """basic.nack an abandoned publish in confirm mode."""
+        self.bytes -= entry.size
         self._confirm(entry, ack=False)
 
     def _confirm(self, entry: PublishEntry, *, ack: bool) -> None:

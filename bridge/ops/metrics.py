@@ -39,6 +39,7 @@ COUNTERS = {
     "duplicates_suppressed": "Messages dropped because their message-id was seen recently.",
     "mapping_errors": "Messages that could not be translated (0-10 or 0-9-1 <-> 1.0, or CloudEvents).",
     "oversized": "Messages refused because they exceed the route's max_message_size (or the max-message-size the AMQP 1.0 target announced).",
+    "publishes_abandoned": "Façade publishes read and never forwarded: still unforwarded at the shutdown drain limit, or (a publisher without confirms) refused because the route's AMQP 1.0 link stayed down past attach_timeout. Each is logged at ERROR.",
     "poison_messages": "Messages settled as rejected (or dead-lettered) because sending them made the target end the link or session poison_attempts times.",
 }
 
@@ -84,6 +85,10 @@ class ObservedRoute(Protocol):
 
     @property
     def ready(self) -> bool: ...
+
+    def waiting_for(self) -> list[str]:
+        """What keeps the route from being ready (``/readyz`` shows it)."""
+        ...
 
 
 class ObservedBridge(Protocol):
@@ -285,10 +290,12 @@ def readiness(bridge: ObservedBridge) -> tuple[bool, dict[str, Any]]:
 
     A bridge without routes yet (still starting) is not ready."""
     routes = list(bridge.observed_routes())
-    waiting = [route.name for route in routes if not route.ready]
+    waiting = {route.name: route.waiting_for() for route in routes if not route.ready}
     impaired = bridge.observed_faults()[1]
     ok = bool(routes) and not waiting and not impaired
-    detail: dict[str, Any] = {"ready": ok, "routes_not_ready": waiting}
+    detail: dict[str, Any] = {"ready": ok, "routes_not_ready": list(waiting)}
+    if waiting:
+        detail["waiting_for"] = waiting
     if impaired:
         detail["recovering_from_fault"] = impaired
     if not routes:

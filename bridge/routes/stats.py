@@ -34,6 +34,9 @@ class RouteStats:
     """Messages settled as rejected because sending them made the target end the link."""
     oversized: int = 0
     """Messages refused because they exceed the route's (or the target's) size limit."""
+    publishes_abandoned: int = 0
+    """Façade publishes read and never forwarded (the drain limit at shutdown, or a link
+    down past attach_timeout for a publisher without confirms): lost, logged at ERROR."""
     in_flight: int = 0
     in_flight_bytes: int = 0
     credit: int = 0

@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import logging
 import socket
 import ssl
+import struct
+import termios
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
@@ -235,6 +238,18 @@ class EngineSocket(Generic[E]):
         self._out = bytearray()  # unsent output of a closed connection goes now
 
     # -- application side ----------------------------------------------------------------
+
+    @property
+    def unread(self) -> int:
+        """Octets the peer sent that the kernel holds and we have not read (0 once the
+        socket is closed)."""
+        if self.closed:
+            return 0
+        try:
+            return struct.unpack("i", fcntl.ioctl(self.sock.fileno(), termios.FIONREAD,
+                                                  b"\0\0\0\0"))[0]
+        except OSError:
+            return 0
 
     @property
     def unsent(self) -> int:

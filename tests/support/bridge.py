@@ -70,13 +70,14 @@ class BridgeRun:
         return self.proc.pid
 
     def stop(self) -> int | None:
-        """SIGTERM (graceful drain), then SIGKILL if it does not exit in time."""
+        """SIGTERM (graceful drain, up to the default ``shutdown.drain_timeout`` of 30 s),
+        then SIGKILL if it does not exit in time."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(15)
+                self.proc.wait(40)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
