@@ -20,7 +20,9 @@ routes what it has read; its outcome then has nobody to tell (a refusal is
 dead-lettered, or counted and logged).
 
 The 1.0 link is waited for a bounded time (the route's ``attach_timeout``, counted
-from when it was lost or first opened): past it, the route *refuses* — what waits
+from when it was lost or first opened) while the 1.0 broker is connected but does not
+attach it, or refuses it (an unknown queue, an inequivalent declare; a broker that is
+away altogether is waited for, its publishers throttled): past it, the route *refuses* — what waits
 for the link, and every new publish until the link attaches, is dead-lettered if the
 route has a dead-letter address, else refused to its publisher (:meth:`_link_refusal`:
 execution.exception; the 0-9-1 façade: basic.nack, or channel.close without confirms,
@@ -134,6 +136,8 @@ class FacadePublish:
         self.sender = self.target.link
         """The 1.0 sender link."""
         self.attach_timeout = route.attach_timeout
+        self.connection = amqp10.handler
+        """The 1.0 connection's handler (``up``): a broker that is away is waited for."""
         self.refusing: str | None = None
         """Why publishes are refused at once (the link is down past ``attach_timeout``),
         or None."""
@@ -201,6 +205,13 @@ class FacadePublish:
         down = time.monotonic() - self.sender.down_since
         if down < self.attach_timeout:
             self._watch_link()
+            return
+        if not self.connection.up and not self.facade.stopping:
+            # the broker is away (restarting, unreachable), not refusing: publishers stay
+            # throttled (0-9-1: connection.blocked) until it is back, as at a broker whose
+            # resources are short; checked again after another attach_timeout
+            self._link_check_due = True
+            self.container.schedule(self.attach_timeout, Timer(self._check_link))
             return
         why = self.sender.last_error or "no answer from the AMQP 1.0 broker"
         self.refusing = (f"the AMQP 1.0 link to {self.route.target.address!r} is not "
