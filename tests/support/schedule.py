@@ -37,7 +37,16 @@ SHARED_SESSION_FIXTURES: dict[str, str] = {
 """Modules that must share a worker because they share a costly session fixture."""
 
 EXPECTED_SECONDS: dict[str, float] = {
-    "tests/lifecycle/test_lifecycle.py": 150,
+    "tests/bridge/test_tap.py": 170,
+    "tests/bridge/test_faults.py": 130,
+    "tests/lifecycle/test_lifecycle.py": 120,
+    "tests/bridge/test_routes091.py": 120,
+    "tests/bridge/test_facade091_acceptance.py": 75,
+    "tests/security/test_attack_mix.py": 65,
+    "tests/bridge/test_acceptance091.py": 60,
+    "tests/bridge/test_tap091.py": 55,
+    "tests/bridge/test_acceptance.py": 50,
+    "tests/pipeline/test_cluster.py": 35,
 }
 """Seconds of the modules that take long, measured on a two-core machine: the order
 of a run without a cache. Only the order depends on it; keep the few longest here."""
