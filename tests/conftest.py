@@ -23,6 +23,26 @@ settings.register_profile("amqp-bridge", deadline=None,
 settings.load_profile("amqp-bridge")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--serial-tests", choices=("run", "skip", "only"), default="run",
+        help="tests marked serial: run them with the rest (default), leave them out (the "
+             "parallel part of scripts/test) or run only them (its serial part)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mode = config.getoption("serial_tests")
+    if mode == "run":
+        return
+    wanted = mode == "only"
+    keep = [item for item in items if (item.get_closest_marker("serial") is not None) == wanted]
+    if len(keep) < len(items):
+        kept = {id(item) for item in keep}
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
+        items[:] = keep
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         from tests.support.schedule import ModuleTimes
