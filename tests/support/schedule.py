@@ -33,6 +33,9 @@ SHARED_SESSION_FIXTURES: dict[str, str] = {
     # the rabbitmq_tls node (tests/security/conftest.py)
     "tests/security/test_bridge_tls.py": "rabbitmq-tls",
     "tests/security/test_bridge091.py": "rabbitmq-tls",
+    # the local Spark session, a JVM (tests/pipeline/conftest.py)
+    **{f"tests/pipeline/{name}.py": "spark-session"
+       for name in ("test_cli", "test_cluster", "test_convert", "test_reconcile", "test_replay")},
 }
 """Modules that must share a worker because they share a costly session fixture."""
 
@@ -81,6 +84,8 @@ def module_of(nodeid: str) -> str:
 class ModuleScheduling(LoadScopeScheduling):
     """Work units = modules (or groups of them), handed out longest first."""
 
+    workqueue: OrderedDict[str, dict[str, bool]]  # the base class's: unit -> {nodeid: done}
+
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
         self.known: dict[str, float] = {}
@@ -101,8 +106,9 @@ class ModuleScheduling(LoadScopeScheduling):
 
     def _assign_work_unit(self, node: Any) -> None:
         if not self.ordered:  # the first assignment: the work queue is complete
-            self.workqueue = OrderedDict(
-                sorted(self.workqueue.items(), key=lambda item: -self._cost(item[1])))
+            units: list[tuple[str, dict[str, bool]]] = list(self.workqueue.items())
+            units.sort(key=lambda unit: -self._cost(unit[1]))
+            self.workqueue = OrderedDict(units)
             self.ordered = True
         super()._assign_work_unit(node)
 
