@@ -5,15 +5,13 @@ arrives at least once; duplicates stay within ``max_in_flight`` (none where the
 bridge can avoid them: a graceful stop, a resumed 0-10 session, duplicate
 suppression).
 
-The RabbitMQ restart uses a node of its own (port ``AMQP_BRIDGE_FAULTS_RABBITMQ_PORT``,
-default 5691), so the shared broker other tests use is never disturbed; it is
-stopped again at the end of the module.
+The RabbitMQ restart uses a node of its own (``private_rabbitmq``: free ports, its
+state in the module's temporary directory), so the shared broker other tests use is
+never disturbed; it is stopped again at the end of the module.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import threading
 import time
 import uuid
@@ -31,7 +29,6 @@ from amqp010.spec import DeliveryProperties, MessageProperties
 from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
 from tests.support.bridge import (
-    ROOT,
     BridgeRun,
     bridge_config,
     collect,
@@ -44,7 +41,9 @@ from tests.support.bridge import (
 )
 from tests.support.logs import route_stats
 from tests.support.rabbitmq import (
+    PrivateNode,
     assert_no_message,
+    private_rabbitmq,
     queue_address,
     rabbitmqctl,
     send_messages,
@@ -212,27 +211,11 @@ def test_legacy_broker_dropping_connections_mid_stream(
 
 # --- RabbitMQ restarted ---------------------------------------------------------------------
 
-OWN_PORT = int(os.environ.get("AMQP_BRIDGE_FAULTS_RABBITMQ_PORT", "5691"))
-
-
-def rabbitmq_script(command: str) -> str:
-    """``scripts/rabbitmq COMMAND`` for the node of this module."""
-    proc = subprocess.run([str(ROOT / "scripts" / "rabbitmq"), command], cwd=ROOT,
-                          env={**os.environ, "AMQP_BRIDGE_RABBITMQ_PORT": str(OWN_PORT)},
-                          capture_output=True, text=True, timeout=300, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"scripts/rabbitmq {command} failed:\n{proc.stdout}{proc.stderr}")
-    return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-
-
 @pytest.fixture(scope="module")
-def own_rabbitmq() -> Iterator[str]:
+def own_rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateNode]:
     """A RabbitMQ node for this module alone (it gets restarted)."""
-    url = rabbitmq_script("start")
-    try:
-        yield url
-    finally:
-        rabbitmq_script("stop")
+    with private_rabbitmq(tmp_path_factory.mktemp("rabbitmq-faults")) as node:
+        yield node
 
 
 def declare_durable(url: str, queue: str) -> str:
@@ -243,29 +226,31 @@ def declare_durable(url: str, queue: str) -> str:
 
 
 def test_rabbitmq_restart_mid_stream_reconnects_by_itself(
-        legacy: tuple[Broker, EngineServer], own_rabbitmq: str, tmp_path: Path) -> None:
+        legacy: tuple[Broker, EngineServer], own_rabbitmq: PrivateNode, tmp_path: Path) -> None:
     """RabbitMQ stops (closing every connection) and starts again while messages flow
     0-10 → RabbitMQ → 0-10 through both routes (the 0-10 queue is fed all along); the
     bridge reconnects by itself. What the first route delivers twice, the second
     route's duplicate suppression settles, so each id arrives exactly once."""
     broker, server = legacy
-    url = own_rabbitmq
+    url = own_rabbitmq.url
     middle = declare_durable(url, unique_queue("restart"))
     prepare_in_queue(server)
     ids = [uuid.UUID(int=i + 1) for i in range(COUNT)]
-    feeder = Feeder(server, "restart", COUNT, 12.0)
+    # half the messages, the rest once RabbitMQ is down, so the restart comes mid-stream
+    # (more than 300 moved before it, the rest after) however long stopping the node takes
+    # on a loaded machine (it once took longer than the whole feed)
+    feeder = Feeder(server, "restart", COUNT, 12.0, hold_at=COUNT // 2)
     config = bridge_config(server.url, url, routes("restart", middle, middle, dedupe=True))
     with BridgeRun(config, tmp_path) as bridge:
         feeder.start()
         wait_for(lambda: arrived_in(broker) > 300, 60, "the bridge to be mid-stream", bridge)
-        rabbitmq_script("stop")
-        moved = arrived_in(broker)
-        rabbitmq_script("start")
+        own_rabbitmq.stop()
+        feeder.release()
+        own_rabbitmq.start()
         feeder.join(30)
         wait_for(lambda: legacy_backlog(broker, "restart") == 0 and arrived_in(broker) >= COUNT,
                  120, "the bridge to finish", bridge)
         assert_no_message(url, middle)
-    assert moved < COUNT, f"the restart came too late: {moved}"
     log = bridge.log()
     assert lines_with(log, "amqp1.0 cloud: open") >= 2, log[-3000:]
     assert check(drain_in_queue(server), ids, 0) == 0
@@ -276,12 +261,18 @@ def test_rabbitmq_restart_mid_stream_reconnects_by_itself(
 
 class Feeder(threading.Thread):
     """Publishes ``count`` persistent messages (ids 1..count) to a 0-10 queue over
-    ``seconds``, in a thread."""
+    ``seconds``, in a thread; after ``hold_at`` of them it waits for :meth:`release`."""
 
-    def __init__(self, server: EngineServer, queue: str, count: int, seconds: float) -> None:
+    def __init__(self, server: EngineServer, queue: str, count: int, seconds: float,
+                 hold_at: int) -> None:
         super().__init__(daemon=True)
         self.server, self.queue, self.count, self.seconds = server, queue, count, seconds
+        self.hold_at = hold_at
+        self.released = threading.Event()
         self.published = 0
+
+    def release(self) -> None:
+        self.released.set()
 
     def run(self) -> None:
         queue = self.queue
@@ -289,6 +280,9 @@ class Feeder(threading.Thread):
             client.declare_queue(queue)
             start = time.monotonic()
             for i in range(self.count):
+                if i == self.hold_at:
+                    client.sync()
+                    self.released.wait(120)
                 client.publish(b"x" * 1024, routing_key=queue, wait=False,
                                delivery=DeliveryProperties(routing_key=queue, delivery_mode=2),
                                properties=MessageProperties(message_id=uuid.UUID(int=i + 1)))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from tests.support.bridge import free_port
+from tests.support.bridge import catches_signal, free_port, wait_for
 from tests.support.logs import parse_line
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,10 +40,14 @@ routes:
 
 
 def run_briefly(path: Path, *args: str, seconds: float = 1.5) -> tuple[int, list[str]]:
-    """Run the bridge (against brokers that refuse connections) for ``seconds``, then
-    SIGTERM; returns its exit code and its output lines."""
+    """Run the bridge (against brokers that refuse connections) for ``seconds`` once it
+    handles SIGTERM, then SIGTERM; returns its exit code and its output lines."""
     proc = subprocess.Popen([sys.executable, "-m", "bridge.cli", "run", "-c", str(path), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
+    # not a fixed time from the start: on a loaded machine the interpreter may still be
+    # importing after 1.5 s, and the SIGTERM would kill it before it logged anything
+    wait_for(lambda: proc.poll() is not None or catches_signal(proc.pid, signal.SIGTERM), 60,
+             "the bridge to handle SIGTERM")
     time.sleep(seconds)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=20)

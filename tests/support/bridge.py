@@ -237,6 +237,16 @@ def legacy_backlog(broker: Broker, queue: str) -> int:
             continue
 
 
+def catches_signal(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has installed a handler for ``signum`` (``SigCgt`` in
+    ``/proc/PID/status``): until then the signal's default action applies (SIGTERM kills
+    it at once), however long ago the process was started on a loaded machine."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    return False
+
+
 def wait_for(condition: Callable[[], bool], timeout: float, what: str,
              bridge: BridgeRun | None = None) -> None:
     deadline = time.monotonic() + timeout

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import atexit
 import os
+import random
+import socket
 import subprocess
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -234,6 +237,94 @@ def rabbitmq_container(image: str = RABBITMQ_IMAGE) -> str:
     host, port = container.get_container_host_ip(), container.get_exposed_port(5672)
     _container_url = f"amqp://guest:guest@{host}:{port}"
     return _container_url
+
+@dataclass(frozen=True)
+class PrivateNode:
+    """A RabbitMQ node of one module or session alone (``scripts/rabbitmq`` with ``env``).
+
+    For tests that restart or reconfigure the broker: the shared node other tests (and
+    other pytest-xdist workers) use at the same moment is never touched. Its ports are
+    free ones, its state directory is the caller's, so two workers (or two checkouts)
+    never share a node. ``rabbitmqctl(node.url, ...)`` reaches it (its name is the one
+    ``scripts/rabbitmq`` derives from the port)."""
+
+    port: int
+    env: dict[str, str]
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}"
+
+    @property
+    def name(self) -> str:
+        """The Erlang node name, for :func:`rabbitmqctl_on`."""
+        return self.env["AMQP_BRIDGE_RABBITMQ_NODENAME"]
+
+    def script(self, command: str) -> str:
+        """``scripts/rabbitmq COMMAND`` for this node; its last line of output."""
+        done = subprocess.run([str(RABBITMQ_SCRIPT), command], cwd=REPO_ROOT, env=self.env,
+                              capture_output=True, text=True, timeout=_START_TIMEOUT,
+                              check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"scripts/rabbitmq {command} (port {self.port}) failed:\n"
+                               f"{done.stdout}{done.stderr}")
+        return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+    def start(self) -> None:
+        self.script("start")
+
+    def stop(self) -> None:
+        self.script("stop")
+
+
+@contextmanager
+def private_rabbitmq(state_dir: Path, **env: str) -> Iterator[PrivateNode]:
+    """Start a :class:`PrivateNode` on free ports with its state in ``state_dir``; stop it
+    when the block ends. ``env`` adds ``scripts/rabbitmq`` settings (a TLS listener:
+    ``AMQP_BRIDGE_RABBITMQ_TLS_DIR``; its port is the AMQP port + 1, checked free)."""
+    port = _free_node_port()
+    node = PrivateNode(port, {**os.environ,
+                              "AMQP_BRIDGE_RABBITMQ_PORT": str(port),
+                              "AMQP_BRIDGE_RABBITMQ_NODENAME": f"amqp_bridge_{port}@localhost",
+                              "AMQP_BRIDGE_RABBITMQ_DIR": str(state_dir), **env})
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _ephemeral_high() -> int:
+    """The highest port the kernel hands out to outgoing connections."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 60999  # Linux's default
+
+
+def _free_node_port() -> int:
+    """A port P with P+1 (TLS) and P+20000 (the Erlang distribution) free too.
+
+    P+20000 is kept above the kernel's ephemeral range where it can: the node binds it
+    seconds after this check, and an outgoing connection of another test that got it
+    meanwhile made the node fail to start (``dist_port_already_used``)."""
+    low = max(1024, min(_ephemeral_high() + 1 - 20000, 45534))
+    pick = random.SystemRandom()  # not the tests' seeded generator: workers must differ
+    for _ in range(200):
+        port = pick.randint(low, 45534)
+        if all(_port_free(p) for p in (port, port + 1, port + 20000)):
+            return port
+    raise RuntimeError("no free ports for a private RabbitMQ node")
+
 
 def _text(data: str | bytes | None) -> str:
     if isinstance(data, bytes):
