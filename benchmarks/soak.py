@@ -64,6 +64,7 @@ from tests.lifecycle.peers091 import (
     facade091,
     rabbit091,
 )
+from tests.support import bridge as bridge_support
 from tests.support.bridge import BridgeRun, free_port, legacy_client, wait_listening
 from tests.support.rabbitmq import ensure_rabbitmq, send_messages
 from tests.support.relay import Relay
@@ -396,9 +397,14 @@ def main() -> int:
                         help="run the bridge with the memory probe (benchmarks/_soak_probe); "
                              "collect: a full garbage collection before each sample; "
                              "trace: the bridge under tracemalloc too")
+    parser.add_argument("--code", type=Path, default=None,
+                        help="run the bridge from this source tree instead (e.g. another "
+                             "commit's `git archive`, to compare before and after)")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
 
+    if args.code is not None:  # the bridge's working directory comes first on its sys.path
+        bridge_support.ROOT = args.code.resolve()
     url = ensure_rabbitmq()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
