@@ -49,6 +49,7 @@ import uuid
 from pathlib import Path
 
 import _timing  # noqa: F401  (first: the project root ahead of this folder)
+import pika
 from proton import Message, Timeout
 from proton.utils import BlockingConnection
 
@@ -237,6 +238,18 @@ class Rabbit091Drain:
             close_quietly(conn)
 
 
+def confirmed_publish(conn: pika.BlockingConnection, exchange: str, routing_key: str,
+                      bodies: list[bytes]) -> None:
+    """Publish persistently in confirm mode on a new channel of ``conn``, then close it."""
+    try:
+        ch = conn.channel()
+        ch.confirm_delivery()
+        for body in bodies:
+            ch.basic_publish(exchange, routing_key, body, PERSISTENT)
+    finally:
+        close_quietly(conn)
+
+
 class Soak:
     """The bridge, its peers, what was sent and what arrived, by route."""
 
@@ -294,14 +307,8 @@ class Soak:
                               [Message(body=b, durable=True, inferred=True)
                                for b in self.bodies(route, n)], timeout=60)
         if "out091" in driven:
-            conn = rabbit091(self.url)
-            try:
-                ch = conn.channel()
-                ch.confirm_delivery()
-                for body in self.bodies("out091", n):
-                    ch.basic_publish("", self.queues["out091-src"], body, PERSISTENT)
-            finally:
-                close_quietly(conn)
+            confirmed_publish(rabbit091(self.url), "", self.queues["out091-src"],
+                              self.bodies("out091", n))
         if "pub" in driven:
             with facade_client(self.port, timeout=60) as client:
                 for body in self.bodies("pub", n):
@@ -309,14 +316,8 @@ class Soak:
                                    delivery=DeliveryProperties(delivery_mode=2))
                 client.sync()
         if "pub091" in driven:
-            conn = facade091(self.port091)
-            try:
-                ch = conn.channel()
-                ch.confirm_delivery()
-                for body in self.bodies("pub091", n):
-                    ch.basic_publish("events091", "e", body, PERSISTENT)
-            finally:
-                close_quietly(conn)
+            confirmed_publish(facade091(self.port091), "events091", "e",
+                              self.bodies("pub091", n))
 
     # the consumers
 
@@ -468,7 +469,8 @@ def main() -> int:
                   f"duplicates {len(got) - len(set(got))}")
         for error in soak.consumer_errors:
             print(f"a façade consumer failed: {error}")
-        print(f"{rounds} rounds, {2 * rounds} façade publisher connections, "
+        publishers = rounds * len({"pub", "pub091"} & set(args.paths))
+        print(f"{rounds} rounds, {publishers} façade publisher connections, "
               f"{(rounds // args.churn if args.churn else 0) + 1} façade consumer generations, "
               f"{soak.reconnects} cuts of the 0-10 connection")
         ok = report(sampler.samples, load_end, args.stretch * 60, delivered, args.max_slope)
