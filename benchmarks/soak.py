@@ -212,7 +212,9 @@ class Amqp10Drain:
                     message = receiver.receive(timeout=quiet)
                 except Timeout:
                     break
-                self.got.append(bytes(message.body))
+                body = message.body
+                assert isinstance(body, bytes), f"a data section was expected: {body!r}"
+                self.got.append(body)
                 receiver.accept()
         finally:
             conn.close()
