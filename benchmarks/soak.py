@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import statistics
 import sys
@@ -46,7 +47,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import _timing  # noqa: F401  (first: the project root ahead of this folder)
 import pika
@@ -72,6 +75,8 @@ from tests.support.relay import Relay
 
 PROBE = Path(__file__).resolve().parent / "_soak_probe"
 MAX_IN_FLIGHT = 50
+PEER_AWAY = 300.0
+"""Seconds a peer step is retried while a peer is away (see :meth:`Soak.again`)."""
 ROUTES = ("out", "in", "pub", "sub", "out091", "in091", "pub091", "sub091")
 
 
@@ -212,9 +217,7 @@ class Amqp10Drain:
                     message = receiver.receive(timeout=quiet)
                 except Timeout:
                     break
-                body = message.body
-                assert isinstance(body, bytes), f"a data section was expected: {body!r}"
-                self.got.append(body)
+                self.got.append(bytes(cast(memoryview, message.body)))  # a data section
                 receiver.accept()
         finally:
             conn.close()
@@ -289,6 +292,7 @@ class Soak:
         self.retired: dict[str, list[bytes]] = {"sub": [], "sub091": []}
         self.reconnects = 0
         self.consumer_errors: list[str] = []
+        self.retries = 0
 
     # the producers, one round's share each
 
@@ -300,33 +304,56 @@ class Soak:
 
     def send_round(self, n: int) -> None:
         """One round's share of every driven route (the façade publishers connect anew)."""
-        driven = self.args.paths
-        if "out" in driven:
-            legacy_publish(self.server, "out", self.bodies("out", n))
+        steps: dict[str, Callable[[list[bytes]], None]] = {
+            "out": lambda items: legacy_publish(self.server, "out", items),
+            "out091": lambda items: confirmed_publish(
+                rabbit091(self.url), "", self.queues["out091-src"], items),
+            "pub": lambda items: self.facade_publish(items),
+            "pub091": lambda items: confirmed_publish(
+                facade091(self.port091), "events091", "e", items)}
         for route in ("in", "sub", "in091", "sub091"):
-            if route in driven:
-                send_messages(self.url, f"/amq/queue/{self.queues[route]}",
-                              [Message(body=b, durable=True, inferred=True)
-                               for b in self.bodies(route, n)], timeout=60)
-        if "out091" in driven:
-            confirmed_publish(rabbit091(self.url), "", self.queues["out091-src"],
-                              self.bodies("out091", n))
-        if "pub" in driven:
-            with facade_client(self.port, timeout=60) as client:
-                for body in self.bodies("pub", n):
-                    client.publish(body, exchange="events", routing_key="e", wait=False,
-                                   delivery=DeliveryProperties(delivery_mode=2))
-                client.sync()
-        if "pub091" in driven:
-            confirmed_publish(facade091(self.port091), "events091", "e",
-                              self.bodies("pub091", n))
+            steps[route] = functools.partial(self.amqp10_send, route)
+        for route in self.args.paths:
+            items = self.bodies(route, n)
+            self.again(functools.partial(steps[route], items), f"sending to {route}")
+
+    def amqp10_send(self, route: str, items: list[bytes]) -> None:
+        send_messages(self.url, f"/amq/queue/{self.queues[route]}",
+                      [Message(body=b, durable=True, inferred=True) for b in items], timeout=60)
+
+    def facade_publish(self, items: list[bytes]) -> None:
+        with facade_client(self.port, timeout=60) as client:
+            for body in items:
+                client.publish(body, exchange="events", routing_key="e", wait=False,
+                               delivery=DeliveryProperties(delivery_mode=2))
+            client.sync()
+
+    def again(self, step: Callable[[], None], what: str) -> None:
+        """Run ``step`` (the same messages) until it succeeds while a peer is away — the
+        shared RabbitMQ node restarted by another test run, the bridge reconnecting —
+        for up to :data:`PEER_AWAY` seconds; each retry is counted in the report."""
+        deadline = time.monotonic() + PEER_AWAY
+        while True:
+            try:
+                step()
+                return
+            except AssertionError:
+                raise
+            except Exception as exc:  # a peer gone: any client's error
+                if time.monotonic() > deadline:
+                    raise
+                self.retries += 1
+                print(f"{what}: {exc!r:.200}; again in 1 s", flush=True)
+                time.sleep(1)
 
     # the consumers
 
     def drain_round(self) -> None:
-        for drain in self.drains.values():
-            drain.drain()
-        self.in091.drain()
+        for route, drain in self.drains.items():
+            if route in self.args.paths:
+                self.again(drain.drain, f"draining {route}")
+        if "in091" in self.args.paths:
+            self.again(self.in091.drain, "draining in091")
         queue = self.broker.queues["in-q"].messages
         while queue:
             self.in_got.append(bytes(queue.popleft().body))
@@ -366,6 +393,9 @@ class Soak:
         self.bridge.stop()
         self.relay.close()
         self.server.stop()
+        self.again(self.delete_queues, "deleting the queues")
+
+    def delete_queues(self) -> None:
         conn = rabbit091(self.url)
         try:
             ch = conn.channel()
@@ -474,7 +504,7 @@ def main() -> int:
         publishers = rounds * len({"pub", "pub091"} & set(args.paths))
         print(f"{rounds} rounds, {publishers} façade publisher connections, "
               f"{(rounds // args.churn if args.churn else 0) + 1} façade consumer generations, "
-              f"{soak.reconnects} cuts of the 0-10 connection")
+              f"{soak.reconnects} cuts of the 0-10 connection, {soak.retries} peer steps retried")
         ok = report(sampler.samples, load_end, args.stretch * 60, delivered, args.max_slope)
         lost = sum(missing.values())
         print(f"lost: {lost}")
