@@ -36,8 +36,8 @@ def _types() -> Counter[str]:
 def _run(path: str, every: float, collect: bool) -> None:
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = _MallInfo2
-    first = _types()
-    baseline = tracemalloc.take_snapshot() if tracemalloc.is_tracing() else None
+    first: Counter[str] | None = None
+    baseline = None
     t0 = time.monotonic()
     with open(path, "a", buffering=1) as out:
         while True:
@@ -46,6 +46,10 @@ def _run(path: str, every: float, collect: bool) -> None:
                 gc.collect()
             info = libc.mallinfo2()
             now = _types()
+            if first is None:  # the bridge is running by the first sample: the baseline
+                first = now
+                if tracemalloc.is_tracing():
+                    baseline = tracemalloc.take_snapshot()
             grown = sorted(((now[k] - first.get(k, 0), k) for k in now), reverse=True)[:12]
             counts = gc.get_count()
             full = gc.get_stats()[2]["collections"]
