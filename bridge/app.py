@@ -40,7 +40,7 @@ from .legacy.amqp091 import Amqp091Connection
 from .ops.logs import add_identities, add_secrets
 from .ops.metrics import MetricsServer
 from .routes import Amqp10ToLegacy, LegacyToAmqp10, RouteRuntime
-from .runtime import Timer, reactor
+from .runtime import EngineSocket, Timer, reactor
 from .runtime.containment import Part, faults_of
 from .security.tls import PERMANENT_EXIT_CODE, proton_domain
 from .taps import BridgeTaps
@@ -230,6 +230,10 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                  sum(len(route.subscriptions) for route in list(f.consume_routes.values())))
                 for name, f in list(self.facades.items())]
 
+    def observed_sockets_in_memory(self) -> int:
+        """0-10 and 0-9-1 connections (legacy and façade clients) not freed yet."""
+        return len(EngineSocket.in_memory)
+
     def observed_listener_limits(self) -> list[tuple[str, Any]]:
         """``(name, ListenerStats)`` per started façade listener (refusals, handshake
         timeouts, failed accepts: :class:`~bridge.runtime.ListenerStats`)."""
@@ -385,7 +389,7 @@ def run(config: BridgeConfig) -> int:
     signal.signal(signal.SIGINT, stop)
     faultinject.install_from_environment()  # tests only: nothing unless its variable is set
     server = start_metrics(config, bridge)
-    reactor.tune_gc()
+    reactor.tune_gc(container)
     try:
         container.run()
     finally:

@@ -139,6 +139,11 @@ class ObservedBridge(Protocol):
         """``(name, sessions, subscriptions)`` per façade listener."""
         ...
 
+    def observed_sockets_in_memory(self) -> int:
+        """0-10 and 0-9-1 connections (legacy and façade clients) whose objects are not
+        freed yet, closed ones included."""
+        ...
+
 
 class BridgeCollector(Collector):
     """Exports the bridge's live counters at scrape time."""
@@ -250,6 +255,10 @@ class BridgeCollector(Collector):
             subscriptions.add_metric([name], subscription_count)
         yield facade_sessions
         yield subscriptions
+        yield GaugeMetricFamily(
+            "amqp_bridge_sockets_in_memory", "0-10 and 0-9-1 connections (legacy and façade "
+            "clients) whose objects are still in memory, closed ones the garbage collector has "
+            "not freed yet included.", value=self.bridge.observed_sockets_in_memory())
 
 
 def _gauge(name: str, help_text: str, label: str,

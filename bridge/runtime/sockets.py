@@ -35,8 +35,9 @@ import ssl
 import struct
 import termios
 import time
+import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from proton.reactor import Container
 
@@ -149,6 +150,10 @@ class EngineSocket(Generic[E]):
     max_unsent: int | None = None
     """Octets of output the peer may leave unread before its listener is told
     (:meth:`SocketOwner.not_reading`); None: no bound (client connections)."""
+    in_memory: ClassVar[weakref.WeakSet[EngineSocket[Any]]] = weakref.WeakSet()
+    """Every EngineSocket not freed yet, open or closed (a closed one is held in reference
+    cycles until the garbage collector frees it): the gauge
+    ``amqp_bridge_sockets_in_memory``."""
 
     def __init__(self, container: Container, sock: socket.socket, engine: E,
                  on_event: EventHandler, *, connecting: bool = False, peer: str = "",
@@ -175,6 +180,7 @@ class EngineSocket(Generic[E]):
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.selectable = register_selectable(container, self, sock)
+        EngineSocket.in_memory.add(self)
 
     # -- proton selectable handler -----------------------------------------------------
 
