@@ -121,6 +121,9 @@ class Amqp10Link:
         self.last_condition: str | None = None
         """The error condition's name with :attr:`last_error` (None: none given)."""
         self.down_since = time.monotonic()
+        self.overdrawn = 0
+        """Receiver: messages the peer sent beyond the credit granted, in all (RabbitMQ 3.x
+        does under load: it counts a top-up against a delivery count that lags)."""
         """When the link was last lost, or first opened (while it is not :attr:`up`)."""
         self._direct = DirectDeliveries.of(container)
         """Hands the current link's deliveries to :meth:`_delivered` without an event."""
@@ -157,7 +160,9 @@ class Amqp10Link:
         """Receiver: let the peer send ``room`` more messages (``room`` > 0); credit
         the peer overdrew is written off first, so the link credit becomes ``room``
         more than what was left, never negative."""
-        self.link.flow(room - min(self.link.credit, 0))
+        overdrawn = -min(self.link.credit, 0)
+        self.overdrawn += overdrawn
+        self.link.flow(room + overdrawn)
 
     def message_size_limit(self, configured: int | None) -> int | None:
         """The largest message to send on this link: ``configured`` (a route's

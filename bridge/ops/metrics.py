@@ -40,6 +40,7 @@ COUNTERS = {
     "mapping_errors": "Messages that could not be translated (0-10 or 0-9-1 <-> 1.0, or CloudEvents).",
     "oversized": "Messages refused because they exceed the route's max_message_size (or the max-message-size the AMQP 1.0 target announced).",
     "publishes_abandoned": "Façade publishes read and never forwarded: still unforwarded at the shutdown drain limit, or (a publisher without confirms) refused because the route's AMQP 1.0 link stayed down past attach_timeout. Each is logged at ERROR.",
+    "overdrawn": "Messages the AMQP 1.0 source sent beyond the link credit the bridge granted (RabbitMQ 3.x does under load); the route held them, past its max_in_flight by as many.",
     "poison_messages": "Messages settled as rejected (or dead-lettered) because sending them made the target end the link or session poison_attempts times.",
 }
 

@@ -254,6 +254,7 @@ class Amqp10ToLegacy(RouteCore):
     def _grant(self) -> None:
         target = self.target
         self.stats.credit = target.room
+        self.stats.overdrawn = self.link.overdrawn
         if not self.source.up or self.paused:
             return
         if self.tap is not None and self.tap.backpressured:

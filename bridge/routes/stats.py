@@ -31,6 +31,10 @@ class RouteStats:
     """Messages settled at the source without forwarding: their id was recently delivered."""
     mapping_errors: int = 0
     poison_messages: int = 0
+    overdrawn: int = 0
+    """Messages the 1.0 source sent beyond the link credit the route granted (RabbitMQ 3.x
+    under load): the route holds them, so its in-flight figure may pass ``max_in_flight``
+    by as many."""
     """Messages settled as rejected because sending them made the target end the link."""
     oversized: int = 0
     """Messages refused because they exceed the route's (or the target's) size limit."""

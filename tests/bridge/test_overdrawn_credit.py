@@ -23,6 +23,7 @@ from proton import Connection, Endpoint, Message, Transport
 
 from bridge.amqp10.link import Amqp10Link
 from tests.support.bridge import BridgeRun, bridge_config, wait_for
+from tests.support.logs import route_stats
 from tests.support.overcredit import OverCredit, link_credit, split
 from tests.support.rabbitmq import queue_address, send_messages, unique_queue
 from tests.support.relay import Relay
@@ -172,3 +173,7 @@ def test_a_route_overdrawn_again_and_again_keeps_its_window_and_loses_nothing(
     assert got == [f"o{i}".encode() for i in range(count)]
     assert overcredit.inflated > 0
     assert overcredit.largest <= 2  # never a negative credit sent as a huge uint
+    # what RabbitMQ sent beyond the credit is counted (and may pass the window by as many)
+    stats = route_stats(bridge.log(), "overdrawn")
+    assert stats["overdrawn"] > 0
+    assert stats["peak_in_flight"] <= 2 + stats["overdrawn"]
