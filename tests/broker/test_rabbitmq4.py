@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pika
+import pytest
 from proton import Message
 
 from tests.bridge.test_routes091 import declare, depth, pika_channel, pika_get_all
@@ -33,6 +34,7 @@ def queues_address(name: str) -> str:
     return f"/queues/{name}"
 
 
+@pytest.mark.rabbitmq(3)  # rabbitmq_url: the 3.10 node, whatever the default
 def test_the_node_is_rabbitmq_4_0_beside_3_10(rabbitmq4_url: str, rabbitmq_url: str) -> None:
     """The 4.0 node says so over 0-9-1, on a port of its own; the 3.10 node is still 3.10."""
     mine = server_properties(rabbitmq4_url)
