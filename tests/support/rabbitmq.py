@@ -455,12 +455,18 @@ def exchange_address(exchange: str, key: str | None = None) -> str:
 
 
 def _declare_091(url: str, name: str) -> None:
-    """Declare the durable queue ``name`` at ``url`` over 0-9-1 (idempotent)."""
+    """Make sure queue ``name`` exists at ``url`` (over 0-9-1): one that exists is kept
+    as it is (a test may have declared it with arguments), else it is declared as
+    3.10's ``/queue/NAME`` declares it (transient; RabbitMQ 4.0 still permits that)."""
     connection = pika.BlockingConnection(pika.URLParameters(url))
     try:
-        connection.channel().queue_declare(name, durable=True)
+        connection.channel().queue_declare(name)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code != 406:  # 406: it exists, declared otherwise (durable, arguments)
+            raise
     finally:
-        connection.close()
+        if connection.is_open:
+            connection.close()
     _declared.add((_port(url), name))
 
 
