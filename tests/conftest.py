@@ -22,13 +22,6 @@ from tests.support.rabbitmq import (
 )
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "rabbitmq(*versions): run against these RabbitMQ versions (3, 4) "
-        "instead of the default one (AMQP_BRIDGE_RABBITMQ_VERSION); each test once per "
-        "version through the rabbitmq_url fixture")
-
-
 def _marked_versions(item: pytest.Function | pytest.Metafunc) -> tuple[int, ...]:
     marker = item.definition.get_closest_marker("rabbitmq") if isinstance(
         item, pytest.Metafunc) else item.get_closest_marker("rabbitmq")
@@ -71,6 +64,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "rabbitmq(*versions): run against these RabbitMQ versions (3, 4) "
+        "instead of the default one (AMQP_BRIDGE_RABBITMQ_VERSION); each test once per "
+        "version through the rabbitmq_url fixture")
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         from tests.support.schedule import ModuleTimes
 
