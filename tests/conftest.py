@@ -13,7 +13,27 @@ from hypothesis import HealthCheck, settings
 from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
 from tests.support.bridge import legacy_broker
-from tests.support.rabbitmq import ensure_rabbitmq, ensure_rabbitmq4
+from tests.support.rabbitmq import (
+    default_version,
+    ensure_node,
+    ensure_rabbitmq4,
+    use_version,
+    version_of,
+)
+
+
+def _marked_versions(item: pytest.Function | pytest.Metafunc) -> tuple[int, ...]:
+    marker = item.definition.get_closest_marker("rabbitmq") if isinstance(
+        item, pytest.Metafunc) else item.get_closest_marker("rabbitmq")
+    return tuple(marker.args) if marker is not None else ()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``rabbitmq(3, 4)`` gets ``rabbitmq_url`` once per version."""
+    versions = _marked_versions(metafunc)
+    if versions and "rabbitmq_url" in metafunc.fixturenames:
+        metafunc.parametrize("rabbitmq_url", versions, indirect=True, scope="session",
+                             ids=[f"rabbitmq{v}" for v in versions])
 
 # No per-example deadline and no "generation too slow" check in any property test:
 # several workers share two cores, so how long an example takes says nothing about the
@@ -44,6 +64,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "rabbitmq(*versions): run against these RabbitMQ versions (3, 4) "
+        "instead of the default one (AMQP_BRIDGE_RABBITMQ_VERSION); each test once per "
+        "version through the rabbitmq_url fixture")
     if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
         from tests.support.schedule import ModuleTimes
 
@@ -63,12 +87,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def rabbitmq_url() -> str:
-    """AMQP URL of the project's RabbitMQ (installed and started if needed).
+def rabbitmq_url(request: pytest.FixtureRequest) -> str:
+    """AMQP URL of the project's RabbitMQ (installed and started if needed): the node
+    of ``AMQP_BRIDGE_RABBITMQ_VERSION`` (3: 3.10, 4: 4.0), or of the version a
+    ``rabbitmq(...)`` marker parametrizes.
 
     Fails, never skips, when the broker cannot be had: see docs/testing.md.
     """
-    return ensure_rabbitmq()
+    version = getattr(request, "param", None) or default_version()
+    url = ensure_node(version)
+    use_version(version)
+    return url
+
+
+@pytest.fixture(autouse=True)
+def _rabbitmq_version_in_use(request: pytest.FixtureRequest) -> None:
+    """The address helpers of tests.support.rabbitmq give the forms of the node this
+    test uses: its ``rabbitmq_url``'s, else the one version it is marked with, else
+    the default."""
+    if "rabbitmq_url" in request.fixturenames:
+        use_version(version_of(request.getfixturevalue("rabbitmq_url")))
+        return
+    versions = _marked_versions(request.node) if isinstance(request.node, pytest.Function) else ()
+    use_version(versions[0] if len(versions) == 1 else default_version())
 
 
 @pytest.fixture(scope="session")

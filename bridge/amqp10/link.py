@@ -160,9 +160,19 @@ class Amqp10Link:
         """Receiver: let the peer send ``room`` more messages (``room`` > 0); credit
         the peer overdrew is written off first, so the link credit becomes ``room``
         more than what was left, never negative."""
+        if self.link.drain_mode:
+            self.link.drain_mode = False
         overdrawn = -min(self.link.credit, 0)
         self.overdrawn += overdrawn
         self.link.flow(room + overdrawn)
+
+    def drain(self) -> None:
+        """Receiver: ask the peer to use up now, or give back, the credit it still has
+        (drain). RabbitMQ 4 answers at once; RabbitMQ 3.x leaves a drain unanswered and
+        the credit simply stays. The next :meth:`add_credit` leaves drain mode."""
+        if self.up and self.link.credit > 0:
+            self.link.drain_mode = True
+            self.link.flow(0)
 
     def message_size_limit(self, configured: int | None) -> int | None:
         """The largest message to send on this link: ``configured`` (a route's

@@ -5,7 +5,8 @@ Theory of operation
 An AMQP 1.0 broker that will not take a message should settle it *rejected*, and
 the routes handle that as an outcome. Many do not: RabbitMQ 3.x ends the whole
 session (``amqp:precondition-failed`` for a user-id that is not the logged-in user,
-``amqp:resource-limit-exceeded`` for a message over its size limit), other brokers
+``amqp:resource-limit-exceeded`` for a message over its size limit; RabbitMQ 4 ends it
+with ``amqp:unauthorized-access`` for that user-id), other brokers
 detach the link. Every message in flight on that link is then void and is sent
 again on a fresh link — so, left alone, the same message ends the next link too,
 forever, and nothing behind it moves.
@@ -40,12 +41,15 @@ K = TypeVar("K", bound=Hashable)
 SUSPECTS = 1024
 """Suspects remembered at most (their attempt counts); the oldest is forgotten first."""
 NOT_ABOUT_A_MESSAGE = frozenset({
-    "amqp:not-found", "amqp:resource-deleted", "amqp:unauthorized-access",
+    "amqp:not-found", "amqp:resource-deleted",
     "amqp:link:detach-forced", "amqp:link:stolen", "amqp:link:redirect",
     "amqp:connection:forced", "amqp:connection:redirect", "amqp:session:unattached-handle",
 })
 """Error conditions about the node, the link or the connection itself: no message is
-blamed for them (the link is re-attached with the usual backoff)."""
+blamed for them (the link is re-attached with the usual backoff). Not among them:
+``amqp:unauthorized-access``, which RabbitMQ 4 sends for a message whose user-id is not
+the logged-in user (an attach refused for want of permission has no message in flight
+to blame)."""
 
 
 def poison_suspected(condition: Any) -> bool:

@@ -22,7 +22,9 @@ Credit
     what it still brings after a basic.cancel waits and is released when the
     link detaches.  A getter is promised one message per basic.get waiting (at
     most ``GET_WINDOW`` at a time); ``GET_GRACE`` seconds after a get's credit was granted (or at once if the
-    link is already idle) the get is answered get-empty.
+    link is already idle) the get is answered get-empty, and with no get left the
+    getter drains its credit (RabbitMQ 4 gives it back at once; a message it brought
+    later would be released, and come back marked redelivered).
 
 Outcomes (:mod:`bridge.amqp10.outcomes`)
     ``basic.ack`` → accepted; ``basic.nack`` / ``basic.reject`` with requeue, and
@@ -303,6 +305,10 @@ class Consumer091:
             if self.gets:
                 self.route.grant()
                 self._time_window()
+            else:
+                # the credit of a get answered get-empty: a message it brought later
+                # would be released, and RabbitMQ 4 marks a released message redelivered
+                self.link.drain()
 
     # -- Amqp10Link owner -------------------------------------------------------------------
 

@@ -19,7 +19,11 @@ from proton import Message
 from tests.support.apps import AppProcess, run_program
 from tests.support.facade091 import Facade091 as Facade
 from tests.support.facade091 import facade091
-from tests.support.rabbitmq import queue_depth, receive_messages, send_messages
+from tests.support.rabbitmq import (
+    queue_depth,
+    receive_messages,
+    send_messages,
+)
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +60,7 @@ def test_confirmed_publishes_are_at_the_1_0_broker_and_unroutable_is_returned(
     assert queue_depth(facade.rabbitmq_url + "/%2F", facade.queues["orders"]) == 0
 
 
+@pytest.mark.rabbitmq(3, 4)
 def test_a_polling_consumer_gets_every_message_fresh_then_empty(
         facade: Facade, tmp_path: Path) -> None:
     poller = AppProcess(["pika_get.py", facade.url, "polled", "20"], tmp_path / "get.log", {})
@@ -67,7 +72,9 @@ def test_a_polling_consumer_gets_every_message_fresh_then_empty(
     finally:
         poller.kill()
     out = poller.log()
-    # no application saw these before: none is redelivered (RabbitMQ says False too)
+    # no application saw these before: none is redelivered (RabbitMQ says False too; on
+    # RabbitMQ 4 the first used to be: it came for the credit of the get answered
+    # get-empty and was released, which RabbitMQ 4 marks not first-acquirer)
     assert re.findall(r"got (job \d+) redelivered=(\w+)", out) == \
         [(f"job {i}", "False") for i in range(20)]
     assert "got 20; then empty" in out

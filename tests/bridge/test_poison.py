@@ -1,7 +1,8 @@
 """Poison messages: one message the 1.0 broker refuses by ending the session must not
 stop its route (docs/semantics.md, "Poison messages").
 
-RabbitMQ ends the session (``amqp:precondition-failed``) when a message's user-id is
+RabbitMQ ends the session (3.10: ``amqp:precondition-failed``, 4.0:
+``amqp:unauthorized-access``) when a message's user-id is
 not the user the bridge logged in as. The route retries that message alone a bounded
 number of times, then rejects it at the source with the broker's reason, and every
 message behind it moves on.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
 from proton import Condition, symbol
 
 from amqp010.spec import DeliveryProperties, MessageProperties
@@ -26,13 +28,15 @@ from tests.support.bridge import (
     publish_legacy,
     wait_for,
 )
-from tests.support.rabbitmq import queue_address, unique_queue
+from tests.support.rabbitmq import queue_address, unique_queue, version_of
 
 COUNT = 30
 POISON = 12
 
 
-def test_a_message_that_ends_the_session_is_rejected_and_the_route_goes_on(
+@pytest.mark.rabbitmq(3, 4)  # 3.10 ends the session with precondition-failed, 4.0 with
+def test_a_message_that_ends_the_session_is_rejected_and_the_route_goes_on(  # unauthorized
+
         legacy: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
     broker, server = legacy
     target = unique_queue("poison")
@@ -65,7 +69,8 @@ def test_a_message_that_ends_the_session_is_rejected_and_the_route_goes_on(
     assert [m.body for m in broker.dead_letters] == [f"m{POISON}".encode()]
     log = bridge.log()
     assert "event=poison_message" in log, log
-    assert "precondition-failed" in log.split("event=poison_message")[0].rsplit("\n", 1)[-1]
+    condition = "precondition-failed" if version_of(rabbitmq_url) == 3 else "unauthorized-access"
+    assert condition in log.split("event=poison_message")[0].rsplit("\n", 1)[-1]
     stats = [line for line in log.splitlines() if "event=stats" in line][-1]
     assert "poison_messages=1" in stats and "rejected=1" in stats, stats
 
@@ -120,6 +125,10 @@ def test_the_guard_probes_after_an_ambiguous_refusal_and_convicts_a_lone_suspect
 def test_only_errors_that_may_concern_a_message_are_blamed_on_one() -> None:
     assert poison_suspected(Condition("amqp:precondition-failed", "user_id ..."))
     assert poison_suspected(Condition("amqp:resource-limit-exceeded"))
+    # RabbitMQ 4's answer to that user-id ends the session so (3.10: precondition-failed)
+    assert poison_suspected(Condition(
+        "amqp:unauthorized-access",
+        "user_id property set to 'alice' but authenticated user was 'guest'"))
     assert not poison_suspected(None)
     assert not poison_suspected(Condition("amqp:not-found", "no queue"))
     assert not poison_suspected(Condition("amqp:link:detach-forced"))

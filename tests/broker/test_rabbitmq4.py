@@ -11,11 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pika
+import pytest
 from proton import Message
 
 from tests.bridge.test_routes091 import declare, depth, pika_channel, pika_get_all
 from tests.support.bridge import BridgeRun, config091, wait_for
-from tests.support.rabbitmq import receive_messages, send_messages, unique_queue
+from tests.support.rabbitmq import (
+    existing_queue_address,
+    queue_address,
+    receive_messages,
+    send_messages,
+    unique_queue,
+    version_in_use,
+    version_of,
+)
 
 
 def server_properties(url: str) -> dict[str, object]:
@@ -33,6 +42,7 @@ def queues_address(name: str) -> str:
     return f"/queues/{name}"
 
 
+@pytest.mark.rabbitmq(3)  # rabbitmq_url: the 3.10 node, whatever the default
 def test_the_node_is_rabbitmq_4_0_beside_3_10(rabbitmq4_url: str, rabbitmq_url: str) -> None:
     """The 4.0 node says so over 0-9-1, on a port of its own; the 3.10 node is still 3.10."""
     mine = server_properties(rabbitmq4_url)
@@ -40,6 +50,23 @@ def test_the_node_is_rabbitmq_4_0_beside_3_10(rabbitmq4_url: str, rabbitmq_url: 
     assert str(mine["version"]).startswith("4.0."), mine
     assert rabbitmq4_url != rabbitmq_url
     assert str(server_properties(rabbitmq_url)["version"]).startswith("3.10."), rabbitmq_url
+
+
+@pytest.mark.rabbitmq(3, 4)
+def test_a_test_marked_for_both_versions_runs_against_each_with_its_addresses(
+        rabbitmq_url: str, request: pytest.FixtureRequest) -> None:
+    """``rabbitmq(3, 4)`` runs a test once per node (tests/conftest.py): the URL is that
+    version's node and the address helpers give its forms, which work there."""
+    version = request.node.callspec.params["rabbitmq_url"]
+    assert version_of(rabbitmq_url) == version_in_use() == version
+    assert str(server_properties(rabbitmq_url)["version"]).startswith(f"{version}.")
+    queue = unique_queue("both")
+    address = queue_address(queue)
+    assert address == {3: f"/queue/{queue}", 4: f"/queues/{queue}"}[version]
+    assert existing_queue_address(queue) == {3: f"/amq/queue/{queue}", 4: address}[version]
+    assert [o.state for o in send_messages(rabbitmq_url, address, [Message(body=b"x")])] == \
+        ["accepted"]
+    assert depth(rabbitmq_url, queue) == 1
 
 
 def test_amqp10_sends_to_and_receives_from_queues_addresses(rabbitmq4_url: str) -> None:

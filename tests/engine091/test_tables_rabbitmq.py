@@ -13,6 +13,7 @@ from amqp091.events import MessageReceived
 from amqp091.tables import FieldTypes
 from mappings.amqp091 import Delivery091, from_amqp10, to_amqp10
 from mappings.amqp091_values import LongString
+from tests.support.rabbitmq import version_of
 
 from .driver import EngineClient
 from .test_rabbitmq import declare, delete, open_channel
@@ -45,11 +46,16 @@ def test_every_header_type_comes_back_from_rabbitmq_identical(rabbitmq_url: str)
     client.conn.get(ch, queue, no_ack=True)
     got = client.wait_for(lambda e: isinstance(e, MessageReceived))
     assert isinstance(got, MessageReceived) and got.body == b"typed"
-    assert same(got.properties.headers, HEADERS), got.properties.headers
+    headers = got.properties.headers
+    if version_of(rabbitmq_url) == 4:  # RabbitMQ 4 sorts a table's keys; 3.10 keeps them
+        assert list(headers) == sorted(HEADERS)
+        headers = {key: headers[key] for key in HEADERS}
+    assert same(headers, HEADERS), got.properties.headers
     delete(client, ch, queue)
     client.close()
 
     # and the mapping to AMQP 1.0 and back restores exactly what was sent
+    got.properties.headers = headers
     message = to_amqp10(got.properties, Delivery091("", queue, False), got.body)
     back, _, body = from_amqp10(message)
     assert body == b"typed"

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 import pika
+import pytest
 from pamqp.commands import Basic
 from proton import int32, symbol, timestamp, ubyte, uint
 
@@ -45,6 +46,9 @@ def _as_pika_sends(value: Any) -> Any:
     return value
 
 
+# About 3.10's conversion. RabbitMQ 4.0.5 cannot deliver this message over 1.0 at all: a
+# decimal header ends the session (function_clause in mc_amqpl:from_091).
+@pytest.mark.rabbitmq(3)
 def test_to_amqp10_agrees_with_rabbitmqs_own_conversion(rabbitmq_url: str) -> None:
     queue = unique_queue("map091")
     connection = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))

@@ -63,9 +63,13 @@ class TakeAndDrop(MessagingHandler):  # type: ignore[misc]
 
     def on_start(self, event: Any) -> None:
         self.conn = event.container.connect(self.url, reconnect=False)
-        receiver = event.container.create_receiver(self.conn, self.address)
-        receiver.flow(self.count)
+        event.container.create_receiver(self.conn, self.address)
         self.timer = event.container.schedule(30, self)
+
+    def on_link_opened(self, event: Any) -> None:
+        # credit once the broker attached: RabbitMQ 4 reads an earlier flow's N as N + 5
+        if event.receiver is not None:
+            event.receiver.flow(self.count)
 
     def on_message(self, event: Any) -> None:
         self.got += 1
@@ -263,5 +267,6 @@ def test_scraped_counters_match_what_was_sent(
                                                    f"messages: {info.most_common(5)}"
     assert not [d for d in docs if d["level"] == "debug"]
     text = "\n".join(lines)
-    # the configuration's passwords (here "guest") are registered secrets: never in a line
-    assert "guest" not in text and f":***@{legacy_peer}" in text
+    # the configuration's passwords (here "guest") are registered secrets: never in a line;
+    # user names are shown, even one equal to a password (feccf12)
+    assert ":guest@" not in text and f"guest:***@{legacy_peer}" in text

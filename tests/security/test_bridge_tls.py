@@ -38,6 +38,11 @@ KEY_PASSWORD = "k3y-pa55phrase-for-the-client"
 EXIT_TIMEOUT = 20.0
 """Seconds within which the bridge must have exited after a permanent fault."""
 
+#: The TLS node (rabbitmq_tls) is a 3.10 node, part of the suite's 3.10 coverage; the
+#: plain node beside it is 3.10 too, so the helpers give 3.x addresses for both.
+pytestmark = pytest.mark.rabbitmq(3)
+
+
 
 class CountingServer(EngineServer):
     """An EngineServer that counts TCP connections (attempts), handshakes or not."""

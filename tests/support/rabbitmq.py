@@ -5,15 +5,27 @@ The broker is the project's own node started by ``scripts/rabbitmq start``
 on 127.0.0.1 only). Tests never skip when it is missing: :func:`ensure_rabbitmq`
 installs and starts it, or raises with the script's output.
 
-:func:`ensure_rabbitmq4` does the same for the RabbitMQ 4.0 node of
-``scripts/rabbitmq4`` (its own port, 5681; AMQP 1.0 native). There the v2
-addresses ``/queues/NAME`` (an existing queue) are the ones to use; the v1 forms
-below are deprecated but still permitted by default.
+Two nodes, two versions: :func:`ensure_rabbitmq` is the 3.10 node (the
+``rabbitmq_amqp1_0`` plugin, port 5672), :func:`ensure_rabbitmq4` the RabbitMQ 4.0
+node of ``scripts/rabbitmq4`` (AMQP 1.0 native, port 5681). The session fixture
+``rabbitmq_url`` is the node of :func:`default_version` (``AMQP_BRIDGE_RABBITMQ_VERSION``)
+unless a test is marked ``rabbitmq(3, 4)`` (run against each) — see tests/conftest.py.
+The address helpers give the form of the node the running test uses
+(:func:`version_in_use`):
 
-Addresses on RabbitMQ 3.10: ``/queue/NAME`` declares the queue ``NAME`` if
-needed, ``/amq/queue/NAME`` refers to an existing queue only. Give each test its
-own queue with :func:`unique_queue`; such queues are deleted by the broker after
-ten idle minutes (a policy set by the script), so nothing needs purging.
+=====================  ========================  ==========================
+helper                 RabbitMQ 3.10             RabbitMQ 4.0 (v2 addresses)
+=====================  ========================  ==========================
+:func:`queue_address`  ``/queue/NAME`` (the       ``/queues/NAME`` (the queue
+                       attach declares it)       declared over 0-9-1 first)
+existing queue         ``/amq/queue/NAME``       ``/queues/NAME``
+exchange               ``/exchange/X/KEY``       ``/exchanges/X/KEY``
+=====================  ========================  ==========================
+
+The v1 forms are deprecated in 4.x (4.0 still permits them); tests about them
+write them out. Give each test its own queue with :func:`unique_queue`; such
+queues are deleted by the broker after ten idle minutes (a policy set by the
+script), so nothing needs purging.
 
 Every helper opens its own connection, does its work and closes it, so a helper
 call is self-contained and a broken connection never leaks into the next test.
@@ -32,6 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import quote, urlsplit
 
 import pika
 from proton import Array, Condition, Data, Delivery, Described, Message, ulong
@@ -139,7 +152,7 @@ def ensure_rabbitmq() -> str:
     """
     if os.environ.get("AMQP_BRIDGE_RABBITMQ") == "testcontainers":
         return rabbitmq_container()
-    return _start_node(RABBITMQ_SCRIPT)
+    return _start_node(RABBITMQ_SCRIPT, 3)
 
 
 def ensure_rabbitmq4() -> str:
@@ -151,16 +164,63 @@ def ensure_rabbitmq4() -> str:
     ``AMQP_BRIDGE_RABBITMQ4_PORT`` says otherwise. Raises :class:`RuntimeError` with
     the script's output if the node cannot be had: never a skip.
     """
-    return _start_node(RABBITMQ4_SCRIPT)
+    return _start_node(RABBITMQ4_SCRIPT, 4)
 
 
-def _start_node(script: Path) -> str:
+#: Picks the RabbitMQ the broker-facing tests use: 3 (the 3.10 node) or 4 (the 4.0
+#: node). ``scripts/rabbitmq`` reads the same variable to pick the node it manages.
+VERSION_VARIABLE = "AMQP_BRIDGE_RABBITMQ_VERSION"
+DEFAULT_VERSION = 3
+VERSIONS = (3, 4)
+
+_node_versions: dict[int, int] = {}  # AMQP port -> version, of the nodes started here
+_version_in_use: int | None = None
+_declared: set[tuple[int, str]] = set()  # (port, queue) declared by queue_address
+
+
+def default_version() -> int:
+    """The RabbitMQ major version the suite uses unless a test asks for another:
+    ``AMQP_BRIDGE_RABBITMQ_VERSION`` (3 or 4), else :data:`DEFAULT_VERSION`."""
+    raw = os.environ.get(VERSION_VARIABLE, "").strip() or str(DEFAULT_VERSION)
+    if raw not in {str(v) for v in VERSIONS}:
+        raise RuntimeError(f"{VERSION_VARIABLE} must be 3 or 4, got {raw!r}")
+    return int(raw)
+
+
+def ensure_node(version: int) -> str:
+    """The AMQP URL of the project's RabbitMQ ``version`` node (started if needed)."""
+    return ensure_rabbitmq4() if version == 4 else ensure_rabbitmq()
+
+
+def version_of(url: str) -> int:
+    """The RabbitMQ version of the node serving ``url``: 4 for the 4.0 node started
+    here, else 3 (the 3.10 node, and the private 3.10 nodes some modules start)."""
+    return _node_versions.get(_port(url), 3)
+
+
+def use_version(version: int) -> None:
+    """Make the address helpers give ``version``'s forms (for the running test)."""
+    global _version_in_use
+    _version_in_use = version
+
+
+def version_in_use() -> int:
+    """The RabbitMQ version the running test uses (see tests/conftest.py)."""
+    return _version_in_use if _version_in_use is not None else default_version()
+
+
+def _port(url: str) -> int:
+    return urlsplit(url).port or 5672
+
+
+def _start_node(script: Path, version: int) -> str:
     """``SCRIPT start``'s URL, or :class:`RuntimeError` with all it said."""
     name = f"scripts/{script.name}"
     try:
         proc = subprocess.run(
             [str(script), "start"],
             cwd=REPO_ROOT,
+            env={**os.environ, VERSION_VARIABLE: str(version)},
             capture_output=True,
             text=True,
             timeout=_START_TIMEOUT,
@@ -177,6 +237,7 @@ def _start_node(script: Path) -> str:
             f"`{name} start` failed (exit {proc.returncode}); the tests "
             f"need a RabbitMQ broker:\n{proc.stdout}{proc.stderr}"
         )
+    _node_versions[_port(url)] = version
     return url
 
 
@@ -186,8 +247,18 @@ RABBITMQCTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
 
 def rabbitmqctl(url: str, *args: str) -> str:
     """Run ``rabbitmqctl`` against the test node serving ``url`` (named as
-    ``scripts/rabbitmq`` names it); returns its output, RuntimeError if it fails."""
-    port = url.rsplit(":", 1)[1].split("/")[0]
+    ``scripts/rabbitmq`` names it; the 4.0 node through ``scripts/rabbitmq4 ctl``, which
+    knows its private Erlang, cookie and port mapper); returns its output, RuntimeError
+    if it fails."""
+    if version_of(url) == 4:
+        proc = subprocess.run([str(RABBITMQ4_SCRIPT), "ctl", "-q", *args], cwd=REPO_ROOT,
+                              env={**os.environ, VERSION_VARIABLE: "4",
+                                   "AMQP_BRIDGE_RABBITMQ4_PORT": str(_port(url))},
+                              capture_output=True, text=True, timeout=60, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"rabbitmqctl {' '.join(args)}: {proc.stdout}{proc.stderr}")
+        return proc.stdout
+    port = _port(url)
     node = os.environ.get("AMQP_BRIDGE_RABBITMQ_NODENAME", f"amqp_bridge_{port}@localhost")
     return rabbitmqctl_on(node, *args)
 
@@ -286,7 +357,9 @@ def private_rabbitmq(state_dir: Path, **env: str) -> Iterator[PrivateNode]:
     node = PrivateNode(port, {**os.environ,
                               "AMQP_BRIDGE_RABBITMQ_PORT": str(port),
                               "AMQP_BRIDGE_RABBITMQ_NODENAME": f"amqp_bridge_{port}@localhost",
-                              "AMQP_BRIDGE_RABBITMQ_DIR": str(state_dir), **env})
+                              "AMQP_BRIDGE_RABBITMQ_DIR": str(state_dir),
+                              "AMQP_BRIDGE_RABBITMQ_VERSION": "3",  # private nodes: 3.10
+                              **env})
     try:
         node.start()
         yield node
@@ -335,8 +408,8 @@ def _text(data: str | bytes | None) -> str:
 def unique_queue(prefix: str = "q") -> str:
     """A fresh queue name, ``test.PREFIX.<random>``, for one test's own use.
 
-    Use it as ``/queue/NAME`` (declares it on first use) or declare it with
-    :func:`declare_queue` and use ``/amq/queue/NAME``.
+    Use it as :func:`queue_address` (declared on first use) or declare it with
+    :func:`declare_queue` and use :func:`existing_queue_address`.
     """
     return f"{TEST_QUEUE_PREFIX}{prefix}.{uuid.uuid4().hex[:12]}"
 
@@ -352,8 +425,49 @@ def queue_depth(url: str, queue: str) -> int:
 
 
 def queue_address(name: str) -> str:
-    """The AMQP 1.0 address that declares (if needed) and uses queue ``name``."""
-    return f"/queue/{name}"
+    """The AMQP 1.0 address of queue ``name`` on the node in use, the queue declared
+    if needed: 3.10's ``/queue/NAME`` (the attach declares it); on 4.0 the queue is
+    declared (durable, over 0-9-1) here and the address is ``/queues/NAME``."""
+    if version_in_use() == 3:
+        return f"/queue/{name}"
+    url = ensure_node(4)
+    if (_port(url), name) not in _declared:
+        _declare_091(url, name)
+    return existing_queue_address(name)
+
+
+def existing_queue_address(name: str) -> str:
+    """The AMQP 1.0 address of the existing queue ``name`` on the node in use:
+    ``/amq/queue/NAME`` on 3.10, ``/queues/NAME`` on 4.0 (nothing is declared)."""
+    if version_in_use() == 3:
+        return f"/amq/queue/{name}"
+    return f"/queues/{quote(name, safe='')}"
+
+
+def exchange_address(exchange: str, key: str | None = None) -> str:
+    """The AMQP 1.0 target address of ``exchange`` (with routing key ``key``, or the
+    message's subject without one) on the node in use: ``/exchange/X[/KEY]`` on 3.10,
+    ``/exchanges/X[/KEY]`` on 4.0."""
+    if version_in_use() == 3:
+        return f"/exchange/{exchange}" + (f"/{key}" if key is not None else "")
+    return f"/exchanges/{quote(exchange, safe='')}" + (
+        f"/{quote(key, safe='')}" if key is not None else "")
+
+
+def _declare_091(url: str, name: str) -> None:
+    """Make sure queue ``name`` exists at ``url`` (over 0-9-1): one that exists is kept
+    as it is (a test may have declared it with arguments), else it is declared as
+    3.10's ``/queue/NAME`` declares it (transient; RabbitMQ 4.0 still permits that)."""
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        connection.channel().queue_declare(name)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code != 406:  # 406: it exists, declared otherwise (durable, arguments)
+            raise
+    finally:
+        if connection.is_open:
+            connection.close()
+    _declared.add((_port(url), name))
 
 
 # --- proton helpers ---------------------------------------------------------
@@ -569,8 +683,12 @@ def assert_no_message(url: str, address: str, *, wait: float = 0.5) -> None:
 
 
 def declare_queue(url: str, name: str, *, timeout: float = 10.0) -> None:
-    """Make sure queue ``name`` exists (attaching to ``/queue/NAME`` declares it)."""
-    send_messages(url, queue_address(name), [], timeout=timeout)
+    """Make sure queue ``name`` exists at ``url``: on 3.10 by attaching to
+    ``/queue/NAME`` (which declares it), on 4.0 over 0-9-1 (durable)."""
+    if version_of(url) == 4:
+        _declare_091(url, name)
+    else:
+        send_messages(url, f"/queue/{name}", [], timeout=timeout)
 
 
 def encode_section(name: str, value: Any) -> bytes:
