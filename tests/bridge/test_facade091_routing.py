@@ -27,7 +27,7 @@ from proton import Message
 from tests.bridge.test_routes091 import pika_channel, pika_get_all
 from tests.support.bridge import BridgeRun, config091, free_port, wait_listening
 from tests.support.facade091 import PASSWORD, USER
-from tests.support.metrics import metrics_port, poll, scrape
+from tests.support.metrics import poll
 from tests.support.rabbitmq import send_messages
 
 
@@ -181,20 +181,18 @@ def test_a_facade_consumer_sees_exactly_the_headers_sent(setup: Setup) -> None:
 
 
 def test_a_fresh_message_after_an_empty_get_is_not_redelivered(setup: Setup) -> None:
-    """The get link's credit outlives a get-empty: the next message published reaches
-    the bridge, which gives it back to RabbitMQ (marked redelivered there); the next
-    get finds it, fresh, as RabbitMQ's own basic.get would."""
-    mport = metrics_port(setup.proc.log)
+    """After a get-empty the get link's credit is drained (RabbitMQ 4 answers; 3.10 may
+    still send a message for it, which the bridge gives back, marked redelivered there):
+    either way the next get finds the next message fresh, as RabbitMQ's own basic.get
+    would."""
     with setup.connect() as conn:
         ch = conn.channel()
         assert ch.basic_get("get.q") == (None, None, None)
-        released = scrape(mport).route("amqp_bridge_released_total", "get-in")
         with pika_channel(setup.rabbitmq_url) as rch:
             rch.confirm_delivery()
             rch.basic_publish("", setup.names["get"], b"fresh")
-        poll(lambda: scrape(mport).route("amqp_bridge_released_total", "get-in"),
-             lambda n: n > released, 20, "the idle get link to take the message")
-        method, _, body = ch.basic_get("get.q")
+        method, _, body = poll(lambda: ch.basic_get("get.q"), lambda r: r[0] is not None, 20,
+                               "the fresh message")
         assert body == b"fresh" and method.redelivered is False
         ch.basic_ack(method.delivery_tag)
         # a message a client did have stays redelivered
