@@ -15,6 +15,7 @@ transport drops it tells every link registered with :meth:`~Amqp10ConnectionHand
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -61,6 +62,8 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self.on_fatal = on_fatal
         """Called with the message once every URL failed permanently in a row."""
         self.up = False
+        self.up_since = 0.0
+        """When the connection last opened (monotonic; 0: never)."""
         self.attempts = 0
         """Transports bound so far (connection attempts, the first one included)."""
         self.peer = ""
@@ -107,6 +110,7 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
 
     def on_connection_remote_open(self, event: Any) -> None:
         self.up = True
+        self.up_since = time.monotonic()
         self.permanent_faults = 0
         log.info("amqp1.0 %s: open", self.name, extra=self.log_fields("open"))
 

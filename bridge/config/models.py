@@ -528,11 +528,12 @@ class Route(_Model):
                     "back where that route's rule allows (docs/mapping.md). An empty user-id is "
                     "no user-id.")
     attach_timeout: float = Field(
-        5.0, gt=0, le=3600,
+        15.0, gt=0, le=3600,
         description="Façade publish routes (from a listener): seconds publishes may wait "
                     "for the route's AMQP 1.0 link while it is not attached (never yet, or "
-                    "lost) and the 1.0 connection is up (a broker that is away is waited "
-                    "for, its publishers throttled). Past that they are refused: dead-lettered if the route has a "
+                    "lost) and the 1.0 connection is up, counted afresh when the connection "
+                    "opens again (a broker that is away is waited for, its publishers "
+                    "throttled). Past that they are refused: dead-lettered if the route has a "
                     "dead-letter address, else basic.nack (0-9-1 confirm mode), channel.close "
                     "(0-9-1 without confirms: the publish is counted as abandoned and logged "
                     "at ERROR) or execution.exception (0-10); new publishes are refused the "

@@ -195,15 +195,20 @@ class FacadePublish:
         if self._link_check_due or self.target.up or self.refusing is not None:
             return
         self._link_check_due = True
-        due = self.sender.down_since + self.attach_timeout - time.monotonic()
+        due = self._down_since() + self.attach_timeout - time.monotonic()
         self.container.schedule(max(0.0, due), Timer(self._check_link))
+
+    def _down_since(self) -> float:
+        """Since when the link has been down while the 1.0 connection was up: a broker
+        that was away (a restart) gets ``attach_timeout`` afresh once it is back."""
+        return max(self.sender.down_since, self.connection.up_since)
 
     def _check_link(self) -> None:
         self._link_check_due = False
         if self.target.up or not (self.waiting or self.facade.stopping):
             return
-        down = time.monotonic() - self.sender.down_since
-        if down < self.attach_timeout:
+        down = time.monotonic() - self._down_since()
+        if down < self.attach_timeout and self.connection.up:
             self._watch_link()
             return
         if not self.connection.up and not self.facade.stopping:
