@@ -208,7 +208,7 @@ class FacadePublish:
         if self.target.up or not (self.waiting or self.facade.stopping):
             return
         down = time.monotonic() - self._down_since()
-        if down < self.attach_timeout and self.connection.up:
+        if down < self.attach_timeout and (self.connection.up or self.facade.stopping):
             self._watch_link()
             return
         if not self.connection.up and not self.facade.stopping:
@@ -217,6 +217,9 @@ class FacadePublish:
             # resources are short; checked again after another attach_timeout
             self._link_check_due = True
             self.container.schedule(self.attach_timeout, Timer(self._check_link))
+            return
+        if not self.waiting:  # the bridge is stopping and nothing waits: stop re-attaching
+            self.target.close()
             return
         why = self.sender.last_error or "no answer from the AMQP 1.0 broker"
         self.refusing = (f"the AMQP 1.0 link to {self.route.target.address!r} is not "
