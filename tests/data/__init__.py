@@ -7,7 +7,7 @@
   errata version) and its DTD, from which ``tools/gen_amqp010.py`` generates
   ``amqp010/spec.py``.
 
-Only the real peers themselves (``../shared/peers/``, for the interop tests) live
+Only the real peers themselves (for the interop tests, ``tests/interop/peers.py``) live
 outside the repository.
 """
 

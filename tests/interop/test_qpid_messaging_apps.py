@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from proton import Message
 
+from tests.interop.peers import QPID_PYTHON, require
 from tests.support.bridge import FacadeRun, free_port, serving, wait_for
-from tests.support.peers import QPID_PYTHON, require
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,

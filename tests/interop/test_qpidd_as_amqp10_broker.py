@@ -22,9 +22,9 @@ from cloudevents.core.formats.json import JSONFormat
 from proton import Message
 
 from mappings.message import AmqpMessage
+from tests.interop.peers import Qpidd, import_qpid_messaging
 from tests.mappings.sdk import to_sdk
 from tests.support.bridge import BridgeRun, free_port, wait_listening
-from tests.support.peers import Qpidd, import_qpid_messaging
 from tests.support.rabbitmq import receive_messages, send_messages, unique_queue
 
 import_qpid_messaging()

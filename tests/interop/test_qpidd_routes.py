@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from proton import Message
 
+from tests.interop.peers import Qpidd, import_qpid_messaging
 from tests.support.bridge import BridgeRun, wait_for
 from tests.support.logs import records
-from tests.support.peers import Qpidd, import_qpid_messaging
 from tests.support.rabbitmq import (
     declare_queue,
     queue_address,
