@@ -26,6 +26,7 @@ from .models import (
     Endpoint,
     Listener,
     ListenerTls,
+    ListenerTopology,
     Logging,
     MaxInFlight,
     Metrics,
@@ -39,4 +40,4 @@ from .models import (
     redact_url,
 )
 
-__all__ = ['BridgeConfig', 'ClientTls', 'CloudEvents', 'ConfigError', 'Connection', 'DeadLetter', 'Dedupe', 'Endpoint', 'Listener', 'ListenerTls', 'Logging', 'MaxInFlight', 'Metrics', 'Protocol', 'REFERENCE_PROBLEMS', 'Reconnect', 'Route', 'SaslMechanism', 'UserIdRule', 'config_identities', 'config_secrets', 'describe', 'load_config', 'parse_config', 'redact_url', 'substitute_env']
+__all__ = ['BridgeConfig', 'ClientTls', 'CloudEvents', 'ConfigError', 'Connection', 'DeadLetter', 'Dedupe', 'Endpoint', 'Listener', 'ListenerTls', 'ListenerTopology', 'Logging', 'MaxInFlight', 'Metrics', 'Protocol', 'REFERENCE_PROBLEMS', 'Reconnect', 'Route', 'SaslMechanism', 'UserIdRule', 'config_identities', 'config_secrets', 'describe', 'load_config', 'parse_config', 'redact_url', 'substitute_env']

@@ -218,6 +218,26 @@ class ListenerTls(_Model):
 
 
 ListenerProtocol = Literal["amqp0-10", "amqp0-9-1"]
+TopologyBroker = Literal["rabbitmq4"]
+
+
+class ListenerTopology(_Model):
+    """The topology mode of a listener (docs/topology.md): names no route configures are
+    the AMQP 1.0 broker's, declared, bound, published to and consumed from there."""
+
+    connection: str = Field(description="The AMQP 1.0 connection (one of ``connections``) "
+                                        "whose broker holds the exchanges, queues and "
+                                        "bindings the listener's clients declare, and "
+                                        "takes their publishes and feeds their consumers.")
+    broker: TopologyBroker = Field(description="What that broker is, so how declares reach "
+                                               "it: rabbitmq4 (RabbitMQ 4.x: its management "
+                                               "over AMQP 1.0, its v2 addresses and "
+                                               "anonymous-terminus publishing).")
+    request_timeout: float = Field(
+        10.0, gt=0, le=300,
+        description="Seconds a declare, bind, delete or purge waits for the broker's "
+                    "answer; past it (or while the connection is down) the client's method "
+                    "is refused (AMQP 0-9-1: connection.close 506 resource-error).")
 
 
 class Listener(_Model):
@@ -244,6 +264,13 @@ class Listener(_Model):
         None, description="File of NAME:pbkdf2-sha256$... lines (hashes only), read at start; "
                           "adds to users.")
     tls: ListenerTls | None = Field(None, description="Accept TLS connections only.")
+    topology: ListenerTopology | None = Field(
+        None, description="AMQP 0-9-1 only: serve every exchange and queue, not just the "
+                          "routes' names: declares, bindings, deletes and purges are the "
+                          "AMQP 1.0 broker's (docs/topology.md), a publish to any exchange "
+                          "reaches the broker's routing, basic.consume and basic.get work on "
+                          "any queue; routes of the listener keep their names. Absent: the "
+                          "listener serves its routes' names only.")
     max_pending_logins: int = Field(
         64, ge=1, description="PLAIN logins that may wait for (or be in) a PBKDF2 password "
                               "check on this listener; past it a login is refused at once "
@@ -332,6 +359,8 @@ class Listener(_Model):
                              "(any PLAIN or AMQPLAIN client then needs one of them)")
         if self.protocol == "amqp0-10" and self.virtual_hosts is not None:
             raise ValueError("virtual_hosts: only for an amqp0-9-1 listener")
+        if self.protocol == "amqp0-10" and self.topology is not None:
+            raise ValueError("topology: only for an amqp0-9-1 listener so far")
         return self
 
     @model_validator(mode="after")
@@ -607,7 +636,8 @@ class BridgeConfig(_Model):
     listeners: dict[str, Listener] = Field(default_factory=dict, description="Façade "
                                            "listeners for legacy 0-10 and 0-9-1 applications, "
                                            "by name.")
-    routes: list[Route] = Field(min_length=1, description="What flows from where to where.")
+    routes: list[Route] = Field(default_factory=list, description="What flows from where to "
+                                "where (at least one, unless a listener has a topology).")
     metrics: Metrics | None = Field(
         None, description="Serve metrics and health endpoints over HTTP (absent: no server).")
     logging: Logging = Field(default_factory=Logging, description="Log format and level.")
@@ -615,7 +645,7 @@ class BridgeConfig(_Model):
 
     @model_validator(mode="after")
     def _references(self) -> BridgeConfig:
-        problems = list(_check_references(self))
+        problems = list(_check_references(self)) + list(_check_topologies(self))
         if not problems:
             problems = _check_files(self)
         if problems:
@@ -675,6 +705,27 @@ def _check_references(cfg: BridgeConfig) -> list[str]:
             out.append(f"{where}.from.address: a route to the exchange of a listener serves "
                        f"the temporary queues clients bind to it; its address needs "
                        f"{{binding_key}} (e.g. /exchange/amq.topic/{{binding_key}})")
+    return out
+
+
+def _check_topologies(cfg: BridgeConfig) -> list[str]:
+    """A listener's topology names an AMQP 1.0 connection; with no route at all, some
+    listener must have a topology (else the bridge would do nothing)."""
+    out = []
+    for name, listener in cfg.listeners.items():
+        topology = listener.topology
+        if topology is None:
+            continue
+        conn = cfg.connections.get(topology.connection)
+        where = f"listeners.{name}.topology.connection"
+        if conn is None:
+            out.append(f"{where}: no connection named {topology.connection!r} "
+                       f"(defined: {', '.join(sorted(cfg.connections)) or 'none'})")
+        elif conn.protocol != "amqp1.0":
+            out.append(f"{where}: {topology.connection!r} is an {conn.protocol} connection; "
+                       f"the topology mode needs an amqp1.0 one")
+    if not cfg.routes and not any(lst.topology for lst in cfg.listeners.values()):
+        out.append("routes: at least one route is required (or a listener with a topology)")
     return out
 
 

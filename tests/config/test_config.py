@@ -114,7 +114,8 @@ def test_each_error_names_the_key_path(edit: tuple[str, str], expected: str) -> 
 def test_not_yaml_and_not_a_mapping() -> None:
     assert problems("routes: [")[0].startswith("not valid YAML")
     assert problems("- 1\n- 2\n") == ["the top level must be a mapping with 'routes'"]
-    assert problems("connections: {}\nroutes: []\n") == ["routes: List should have at least 1 item after validation, not 0"]
+    assert problems("connections: {}\nroutes: []\n") == [
+        "routes: at least one route is required (or a listener with a topology)"]
 
 
 def test_cli_check_ok_and_error(tmp_path: Path) -> None:
