@@ -84,11 +84,13 @@ class Amqp10Link:
     The owner is told through :class:`LinkOwner`.
     """
 
-    def __init__(self, container: Container, connection: Any, address: str, *, sender: bool,
-                 owner: LinkOwner, name: str, route: str = "") -> None:
+    def __init__(self, container: Container, connection: Any, address: str | None, *,
+                 sender: bool, owner: LinkOwner, name: str, route: str = "") -> None:
         self.container = container
         self.connection = connection
         self.address = address
+        """The node (None: a sender to the anonymous terminus; each message's ``to``
+        names its node)."""
         self.is_sender = sender
         self.owner = owner
         self.name = name
@@ -419,7 +421,7 @@ class Amqp10Link:
 
         return Part("amqp10_link", f"1.0 link {self.name}",
                     {"route": self.route, "link": self.name,
-                     "connection": self.connection_name, "address": self.address},
+                     "connection": self.connection_name, "address": self.address or ""},
                     "link lost, re-attaching", recover, back=lambda: self.up or self.closing)
 
 

@@ -228,6 +228,12 @@ class ListenerCore:
         subclass: Any = self  # both façades have these tables
         return [*subclass.publish_routes.values(), *subclass.queue_publishers.values()]
 
+    def made_routes(self) -> list[Any]:
+        """Routes made on demand beside the configured ones (the publishers to the default
+        exchange): the bridge's metrics and graceful stop see them too."""
+        subclass: Any = self  # both façades have this table
+        return list(subclass.queue_publishers.values())
+
     def _note_senders(self) -> bool:
         """One look at the clients still being read during a graceful stop: those with
         nothing unread (twice in a row), and all once ``read_limit`` is over, are done

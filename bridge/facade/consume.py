@@ -379,9 +379,11 @@ class FacadeConsume:
     """A 1.0 address consumed by legacy subscribers of a façade queue (module docstring)."""
 
     def __init__(self, container: Container, route: Route, facade: FacadeHost, amqp10: Any,
-                 dead_letter: tuple[Any, str] | None) -> None:
+                 dead_letter: tuple[Any, str] | None, *, register: bool = True) -> None:
         assert route.source.address is not None
-        if route.target.queue is not None:
+        if not register:
+            pass  # made on demand by its listener, which keeps it (a topology-mode queue)
+        elif route.target.queue is not None:
             facade.add_consume(self, route.target.queue)
         else:  # the exchange temporary queues bind to (docs/semantics.md)
             assert route.target.exchange is not None

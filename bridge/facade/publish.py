@@ -107,13 +107,17 @@ class PublishEntry:
     diverted: bool = False
     """Sent to the dead-letter address at the drain limit while the target's outcome was
     still awaited (a late one is then ignored)."""
+    returnable: Any = None
+    """What to give back to the publisher if no queue takes the message (the 0-9-1
+    façade's mandatory publishes: the client's MessageReceived), or None."""
 
 
 class FacadePublish:
     """Legacy publishes to a façade exchange, forwarded to a 1.0 address (module docstring)."""
 
     def __init__(self, container: Container, route: Route, facade: FacadeHost, amqp10: Any,
-                 dead_letter: tuple[Any, str] | None, *, register: bool = True) -> None:
+                 dead_letter: tuple[Any, str] | None, *, register: bool = True,
+                 anonymous: bool = False) -> None:
         assert route.source.exchange is not None and route.target.address is not None
         self.name = route.name
         self.route = route
@@ -131,10 +135,12 @@ class FacadePublish:
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
         self.target: Amqp10Target[PublishEntry] = Amqp10Target(
-            container, amqp10, route.target.address, owner=self, name=f"{route.name}.target",
+            container, amqp10, None if anonymous else route.target.address, owner=self,
+            name=f"{route.name}.target",
             route=route.name, poison_attempts=route.poison_attempts)
         self.sender = self.target.link
-        """The 1.0 sender link."""
+        """The 1.0 sender link (``anonymous``: to the anonymous terminus, each message
+        carrying its address in ``to``)."""
         self.attach_timeout = route.attach_timeout
         self.connection = amqp10.handler
         """The 1.0 connection's handler (``up``): a broker that is away is waited for."""
@@ -430,13 +436,20 @@ class FacadePublish:
                 self.tap.delivered(entry.data)
             self._complete(entry)
             return
-        target = self.route.target.address
         if state == Delivery.REJECTED:
-            condition = condition_name(delivery.remote.condition)
-            text = condition_text(delivery.remote.condition)
-            self._refused(entry, condition, f"rejected by the AMQP 1.0 target {target}: {text}")
-            return
-        # released / modified: the target did not process it; try again, a few times
+            self._rejected(entry, condition_name(delivery.remote.condition),
+                           condition_text(delivery.remote.condition))
+        else:
+            self._released(entry)
+
+    def _rejected(self, entry: PublishEntry, condition: str | None, text: str) -> None:
+        """The target rejected the message: dead-letter it, or refuse it to its publisher."""
+        self._refused(entry, condition,
+                      f"rejected by the AMQP 1.0 target {self.route.target.address}: {text}")
+
+    def _released(self, entry: PublishEntry) -> None:
+        """Released or modified: the target did not process it; try again, a few times."""
+        target = self.route.target.address
         entry.releases += 1
         self.stats.released += 1
         if entry.releases >= MAX_RELEASES:

@@ -57,6 +57,7 @@ from proton import Delivery
 from amqp091.connection import ProtocolError
 from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
+from mappings.message import AmqpMessage
 
 from ..amqp10.link import Amqp10Link
 from ..facade.consume import FacadeConsume
@@ -356,9 +357,7 @@ class Consumer091:
     def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
         route = self.route
         wanted = not self.closed and self.ch.live and (self.adopted or bool(self.gets))
-        taken = route.take_delivery(self, link, delivery, wanted,
-                                    lambda m: route.translator.amqp10_to_legacy091(
-                                        m, own_routing_key=True))
+        taken = route.take_delivery(self, link, delivery, wanted, route.to_legacy091)
         if taken is None:
             return
         data, (properties, where, body) = taken
@@ -453,7 +452,7 @@ class Consumer091:
         route = self.route
         route.release_held(self.held)
         self.link.forget()  # detaches and ends the link's session
-        route.subscriptions.discard(self)  # type: ignore[arg-type]
+        route.forget(self)
         self.ch.cancelled.discard(self)
 
     def fault_part(self, method: str, event: Any) -> Part:
@@ -470,6 +469,15 @@ class Consume091(FacadeConsume):
     def queue(self) -> str:
         """The façade queue the route serves."""
         return self.route.target.queue or ""
+
+    def to_legacy091(self, message: AmqpMessage) -> tuple[Basic.Properties, Delivery091, bytes]:
+        """What a consumer is sent for a 1.0 message (the route's translation; the routing
+        key the message was published with)."""
+        return self.translator.amqp10_to_legacy091(message, own_routing_key=True)
+
+    def forget(self, consumer: Consumer091) -> None:
+        """``consumer`` has detached its link for good."""
+        self.subscriptions.discard(consumer)  # type: ignore[arg-type]
 
     def consume(self, ch: Channel091, tag: str, *, no_ack: bool, exclusive: bool
                 ) -> Consumer091:

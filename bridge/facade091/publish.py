@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from amqp091.events import MessageReceived
 from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
+from mappings.message import AmqpMessage
 
 from ..facade.publish import FacadePublish, PublishEntry
 from ..ops.logs import WarnLimiter
@@ -55,10 +56,13 @@ class Publish091(FacadePublish):
         method: Any = ev.method
         where = Delivery091(exchange=method.exchange or "", routing_key=method.routing_key or "")
         entry = PublishEntry(ch, ev.publish_tag or 0, method, b"", len(ev.body),  # type: ignore[arg-type]
-                             t0=time.monotonic())
-        self.take(entry,
-                  lambda: self.translator.legacy091_to_amqp10(ev.properties, where, ev.body),
+                             t0=time.monotonic(), returnable=ev if method.mandatory else None)
+        self.take(entry, lambda: self.to_amqp10(ev, where),
                   lambda: plain_copy_091(ev.properties, where, ev.body, self.route))
+
+    def to_amqp10(self, ev: MessageReceived, where: Delivery091) -> AmqpMessage:
+        """The 1.0 message of a client's publish (the route's translation)."""
+        return self.translator.legacy091_to_amqp10(ev.properties, where, ev.body)
 
     # -- answering the publisher (FacadePublish's hooks) ------------------------------------
 

@@ -61,7 +61,7 @@ class TargetOwner(Protocol[T]):
 class Amqp10Target(Generic[T]):
     """A 1.0 sender with the route's items in flight on it and its poison guard."""
 
-    def __init__(self, container: Container, connection: Any, address: str, *,
+    def __init__(self, container: Container, connection: Any, address: str | None, *,
                  owner: TargetOwner[T], name: str, route: str, poison_attempts: int,
                  suspect: Callable[[T], Hashable] = _itself) -> None:
         self.owner = owner
