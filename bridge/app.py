@@ -29,6 +29,7 @@ from .config import (
     ConfigError,
     Connection,
     DeadLetter,
+    ListenerTopology,
     Route,
     config_identities,
     config_secrets,
@@ -44,6 +45,7 @@ from .runtime import EngineSocket, Timer, reactor
 from .runtime.containment import Part, faults_of
 from .security.tls import PERMANENT_EXIT_CODE, proton_domain
 from .taps import BridgeTaps
+from .topology import Topology
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +110,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                                                       on_fatal=self.fatal)
             else:
                 self.legacy[name] = LegacyConnection(container, name, conn, on_fatal=self.fatal)
+        for name, listener in self.config.listeners.items():
+            if listener.topology is not None:
+                self._enable_topology(container, self.facades[name], listener.topology)
         for route in self.config.routes:
             self.routes.append(self._build_route(container, route))
         self._open_taps(container)
@@ -129,6 +134,14 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             heartbeat=conn.heartbeat or None,
             reconnect=ReconnectDelays(conn.reconnect,  # type: ignore[arg-type]  # any iterable
                                        handler.reconnect_scheduled), **security)
+
+    def _enable_topology(self, container: Container, facade: Any,
+                         settings: ListenerTopology) -> None:
+        """Give a topology-mode listener its broker kind's backend (docs/topology.md)."""
+        amqp10 = self.amqp10[settings.connection]
+        backend = topology_backend(container, amqp10, settings, name=facade.name)
+        login_user = self.config.connections[settings.connection].login_user
+        facade.enable_topology(backend, amqp10, login_user)
 
     def fatal(self, message: str) -> None:
         """A connection failed permanently (already logged as an ERROR): stop gracefully;
@@ -172,8 +185,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
     def runtimes(self) -> list[RouteRuntime]:
         """Every route runtime: the configured routes (built at start) and the façades'
         publishers to the default exchange (made when first used)."""
-        return [*self.routes,
-                *(p for f in list(self.facades.values()) for p in list(f.queue_publishers.values()))]
+        return [*self.routes, *(r for f in list(self.facades.values()) for r in f.made_routes())]
 
     def observed_routes(self) -> list[RouteRuntime]:
         """The routes (empty until they are built at start)."""
@@ -227,7 +239,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
     def observed_facades(self) -> list[tuple[str, int, int]]:
         """``(name, client sessions, subscriptions)`` per façade listener."""
         return [(name, len(f.sessions),
-                 sum(len(route.subscriptions) for route in list(f.consume_routes.values())))
+                 sum(len(route.subscriptions) for route in [
+                     *list(f.consume_routes.values()), *f.made_routes()]
+                     if isinstance(route, FacadeConsume)))
                 for name, f in list(self.facades.items())]
 
     def observed_sockets_in_memory(self) -> int:
@@ -371,6 +385,23 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             return Part("bridge", "the bridge's stop", {}, "stopping the loop",
                         lambda reason: container.stop() if container is not None else None)
         return None
+
+
+def topology_backend(container: Container, amqp10: Any, settings: ListenerTopology, *,
+                     name: str) -> Topology:
+    """The :class:`~bridge.topology.Topology` backend of ``settings.broker`` on the 1.0
+    connection ``amqp10`` (the one the listener's links use: an exclusive queue is its
+    declaring connection's at the broker)."""
+    if settings.broker == "rabbitmq4":
+        try:
+            from .topology.rabbitmq4 import RabbitMQ4Topology
+        except ImportError as exc:  # (not merged yet into this build)
+            raise ConfigError([f"listeners.{name}.topology.broker: rabbitmq4 is not "
+                               f"available in this build ({exc})"]) from None
+        return RabbitMQ4Topology(container, amqp10, name=name,  # type: ignore[no-any-return]
+                                 request_timeout=settings.request_timeout)
+    raise ConfigError([f"listeners.{name}.topology.broker: unknown broker kind "
+                       f"{settings.broker!r}"])
 
 
 def run(config: BridgeConfig) -> int:

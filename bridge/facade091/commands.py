@@ -54,6 +54,7 @@ from amqp091.methods import ReplyCode
 from ..facade.state import AlreadyBound, TemporaryQueue, server_named_queue
 from .consume import Consume091, Consumer091
 from .state import Channel091, ChannelRefused, ConnectionRefused
+from .topology import DIRECT_REPLY_TO
 
 if TYPE_CHECKING:
     from .listener import Facade091
@@ -85,22 +86,27 @@ class Commands091:
                                         f"{method.name} is not implemented by the "
                                         f"amqp-bridge façade")
             reply = handler(self, ch, method)
-        except ConnectionRefused as exc:
-            self.facade.client_error(ch.client, exc.code, exc.text, method)
-            ch.client.facade_closes.add(0)
-            index = method.index
-            engine.abort(exc.code, exc.text, class_id=index >> 16, method_id=index & 0xFFFF)
-            return
         except ChannelRefused as exc:
-            self.facade.client_error(ch.client, exc.code, exc.text, method)
-            if ch.live:
-                index = method.index
-                ch.client.facade_closes.add(ch.number)
-                engine.close_channel(ch.number, exc.code, exc.text, class_id=index >> 16,
-                                     method_id=index & 0xFFFF)
+            self.refuse(ch, method, exc)
             return
         if reply is not None and ch.live:
             engine.send_method(ch.number, reply)
+
+    def refuse(self, ch: Channel091, method: Frame, exc: ChannelRefused) -> None:
+        """Answer ``method`` with the channel.close (or, :class:`ConnectionRefused`,
+        connection.close) ``exc`` names: counted and logged."""
+        engine = ch.client.engine
+        if engine.closed:
+            return  # the client left before the answer (a topology-mode method)
+        self.facade.client_error(ch.client, exc.code, exc.text, method)
+        index = method.index
+        if isinstance(exc, ConnectionRefused):
+            ch.client.facade_closes.add(0)
+            engine.abort(exc.code, exc.text, class_id=index >> 16, method_id=index & 0xFFFF)
+        elif ch.live:
+            ch.client.facade_closes.add(ch.number)
+            engine.close_channel(ch.number, exc.code, exc.text, class_id=index >> 16,
+                                 method_id=index & 0xFFFF)
 
     # -- names ------------------------------------------------------------------------------
 
@@ -109,6 +115,9 @@ class Commands091:
 
     def _queue(self, ch: Channel091, name: str) -> Consume091:
         route = self.facade.consume_routes.get(name)
+        if route is None and self.facade.topology is not None:
+            self.facade.topology.check_exclusive(ch, name)
+            return self.facade.topology.queue_route(name)
         if route is None:
             raise ChannelRefused(ReplyCode.NOT_FOUND,
                                  f"no queue '{name}' in vhost '{self._vhost(ch)}'")
@@ -141,6 +150,10 @@ class Commands091:
 
     def _exchange_declare(self, ch: Channel091, m: C.Exchange.Declare) -> Frame | None:
         name = m.exchange or ""
+        topology = self.facade.topology
+        if topology is not None and name and not self._known_exchange(name):
+            topology.exchange_declare(ch, m)
+            return None
         if name == "" and not m.passive:
             raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
                                  "operation not permitted on the default exchange")
@@ -162,6 +175,9 @@ class Commands091:
             count = route.consumer_count
         elif name in temporaries:
             count = int(temporaries[name].consuming)
+        elif self.facade.topology is not None:
+            self.facade.topology.queue_declare(ch, m)
+            return None
         elif m.passive:
             self._queue(ch, name)
             raise AssertionError  # (_queue raised)
@@ -186,6 +202,9 @@ class Commands091:
         temporary = ch.client.temporary_queues.get(m.queue or "")
         if temporary is not None and exchange:
             return self._bind_temporary(ch, m, temporary, exchange)
+        if self.facade.topology is not None and (m.queue or "") not in self.facade.consume_routes:
+            self.facade.topology.queue_bind(ch, m)
+            return None
         self._queue(ch, m.queue or "")
         if exchange == "":
             raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
@@ -230,6 +249,10 @@ class Commands091:
 
     def _queue_delete(self, ch: Channel091, m: C.Queue.Delete) -> Frame | None:
         temporary = ch.client.temporary_queues.pop(m.queue or "", None)
+        if temporary is None and self.facade.topology is not None \
+                and (m.queue or "") not in self.facade.consume_routes:
+            self.facade.topology.queue_delete(ch, m)
+            return None
         if temporary is None:
             return self._refused_change(ch, m)
         if temporary.sub is not None:
@@ -246,6 +269,23 @@ class Commands091:
                 consumer.ch.cancelled.add(consumer)
         else:
             consumer.end()
+
+    def _topology_change(self, ch: Channel091, m: Frame) -> Frame | None:
+        """exchange.delete / bind / unbind, queue.purge: the broker's in topology mode
+        (a configured name's: refused as without it)."""
+        topology = self.facade.topology
+        if topology is None:
+            return self._refused_change(ch, m)
+        if isinstance(m, C.Queue.Purge) and (m.queue or "") not in self.facade.consume_routes:
+            topology.queue_purge(ch, m)
+        elif isinstance(m, C.Exchange.Delete) and not self._known_exchange(m.exchange or ""):
+            topology.exchange_delete(ch, m)
+        elif isinstance(m, (C.Exchange.Bind, C.Exchange.Unbind)) and not any(
+                self._known_exchange(name or "") for name in (m.source, m.destination)):
+            topology.exchange_bind(ch, m)
+        else:
+            return self._refused_change(ch, m)
+        return None
 
     def _refused_change(self, ch: Channel091, m: Frame) -> Frame | None:
         raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
@@ -269,8 +309,6 @@ class Commands091:
 
     def _consume(self, ch: Channel091, m: C.Basic.Consume) -> Frame | None:
         client = ch.client
-        temporary = client.temporary_queues.get(m.queue or "")
-        route = self._queue(ch, m.queue or "") if temporary is None else None
         tag = m.consumer_tag or ""
         if not tag:
             client.consumer_tags += 1
@@ -278,6 +316,20 @@ class Commands091:
         elif tag in ch.consumers:
             raise ConnectionRefused(ReplyCode.NOT_ALLOWED,
                                     f"attempt to reuse consumer tag '{tag}'")
+        name = m.queue or ""
+        topology = self.facade.topology
+        if topology is not None and name not in self.facade.consume_routes \
+                and name not in client.temporary_queues:
+            self._check_consumer_room(ch)
+            if name == DIRECT_REPLY_TO:
+                topology.consume_reply_to(ch, m, lambda queue: self._start_consume(
+                    ch, m, tag, topology.queue_route(queue)))
+            else:
+                topology.check_queue(ch, m, name, lambda: self._start_consume(
+                    ch, m, tag, self._queue(ch, name)))
+            return None
+        temporary = client.temporary_queues.get(name)
+        route = self._queue(ch, name) if temporary is None else None
         if temporary is not None:
             consumer = temporary.sub
             if consumer is None or consumer.closed:
@@ -291,6 +343,14 @@ class Commands091:
             ch.consumers[tag] = consumer
             return None if m.nowait else C.Basic.ConsumeOk(consumer_tag=tag)
         assert route is not None
+        return self._start_consume(ch, m, tag, route)
+
+    def _start_consume(self, ch: Channel091, m: C.Basic.Consume, tag: str,
+                       route: Consume091) -> Frame | None:
+        """A consumer of ``route``'s queue on ``ch`` (consume-ok unless no-wait)."""
+        if tag in ch.consumers:  # (a topology-mode consume answered later)
+            raise ConnectionRefused(ReplyCode.NOT_ALLOWED,
+                                    f"attempt to reuse consumer tag '{tag}'")
         if any(c.exclusive for c in route.subscriptions if not (c.closed or c.cancelled)) \
                 or (m.exclusive and route.consumer_count):
             raise ChannelRefused(ReplyCode.ACCESS_REFUSED,
@@ -312,6 +372,8 @@ class Commands091:
                 ch.cancelled.add(consumer)
             if consumer.temporary is not None:  # its only consumer: the queue goes with it
                 ch.client.temporary_queues.pop(consumer.temporary.name, None)
+            if ch.reply_queue is not None and consumer.route.queue == ch.reply_queue:
+                ch.reply_queue = None  # direct reply-to: its queue goes with its link
         return None if m.nowait else C.Basic.CancelOk(consumer_tag=tag)
 
     def _get(self, ch: Channel091, m: C.Basic.Get) -> Frame | None:
@@ -320,6 +382,17 @@ class Commands091:
             raise ChannelRefused(ReplyCode.ACCESS_REFUSED, f"basic.get from temporary queue "
                                  f"'{name}' is not served by the amqp-bridge façade "
                                  f"(basic.consume is)")
+        getter = ch.getters.get(name)
+        topology = self.facade.topology
+        if topology is not None and name not in self.facade.consume_routes \
+                and (getter is None or getter.closed):
+            topology.check_queue(ch, m, name, lambda: self._start_get(ch, m))
+            return None
+        return self._start_get(ch, m)
+
+    def _start_get(self, ch: Channel091, m: C.Basic.Get) -> Frame | None:
+        """Answer a basic.get with the channel's getter on the queue (made now if none)."""
+        name = m.queue or ""
         route = self._queue(ch, name)
         getter = ch.getters.get(name)
         if getter is None or getter.closed:
@@ -370,13 +443,13 @@ class Commands091:
 
 HANDLERS: dict[type[Frame], Callable[[Commands091, Channel091, Any], Frame | None]] = {
     C.Exchange.Declare: Commands091._exchange_declare,
-    C.Exchange.Delete: Commands091._refused_change,
-    C.Exchange.Bind: Commands091._refused_change,
-    C.Exchange.Unbind: Commands091._refused_change,
+    C.Exchange.Delete: Commands091._topology_change,
+    C.Exchange.Bind: Commands091._topology_change,
+    C.Exchange.Unbind: Commands091._topology_change,
     C.Queue.Declare: Commands091._queue_declare,
     C.Queue.Bind: Commands091._queue_bind,
     C.Queue.Unbind: Commands091._queue_bind,
-    C.Queue.Purge: Commands091._refused_change,
+    C.Queue.Purge: Commands091._topology_change,
     C.Queue.Delete: Commands091._queue_delete,
     C.Basic.Qos: Commands091._qos,
     C.Basic.Consume: Commands091._consume,

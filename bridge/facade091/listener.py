@@ -26,7 +26,6 @@ and logged, rate-limited per client address.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from typing import Any
 
 from pamqp.base import Frame
@@ -51,10 +50,12 @@ from ..config import Listener
 from ..facade.base import ListenerCore
 from ..legacy.amqp091 import FIELD_TYPES
 from ..runtime import EngineSocket
+from ..topology import Topology
 from .commands import Commands091
 from .consume import Consume091
 from .publish import Publish091
 from .state import Channel091, Client091
+from .topology import TopologyMode
 
 log = logging.getLogger("bridge.facade")
 
@@ -80,8 +81,10 @@ class Facade091(ListenerCore):
         first use): they go to the address the queue's consumers consume from."""
         self.clients: dict[EngineSocket, Client091] = {}
         self.commands = Commands091(self)
-        self.unroutable = 0
+        self.unroutable_count = 0
         """Publishes no route took (returned when mandatory, else dropped and logged)."""
+        self.topology: TopologyMode | None = None
+        """The topology mode (``listeners.<name>.topology``), or None: routes' names only."""
 
     # -- setup (what the routes call) -----------------------------------------------------
 
@@ -96,20 +99,35 @@ class Facade091(ListenerCore):
         """``route`` feeds the consumers of ``queue``."""
         self._register(self.consume_routes, queue, route, f"queue {queue!r}", "target")
 
+    def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None) -> None:
+        """Serve every name no route configures from the 1.0 broker of ``amqp10`` through
+        ``backend`` (:mod:`~bridge.facade091.topology`)."""
+        assert self.settings.topology is not None
+        self.topology = TopologyMode(self, self.container, backend, amqp10,
+                                     self.settings.topology, login_user)
+
     def bound(self, client: Client091) -> None:
         """A temporary queue's binding exists now (or failed): publishes held for it go on."""
         client.binds_pending -= 1
-        if not client.binds_pending:
-            self._release_held(client)
+        self.release_held(client)
 
-    def _release_held(self, client: Client091) -> None:
-        """Publishes held while a bind was pending go on (also those of channels closed
-        meanwhile: what was read is forwarded); the client is read again."""
-        held, client.held_publishes = client.held_publishes, deque()
-        for ch, ev in held:
-            self._on_publish(ch, ev)
-        if held:
-            self.update_reading()
+    def release_held(self, client: Client091) -> None:
+        """What was held while a bind or a topology-mode method was pending goes on, in
+        order, until another one is pending (publishes of channels closed meanwhile too:
+        what was read is forwarded); the client is read again once nothing is held."""
+        held = client.held_publishes
+        released = False
+        while held and not (client.binds_pending or client.topology_pending):
+            ch, ev = held.popleft()
+            released = True
+            if isinstance(ev, MessageReceived):
+                self._on_publish(ch, ev)
+            else:
+                self.commands.on_method(ch, ev.method)
+        if released:
+            self.flush_later(client.sock)
+            if not held:
+                self.update_reading()
 
     # -- ListenerCore's hooks -------------------------------------------------------------
 
@@ -131,7 +149,17 @@ class Facade091(ListenerCore):
 
     def _routes(self) -> list[Any]:
         return [*self.publish_routes.values(), *self.queue_publishers.values(),
-                *self.consume_routes.values()]
+                *self.consume_routes.values(), *self.made_routes()]
+
+    def _publish_routes(self) -> list[Any]:
+        topology = [self.topology.publisher] if self.topology is not None else []
+        return [*super()._publish_routes(), *topology]
+
+    def made_routes(self) -> list[Any]:
+        """Routes made on demand: publishers to the default exchange, and in topology
+        mode the publisher and the broker queues' consume routes."""
+        topology = self.topology.routes() if self.topology is not None else []
+        return [*self.queue_publishers.values(), *topology]
 
     def _can_log_in(self) -> bool:
         return bool(self.passwords) or self.client_certs
@@ -173,15 +201,17 @@ class Facade091(ListenerCore):
             return
         if isinstance(ev, MessageReceived):
             ch = client.channels.get(ev.channel)
-            if ch is not None and client.binds_pending:
-                client.held_publishes.append((ch, ev))
-                if len(client.held_publishes) == 1:  # not read until the bind is answered
-                    self.update_reading()
+            if ch is not None and (client.binds_pending or client.topology_pending
+                                   or client.held_publishes):
+                self._hold(client, ch, ev)
             elif ch is not None:
                 self._on_publish(ch, ev)
         elif isinstance(ev, MethodReceived):
             ch = client.channels.get(ev.channel)
-            if ch is not None:
+            if ch is not None and (client.topology_pending or (
+                    client.held_publishes and self.topology is not None)):
+                self._hold(client, ch, ev)
+            elif ch is not None:
                 self.commands.on_method(ch, ev.method)
                 self.flush_later(sock)
         elif isinstance(ev, DeliveriesSettled):
@@ -210,6 +240,8 @@ class Facade091(ListenerCore):
                 self.check_login(sock, ev.user, ev.password or "")
         elif isinstance(ev, ConnectionOpened):
             client.user, client.virtual_host = ev.user, ev.virtual_host
+            if self.topology is not None:
+                self.topology.client_opened(client)
             log.info("façade %s: %s logged in as %r (vhost %r)", self.name, sock.peer,
                      ev.user, ev.virtual_host,
                      extra=self.log_fields("client_open", peer=sock.peer, user=ev.user))
@@ -221,8 +253,10 @@ class Facade091(ListenerCore):
                 if temporary.sub is not None:
                     temporary.sub.end()
             client.temporary_queues.clear()
-            client.binds_pending = 0
-            self._release_held(client)
+            if self.topology is not None:
+                self.topology.client_gone(client)
+            client.binds_pending = client.topology_pending = 0
+            self.release_held(client)
             if not ev.by_peer and ev.code not in _ORDINARY_CLOSES \
                     and 0 not in client.facade_closes:
                 self._count_error(client, ev.code, ev.text)
@@ -230,6 +264,13 @@ class Facade091(ListenerCore):
         elif isinstance(ev, HeartbeatTimeout):
             log.info("façade %s: %s silent for %.1fs", self.name, sock.peer, ev.idle,
                      extra=self.log_fields("client_silent", peer=sock.peer))
+
+    def _hold(self, client: Client091, ch: Channel091, ev: Any) -> None:
+        """Keep a publish or method until what is pending before it is answered (the
+        client is not read meanwhile)."""
+        client.held_publishes.append((ch, ev))
+        if len(client.held_publishes) == 1:
+            self.update_reading()
 
     def _end_channel(self, ch: Channel091) -> None:
         """The channel is gone: its consumers end (what it left unacknowledged goes back
@@ -264,26 +305,35 @@ class Facade091(ListenerCore):
         method: Any = ev.method
         exchange, key = method.exchange or "", method.routing_key or ""
         client = ch.client
+        topology = self.topology
         if exchange and exchange not in self.exchanges \
-                and exchange not in self.exchange_subscriptions:
+                and exchange not in self.exchange_subscriptions and topology is None:
             reason = f"no exchange '{exchange}' in vhost '{client.virtual_host or '/'}'"
             self.publish_refused(client.sock.peer, reason)
-            self._count_error(client, ReplyCode.NOT_FOUND, f"basic.publish: {reason}")
-            self.close_channel(ch, ReplyCode.NOT_FOUND, reason)
+            self.refuse_publish(ch, ReplyCode.NOT_FOUND, reason)
             return
         user_id = ev.properties.user_id
         if user_id and user_id != (client.user or ""):
             text = (f"user_id property set to '{user_id}' but authenticated user was "
                     f"'{client.user}'")
-            self._count_error(client, ReplyCode.PRECONDITION_FAILED, f"basic.publish: {text}")
-            self.close_channel(ch, ReplyCode.PRECONDITION_FAILED, text)
+            self.refuse_publish(ch, ReplyCode.PRECONDITION_FAILED, text)
+            return
+        if topology is not None and not topology.reply_to_of(ch, ev):
             return
         route = self._queue_publisher(key) if exchange == "" else self.route_for(exchange, key)
+        if route is None and topology is not None:
+            route = topology.publisher
         if route is None:
-            self._unroutable(ch, ev, exchange, key)
+            method = ev.method
+            self.unroutable(ch, method, ev.publish_tag or 0, ev if method.mandatory else None)
             return
         client.publishes_to.add(route)  # (also while stopping: a publish read is forwarded)
         route.publish091(ch, ev)
+
+    def refuse_publish(self, ch: Channel091, code: int, text: str) -> None:
+        """Close ``ch`` over a client's publish (counted and logged as its error)."""
+        self._count_error(ch.client, code, f"basic.publish: {text}")
+        self.close_channel(ch, code, text)
 
     def close_channel(self, ch: Channel091, code: int, text: str) -> None:
         """Close ``ch`` over a publish (basic.publish named in the close), if still open."""
@@ -305,24 +355,27 @@ class Facade091(ListenerCore):
             self.queue_publishers[queue] = publisher
         return publisher
 
-    def _unroutable(self, ch: Channel091, ev: MessageReceived, exchange: str,
-                    key: str) -> None:
-        """No route takes the publish: basic.return 312 when mandatory (else dropped, as
-        a broker drops it; counted and logged either way), then confirmed (as RabbitMQ
-        confirms an unroutable message)."""
-        method: Any = ev.method
-        self.unroutable += 1
+    def unroutable(self, ch: Channel091, method: Any, publish_tag: int,
+                   returned: MessageReceived | None) -> None:
+        """No route (in topology mode: no queue at the broker) takes the publish:
+        basic.return 312 of ``returned`` (a mandatory publish), else dropped, as a broker
+        drops it — counted and logged either way — then confirmed (``publish_tag``; as
+        RabbitMQ confirms an unroutable message)."""
+        exchange, key = method.exchange or "", method.routing_key or ""
+        self.unroutable_count += 1
+        where = "no queue at the AMQP 1.0 broker" if self.topology is not None \
+            else "no route"
         self.client_warning("publish_unroutable", ch.client.sock.peer, "publish unroutable",
-                            f"no route of exchange '{exchange}' takes routing key '{key}'"
-                            + (" (returned)" if method.mandatory else " (dropped)"))
+                            f"{where} of exchange '{exchange}' takes routing key '{key}'"
+                            + (" (returned)" if returned is not None else " (dropped)"))
         if not ch.live:
             return
         engine = ch.client.engine
-        if method.mandatory:
+        if returned is not None:
             engine.return_message(ch.number, ReplyCode.NO_ROUTE, "NO_ROUTE", exchange, key,
-                                  ev.body, ev.properties)
-        if ev.publish_tag:
-            self.confirm(ch, ev.publish_tag, ack=True)
+                                  returned.body, returned.properties)
+        if publish_tag:
+            self.confirm(ch, publish_tag, ack=True)
         self.flush_later(ch.client.sock)
 
     def confirm(self, ch: Channel091, publish_tag: int, *, ack: bool) -> None:

@@ -63,6 +63,11 @@ class Client091:
     """Publishes that came while a bind was pending: a broker executes a connection's
     methods in order, so they wait until the binding exists (else it would miss them);
     the socket is not read while there are any."""
+    owner: str = ""
+    """The connection's id at the topology backend: its exclusive queues' owner."""
+    topology_pending: int = 0
+    """Topology-mode methods waiting for the 1.0 broker's answer: what the connection
+    sends meanwhile is held (a broker executes a connection's methods in order)."""
     facade_closes: set[int] = field(default_factory=set)
     """Channels (0: the connection) the façade itself closed: counted (or not a client
     error) where it closed them, so their ChannelClosed / ConnectionClosed is not
@@ -107,6 +112,9 @@ class Channel091:
     """basic.qos prefetch-count for consumers started after it (0: no limit)."""
     global_prefetch: int = 0
     """basic.qos global prefetch-count: shared by the channel's consumers (0: no limit)."""
+    reply_queue: str | None = None
+    """Topology mode: the channel's own queue at the 1.0 broker behind its consumer of
+    ``amq.rabbitmq.reply-to`` (direct reply-to), or None."""
     ended: bool = False
 
     @property

@@ -1,0 +1,428 @@
+"""The 0-9-1 façade's topology mode: every name no route configures is the AMQP 1.0
+broker's (``listeners.<name>.topology``, docs/topology.md).
+
+Theory of operation
+-------------------
+A :class:`TopologyMode` belongs to one ``amqp0-9-1`` listener with a ``topology``. It
+holds the listener's :class:`~bridge.topology.Topology` backend (the broker kind's way of
+carrying out declares) and serves what the listener's routes do not:
+
+Declares, deletes, purges and bindings
+    ``exchange.declare`` / ``delete`` / ``bind`` / ``unbind``, ``queue.declare`` /
+    ``bind`` / ``unbind`` / ``purge`` / ``delete`` become backend operations
+    (:meth:`TopologyMode.call`). The client's method is answered when the operation's
+    ``done`` fires — declare-ok with the broker's message and consumer counts — or
+    refused as RabbitMQ refuses it (:data:`ERROR_CODES`: 404, 405, 406, 403 close the
+    channel; 540, 506 the connection). While an operation is pending, what the
+    connection sends next (methods and publishes) is held, and its socket not read:
+    a broker executes a connection's methods in order.
+
+Publishes
+    Every publish no route takes goes to ONE anonymous-terminus sender
+    (:class:`TopologyPublish091`: a :class:`~bridge.facade091.publish.Publish091` and
+    so the façade's in-flight bound, throttling, stop rule), each message's ``to`` the
+    backend's ``publish_address(exchange, routing key)``; the 1.0 outcome is the
+    confirm: accepted → basic.ack; released (RabbitMQ 4: routed to no queue) →
+    basic.return 312 NO_ROUTE when mandatory, then basic.ack, as RabbitMQ does;
+    rejected with amqp:not-found (no such exchange) → channel.close 404; other
+    rejections → basic.nack.
+
+Consumes and gets
+    ``basic.consume`` / ``basic.get`` on any queue: a
+    :class:`TopologyConsume091` route per queue made on demand (a 1.0 receiver per
+    consumer on ``queue_address(queue)``) and dropped when its last consumer is gone.
+
+Temporary queues
+    Exclusive queues (server-named ``amq.gen-…`` too) are declared at the broker with
+    the client connection as their owner: a reply published from any connection
+    reaches them, other connections of this listener get 405 RESOURCE_LOCKED, and
+    they go when their owner connection goes (``forget_owner``).
+
+Direct reply-to (``amq.rabbitmq.reply-to``)
+    ``basic.consume`` on it (no-ack) gives the channel a reply queue of its own at the
+    broker (server-named, exclusive, auto-delete); a publish on that channel whose
+    ``reply_to`` is ``amq.rabbitmq.reply-to`` carries that queue's name instead, so a
+    responder's publish to the default exchange (through the façade or straight to
+    the broker) reaches the consumer.
+
+reply-to and to
+    A publish's ``reply_to`` naming a queue travels as the queue's 1.0 address
+    (``queue_address``: what a native 1.0 responder answers to); a consumer sees it
+    as the queue name again. The ``to`` the publisher's sender set is dropped on the
+    way to a 0-9-1 consumer (it is the exchange and routing key the consumer sees).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from pamqp import commands as C
+from pamqp.base import Frame
+from proton.reactor import Container
+
+from amqp091.events import MessageReceived
+from amqp091.methods import ReplyCode
+from mappings.amqp091 import H_TO, Delivery091
+from mappings.message import AmqpMessage
+
+from ..config import ListenerTopology, Route
+from ..facade.publish import PublishEntry
+from ..topology import (
+    BindingSpec,
+    Done,
+    ExchangeSpec,
+    QueueInfo,
+    QueueSpec,
+    Topology,
+    TopologyError,
+)
+from .consume import Consume091
+from .publish import Publish091
+from .state import Channel091, ChannelRefused, Client091, ConnectionRefused
+
+if TYPE_CHECKING:
+    from .listener import Facade091
+
+log = logging.getLogger("bridge.facade")
+
+DIRECT_REPLY_TO = "amq.rabbitmq.reply-to"
+"""RabbitMQ's pseudo-queue of direct reply-to."""
+
+ERROR_CODES: dict[str, tuple[int, bool]] = {
+    "not-found": (ReplyCode.NOT_FOUND, False),
+    "precondition-failed": (ReplyCode.PRECONDITION_FAILED, False),
+    "resource-locked": (ReplyCode.RESOURCE_LOCKED, False),
+    "access-refused": (ReplyCode.ACCESS_REFUSED, False),
+    "not-implemented": (ReplyCode.NOT_IMPLEMENTED, True),
+    "unavailable": (ReplyCode.RESOURCE_ERROR, True),
+}
+"""A :class:`~bridge.topology.TopologyError` kind → (0-9-1 reply code, closes the
+connection rather than the channel), as RabbitMQ answers."""
+
+_MARKER = "amqpbridgenamemarker"
+"""A name no backend's address encoding changes: locates the name in an address."""
+
+
+def refusal(error: TopologyError) -> ChannelRefused:
+    """The channel or connection close a backend's failure becomes."""
+    code, connection = ERROR_CODES.get(error.kind, (ReplyCode.INTERNAL_ERROR, True))
+    return (ConnectionRefused if connection else ChannelRefused)(code, error.text)
+
+
+class TopologyPublish091(Publish091):
+    """Every publish of a topology-mode listener no route takes, on one anonymous-terminus
+    sender (module docstring, "Publishes")."""
+
+    def __init__(self, container: Container, route: Route, facade: Facade091, amqp10: Any,
+                 mode: TopologyMode) -> None:
+        super().__init__(container, route, facade, amqp10, None, register=False,
+                         anonymous=True)
+        self.mode = mode
+
+    def to_amqp10(self, ev: MessageReceived, where: Delivery091) -> AmqpMessage:
+        """The route's translation, addressed (``to``) to the exchange and routing key;
+        a ``reply_to`` naming a queue becomes that queue's 1.0 address."""
+        message = super().to_amqp10(ev, where)
+        backend = self.mode.backend
+        props = message.properties
+        props.to = backend.publish_address(where.exchange or "", where.routing_key or "")
+        if props.reply_to and not props.reply_to.startswith("/"):
+            props.reply_to = backend.queue_address(props.reply_to)
+        return message
+
+    def _released(self, entry: PublishEntry) -> None:
+        """Routed to no queue (RabbitMQ 4 releases such a message): basic.return when
+        mandatory, then confirmed, as RabbitMQ does."""
+        self.stats.released += 1
+        self.bytes -= entry.size
+        ch: Any = entry.st
+        self.facade.unroutable(ch, entry.command, entry.command_id, entry.returnable)
+
+    def _rejected(self, entry: PublishEntry, condition: str | None, text: str) -> None:
+        """No such exchange (amqp:not-found): the publisher's channel is closed with 404,
+        as RabbitMQ closes it; any other rejection is a basic.nack."""
+        if condition != "amqp:not-found":
+            super()._rejected(entry, condition, text)
+            return
+        self.stats.rejected += 1
+        self.bytes -= entry.size
+        ch: Any = entry.st
+        self.facade.publish_refused(ch.client.sock.peer, text, route=self.name)
+        self.facade.refuse_publish(ch, ReplyCode.NOT_FOUND, f"NOT_FOUND - {text}")
+
+
+class TopologyConsume091(Consume091):
+    """A broker queue's consumers and getters on a topology-mode listener, made on demand
+    (module docstring, "Consumes and gets")."""
+
+    def __init__(self, container: Container, route: Route, facade: Facade091, amqp10: Any,
+                 mode: TopologyMode) -> None:
+        super().__init__(container, route, facade, amqp10, None, register=False)
+        self.mode = mode
+
+    def to_legacy091(self, message: AmqpMessage) -> Any:
+        """The route's translation, less the ``to`` a topology-mode publish carries; a
+        ``reply_to`` that is a queue's 1.0 address becomes the queue's name."""
+        properties, where, body = super().to_legacy091(message)
+        backend = self.mode.backend
+        headers = properties.headers
+        if headers and H_TO in headers and headers[H_TO] == backend.publish_address(
+                where.exchange or "", where.routing_key or ""):
+            del headers[H_TO]
+            if not headers:
+                properties.headers = None
+        if properties.reply_to:
+            name = self.mode.queue_named_by(properties.reply_to)
+            if name is not None:
+                properties.reply_to = name
+        return properties, where, body
+
+    def forget(self, consumer: Any) -> None:
+        """A consumer or getter is gone: the route goes with its last one."""
+        super().forget(consumer)
+        if not self.subscriptions:
+            self.mode.drop_route(self)
+
+
+class TopologyMode:
+    """A topology-mode listener's bond to its 1.0 broker (module docstring)."""
+
+    _owners = itertools.count(1)
+
+    def __init__(self, facade: Facade091, container: Container, backend: Topology,
+                 amqp10: Any, settings: ListenerTopology, login_user: str | None) -> None:
+        self.facade = facade
+        self.container = container
+        self.backend = backend
+        self.amqp10 = amqp10
+        self.settings = settings
+        template = Route.model_validate({
+            "name": f"{facade.name}.topology",
+            "from": {"listener": facade.name, "exchange": ""},
+            "to": {"connection": settings.connection, "address": "(anonymous terminus)"}})
+        template._target_login_user = login_user
+        self.template = template
+        self.publisher = TopologyPublish091(container, template, facade, amqp10, self)
+        self.queues: dict[str, TopologyConsume091] = {}
+        """The consume routes of broker queues that have consumers or getters, by queue."""
+        self.exclusive: dict[str, Client091] = {}
+        """Exclusive queues declared through this listener → the connection owning them."""
+        prefix, _, suffix = backend.queue_address(_MARKER).partition(_MARKER)
+        self._queue_address_form = (prefix, suffix)
+
+    # -- clients -------------------------------------------------------------------------
+
+    def client_opened(self, client: Client091) -> None:
+        """A new connection: its owner id at the backend."""
+        client.owner = f"{self.facade.name}/{next(self._owners)}/{client.sock.peer}"
+
+    def client_gone(self, client: Client091) -> None:
+        """The connection ended: its exclusive queues go (at the broker too)."""
+        for name in [q for q, c in self.exclusive.items() if c is client]:
+            del self.exclusive[name]
+        if client.owner:
+            self.backend.forget_owner(client.owner)
+
+    # -- names ---------------------------------------------------------------------------
+
+    def queue_named_by(self, address: str) -> str | None:
+        """The queue whose 1.0 address ``address`` is (None: not a queue's address)."""
+        prefix, suffix = self._queue_address_form
+        if not (address.startswith(prefix) and address.endswith(suffix)) \
+                or len(address) <= len(prefix) + len(suffix):
+            return None
+        name = unquote(address[len(prefix):len(address) - len(suffix)])
+        return name if self.backend.queue_address(name) == address else None
+
+    def check_exclusive(self, ch: Channel091, queue: str) -> None:
+        """405 RESOURCE_LOCKED for an exclusive queue of another connection."""
+        owner = self.exclusive.get(queue)
+        if owner is not None and owner is not ch.client:
+            raise ChannelRefused(
+                ReplyCode.RESOURCE_LOCKED,
+                f"RESOURCE_LOCKED - cannot obtain exclusive access to locked queue "
+                f"'{queue}' in vhost '{ch.client.virtual_host or '/'}'. It could be "
+                f"originally declared on another connection or the exclusive property "
+                f"value does not match that of the original declaration.")
+
+    # -- routes ----------------------------------------------------------------------------
+
+    def queue_route(self, queue: str) -> TopologyConsume091:
+        """The consume route of broker queue ``queue`` (made now if it has none)."""
+        route = self.queues.get(queue)
+        if route is None:
+            settings = self.template.model_copy(update={
+                "name": f"{self.facade.name}.queue.{queue}",
+                "source": self.template.target.model_copy(
+                    update={"address": self.backend.queue_address(queue)}),
+                "target": self.template.source.model_copy(
+                    update={"exchange": None, "queue": queue})})
+            route = self.queues[queue] = TopologyConsume091(
+                self.container, settings, self.facade, self.amqp10, self)
+            if self.facade.stopping:
+                route.paused = True
+        return route
+
+    def drop_route(self, route: TopologyConsume091) -> None:
+        """``route`` has no consumer left: forget it (made again on the next one)."""
+        if self.queues.get(route.queue) is route and not route.pending:
+            del self.queues[route.queue]
+
+    def routes(self) -> list[Any]:
+        """The publisher and the queues' consume routes (metrics, the graceful stop)."""
+        return [self.publisher, *self.queues.values()]
+
+    # -- methods answered by the backend ---------------------------------------------------
+
+    def call(self, ch: Channel091, method: Frame, start: Callable[[Done[Any]], None],
+             answer: Callable[[Any], Frame | None]) -> None:
+        """Start a backend operation for ``method``; when its ``done`` fires, send what
+        ``answer`` makes of the result (None: nothing, no-wait), or the close its
+        failure (or ``answer``'s refusal) becomes. The connection's later methods and
+        publishes wait meanwhile."""
+        client = ch.client
+        client.topology_pending += 1
+
+        def done(result: Any) -> None:
+            client.topology_pending -= 1
+            try:
+                if isinstance(result, TopologyError):
+                    raise refusal(result)
+                reply = answer(result)
+            except ChannelRefused as exc:
+                self.facade.commands.refuse(ch, method, exc)
+            else:
+                if reply is not None and ch.live:
+                    ch.client.engine.send_method(ch.number, reply)
+            self.facade.flush_later(client.sock)
+            self.facade.release_held(client)
+
+        start(done)
+
+    def exchange_declare(self, ch: Channel091, m: C.Exchange.Declare) -> None:
+        spec = ExchangeSpec(m.exchange or "", m.exchange_type or "direct",
+                            durable=bool(m.durable), auto_delete=bool(m.auto_delete),
+                            internal=bool(m.internal), arguments=dict(m.arguments or {}))
+        self.call(ch, m, lambda done: self.backend.declare_exchange(spec, bool(m.passive), done),
+                  lambda _: None if m.nowait else C.Exchange.DeclareOk())
+
+    def exchange_delete(self, ch: Channel091, m: C.Exchange.Delete) -> None:
+        self.call(ch, m, lambda done: self.backend.delete_exchange(
+            m.exchange or "", bool(m.if_unused), done),
+            lambda _: None if m.nowait else C.Exchange.DeleteOk())
+
+    def exchange_bind(self, ch: Channel091, m: C.Exchange.Bind | C.Exchange.Unbind) -> None:
+        binding = BindingSpec(m.source or "", m.destination or "", m.routing_key or "",
+                              dict(m.arguments or {}), to_exchange=True)
+        if isinstance(m, C.Exchange.Bind):
+            self.call(ch, m, lambda done: self.backend.bind(binding, done),
+                      lambda _: None if m.nowait else C.Exchange.BindOk())
+        else:
+            self.call(ch, m, lambda done: self.backend.unbind(binding, done),
+                      lambda _: None if m.nowait else C.Exchange.UnbindOk())
+
+    def queue_declare(self, ch: Channel091, m: C.Queue.Declare) -> None:
+        name = m.queue or ""
+        self.check_exclusive(ch, name)
+        client = ch.client
+        exclusive = bool(m.exclusive) and not m.passive
+        spec = QueueSpec(name, durable=bool(m.durable), exclusive=exclusive,
+                         auto_delete=bool(m.auto_delete), arguments=dict(m.arguments or {}),
+                         owner=client.owner if exclusive or m.auto_delete else None)
+
+        def answer(info: QueueInfo) -> Frame | None:
+            if exclusive:
+                if not ch.client.engine.is_open:  # its owner went while it was declared
+                    self.backend.forget_owner(client.owner)
+                else:
+                    self.exclusive[info.name] = client
+            if m.nowait:
+                return None
+            return C.Queue.DeclareOk(queue=info.name, message_count=info.message_count or 0,
+                                     consumer_count=info.consumer_count or 0)
+
+        self.call(ch, m, lambda done: self.backend.declare_queue(spec, bool(m.passive), done),
+                  answer)
+
+    def queue_bind(self, ch: Channel091, m: C.Queue.Bind | C.Queue.Unbind) -> None:
+        self.check_exclusive(ch, m.queue or "")
+        binding = BindingSpec(m.exchange or "", m.queue or "", m.routing_key or "",
+                              dict(m.arguments or {}))
+        if isinstance(m, C.Queue.Bind):
+            self.call(ch, m, lambda done: self.backend.bind(binding, done),
+                      lambda _: None if m.nowait else C.Queue.BindOk())
+        else:
+            self.call(ch, m, lambda done: self.backend.unbind(binding, done),
+                      lambda _: C.Queue.UnbindOk())
+
+    def queue_purge(self, ch: Channel091, m: C.Queue.Purge) -> None:
+        self.check_exclusive(ch, m.queue or "")
+        self.call(ch, m, lambda done: self.backend.purge_queue(m.queue or "", done),
+                  lambda count: None if m.nowait else C.Queue.PurgeOk(message_count=count or 0))
+
+    def queue_delete(self, ch: Channel091, m: C.Queue.Delete) -> None:
+        name = m.queue or ""
+        self.check_exclusive(ch, name)
+
+        def answer(count: int | None) -> Frame | None:
+            self.exclusive.pop(name, None)
+            return None if m.nowait else C.Queue.DeleteOk(message_count=count or 0)
+
+        self.call(ch, m, lambda done: self.backend.delete_queue(
+            name, bool(m.if_unused), bool(m.if_empty), done), answer)
+
+    def check_queue(self, ch: Channel091, method: Frame, queue: str,
+                    then: Callable[[], Frame | None]) -> None:
+        """Run ``then`` (a consume or get) once the broker said ``queue`` exists (a
+        passive declare: 404 otherwise, as RabbitMQ answers a consume of a missing
+        queue)."""
+        self.check_exclusive(ch, queue)
+        self.call(ch, method, lambda done: self.backend.declare_queue(
+            QueueSpec(queue), True, done), lambda _: then())
+
+    # -- direct reply-to -------------------------------------------------------------------
+
+    def consume_reply_to(self, ch: Channel091, m: C.Basic.Consume,
+                         consume: Callable[[str], Frame | None]) -> None:
+        """basic.consume on ``amq.rabbitmq.reply-to``: the channel's reply queue is
+        declared at the broker (server-named, exclusive, auto-delete), then ``consume``
+        starts the consumer on it."""
+        if not m.no_ack:
+            raise ChannelRefused(ReplyCode.PRECONDITION_FAILED,
+                                 "PRECONDITION_FAILED - reply consumer cannot acknowledge")
+        if ch.reply_queue is not None:
+            raise ChannelRefused(ReplyCode.PRECONDITION_FAILED,
+                                 "PRECONDITION_FAILED - reply consumer already set")
+        client = ch.client
+        spec = QueueSpec("", exclusive=True, auto_delete=True, owner=client.owner)
+
+        def answer(info: QueueInfo) -> Frame | None:
+            if not ch.live:
+                return None
+            self.exclusive[info.name] = client
+            ch.reply_queue = info.name
+            return consume(info.name)
+
+        self.call(ch, m, lambda done: self.backend.declare_queue(spec, False, done), answer)
+
+    def reply_to_of(self, ch: Channel091, ev: MessageReceived) -> bool:
+        """A publish with ``reply_to = amq.rabbitmq.reply-to`` carries the channel's reply
+        queue instead; False (and the channel closed, as RabbitMQ closes it) if the
+        channel has none."""
+        if ev.properties.reply_to != DIRECT_REPLY_TO:
+            return True
+        if ch.reply_queue is None:
+            text = "PRECONDITION_FAILED - fast reply consumer does not exist"
+            self.facade.publish_refused(ch.client.sock.peer, text)
+            self.facade.refuse_publish(ch, ReplyCode.PRECONDITION_FAILED, text)
+            return False
+        ev.properties.reply_to = ch.reply_queue
+        return True
+
+
+__all__ = ["DIRECT_REPLY_TO", "ERROR_CODES", "TopologyConsume091", "TopologyMode",
+           "TopologyPublish091", "refusal"]
