@@ -17,7 +17,7 @@ from bridge.config import Connection
 from bridge.legacy.amqp091 import Amqp091Connection
 from bridge.runtime.loop import LoopCalls
 from bridge.topology import BindingSpec, ExchangeSpec, QueueInfo, QueueSpec, TopologyError
-from bridge.topology.rabbitmq091 import ORPHAN_EXPIRES, RabbitMQ091Topology
+from bridge.topology.rabbitmq091 import ORPHAN_EXPIRES, AddressStyle, RabbitMQ091Topology
 from tests.support.rabbitmq import version_of
 
 pytestmark = pytest.mark.rabbitmq(3, 4)
@@ -31,7 +31,7 @@ class Backend:
         self.calls = LoopCalls(self.container)
         self.connection = Amqp091Connection(
             self.container, "rabbit", Connection(protocol="amqp0-9-1", url=url))
-        style = "v2" if version_of(url) == 4 else "v1"
+        style: AddressStyle = "v2" if version_of(url) == 4 else "v1"
         self.topology = RabbitMQ091Topology(self.container, self.connection, name="t",
                                             request_timeout=request_timeout,
                                             address_style=style)
