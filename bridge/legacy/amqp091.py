@@ -77,7 +77,8 @@ class Amqp091User(Protocol):
         """A fresh channel is open for the route (declare its consumer / confirm mode)."""
 
     def on_event(self, event: Event) -> None:
-        """An engine event about the route's channel (or the connection's blocked state)."""
+        """An engine event about the route's channel (or the connection's blocked state);
+        a ChannelClosed comes just before :meth:`on_lost`, with the reason."""
 
     def on_lost(self) -> bool:
         """The channel is gone: the broker requeued what it held unacknowledged.
@@ -266,6 +267,7 @@ class Amqp091Connection(LegacyClient):
 
     def _channel_closed(self, slot: _Slot, event: ChannelClosed) -> None:
         self._forget(slot)
+        slot.user.on_event(event)  # the reason, before the loss
         progressed = slot.user.on_lost()
         if self.engine is None or self.stopping:
             return  # the connection is ending: its close reopens nothing

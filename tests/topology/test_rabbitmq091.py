@@ -1,0 +1,204 @@
+"""The 0-9-1 declaring backend (bridge/topology/rabbitmq091.py) against a real RabbitMQ:
+each operation's effect checked independently with pika, every refusal as the error
+kind RabbitMQ's reply code means, and a request that outlives the connection answered."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pika
+import pytest
+from proton.reactor import Container
+
+from bridge.config import Connection
+from bridge.legacy.amqp091 import Amqp091Connection
+from bridge.runtime.loop import LoopCalls
+from bridge.topology import BindingSpec, ExchangeSpec, QueueInfo, QueueSpec, TopologyError
+from bridge.topology.rabbitmq091 import ORPHAN_EXPIRES, AddressStyle, RabbitMQ091Topology
+from tests.support.rabbitmq import version_of
+
+pytestmark = pytest.mark.rabbitmq(3, 4)
+
+
+class Backend:
+    """The backend on a proton container of its own thread; each call waits for ``done``."""
+
+    def __init__(self, url: str, *, request_timeout: float = 10.0) -> None:
+        self.container = Container()
+        self.calls = LoopCalls(self.container)
+        self.connection = Amqp091Connection(
+            self.container, "rabbit", Connection(protocol="amqp0-9-1", url=url))
+        style: AddressStyle = "v2" if version_of(url) == 4 else "v1"
+        self.topology = RabbitMQ091Topology(self.container, self.connection, name="t",
+                                            request_timeout=request_timeout,
+                                            address_style=style)
+        self.connection.start()
+        self.thread = threading.Thread(target=self.container.run, daemon=True)
+        self.thread.start()
+
+    def call(self, operation: Callable[..., None], *args: Any) -> Any:
+        """Run ``operation(*args, done)`` on the loop; the result given to ``done``."""
+        answered = threading.Event()
+        results: list[Any] = []
+
+        def done(result: Any) -> None:
+            results.append(result)
+            answered.set()
+
+        self.calls.call_soon(lambda: operation(*args, done))
+        assert answered.wait(30), "the backend never answered"
+        assert len(results) == 1
+        return results[0]
+
+    def on_loop(self, fn: Callable[[], None]) -> None:
+        self.calls.call_soon(fn)
+
+    def stop(self) -> None:
+        def stop() -> None:
+            self.connection.stop()
+            self.calls.close()
+            self.container.stop()
+        self.calls.call_soon(stop)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def backend(rabbitmq_url: str) -> Iterator[Backend]:
+    running = Backend(rabbitmq_url)
+    yield running
+    running.stop()
+
+
+def pika_channel(url: str) -> Any:
+    return pika.BlockingConnection(pika.URLParameters(url)).channel()
+
+
+def exists(url: str, kind: str, name: str) -> bool:
+    """Whether RabbitMQ has the exchange or queue (a passive declare on its own channel)."""
+    channel = pika_channel(url)
+    try:
+        if kind == "queue":
+            channel.queue_declare(name, passive=True)
+        else:
+            channel.exchange_declare(name, passive=True)
+        return True
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        assert exc.reply_code == 404
+        return False
+    finally:
+        channel.connection.close()
+
+
+def test_declares_binds_and_deletes_take_effect_at_rabbitmq(backend: Backend,
+                                                            rabbitmq_url: str) -> None:
+    tag = uuid.uuid4().hex[:8]
+    t = backend.topology
+    exchange, queue = f"test.tx.{tag}", f"test.tq.{tag}"
+    assert backend.call(t.declare_exchange, ExchangeSpec(exchange, "topic",
+                                                         auto_delete=True), False) \
+        == ExchangeSpec(exchange, "topic", auto_delete=True)
+    info = backend.call(t.declare_queue, QueueSpec(queue, arguments={"x-max-length": 10}),
+                        False)
+    assert info == QueueInfo(queue, 0, 0)
+    assert exists(rabbitmq_url, "exchange", exchange) and exists(rabbitmq_url, "queue", queue)
+    assert backend.call(t.bind, BindingSpec(exchange, queue, "news.#")) is None
+
+    channel = pika_channel(rabbitmq_url)
+    channel.basic_publish(exchange, "news.uk", b"1")
+    channel.basic_publish(exchange, "sport.uk", b"2")
+    channel.connection.close()
+    info = backend.call(t.declare_queue, QueueSpec(queue), True)  # passive: the depth
+    assert info == QueueInfo(queue, 1, 0)
+
+    assert backend.call(t.unbind, BindingSpec(exchange, queue, "news.#")) is None
+    channel = pika_channel(rabbitmq_url)
+    channel.basic_publish(exchange, "news.fr", b"3")
+    channel.connection.close()
+    assert backend.call(t.purge_queue, queue) == 1
+    assert backend.call(t.delete_queue, queue, False, False) == 0
+    assert backend.call(t.delete_exchange, exchange, False) is None
+    assert not exists(rabbitmq_url, "queue", queue)
+    assert not exists(rabbitmq_url, "exchange", exchange)
+
+
+def test_a_server_named_queue_gets_rabbitmqs_name(backend: Backend) -> None:
+    info = backend.call(backend.topology.declare_queue, QueueSpec("", auto_delete=True,
+                                                                  exclusive=True, owner="c1"),
+                        False)
+    assert info.name.startswith("amq.gen-")
+    backend.on_loop(lambda: backend.topology.forget_owner("c1"))
+    gone = backend.call(backend.topology.declare_queue, QueueSpec(info.name), True)
+    assert isinstance(gone, TopologyError) and gone.kind == "not-found"
+
+
+def test_refusals_are_the_kind_rabbitmq_means_and_the_next_request_is_served(
+        backend: Backend) -> None:
+    tag = uuid.uuid4().hex[:8]
+    t = backend.topology
+    missing = backend.call(t.declare_queue, QueueSpec(f"test.none.{tag}"), True)
+    assert isinstance(missing, TopologyError) and missing.kind == "not-found"
+    assert f"test.none.{tag}" in missing.text
+    queue = f"test.tq.{tag}"
+    backend.call(t.declare_queue, QueueSpec(queue, auto_delete=True, arguments={
+        "x-expires": 60_000}), False)
+    other = backend.call(t.declare_queue, QueueSpec(queue, durable=True), False)
+    assert isinstance(other, TopologyError) and other.kind == "precondition-failed"
+    bad_bind = backend.call(t.bind, BindingSpec(f"test.nox.{tag}", queue, "k"))
+    assert isinstance(bad_bind, TopologyError) and bad_bind.kind == "not-found"
+    refused = backend.call(t.declare_exchange, ExchangeSpec("amq.mine", "direct"), False)
+    assert isinstance(refused, TopologyError) and refused.kind == "access-refused"
+    # the channel each refusal closed is replaced: the next request is served
+    assert backend.call(t.declare_queue, QueueSpec(queue), True) == QueueInfo(queue, 0, 0)
+
+
+def test_an_exclusive_queue_is_the_owners_and_goes_with_it(backend: Backend,
+                                                           rabbitmq_url: str) -> None:
+    """Declared non-exclusive (the façade's 1.0 consumers are another connection) with
+    an x-expires for a bridge that dies; deleted when its owner leaves."""
+    queue = f"test.excl.{uuid.uuid4().hex[:8]}"
+    t = backend.topology
+    backend.call(t.declare_queue, QueueSpec(queue, exclusive=True, owner="c1"), False)
+    channel = pika_channel(rabbitmq_url)
+    # another connection may consume (RabbitMQ would say 405 for an exclusive queue)
+    channel.basic_consume(queue, lambda *a: None)
+    redeclared = channel.queue_declare(queue, arguments={"x-expires": ORPHAN_EXPIRES})
+    assert redeclared.method.consumer_count == 1
+    channel.connection.close()
+    backend.on_loop(lambda: t.forget_owner("c2"))
+    assert isinstance(backend.call(t.declare_queue, QueueSpec(queue), True), QueueInfo)
+    backend.on_loop(lambda: t.forget_owner("c1"))
+    gone = threading.Event()
+
+    def check() -> None:
+        t.declare_queue(QueueSpec(queue), True,
+                        lambda r: gone.set() if isinstance(r, TopologyError) else None)
+    backend.on_loop(check)  # queued behind the delete: answered after it
+    assert gone.wait(30)
+    assert not exists(rabbitmq_url, "queue", queue)
+
+
+def test_addresses_are_the_nodes_form(backend: Backend, rabbitmq_url: str) -> None:
+    t = backend.topology
+    if version_of(rabbitmq_url) == 4:
+        assert t.publish_address("x y", "a/b") == "/exchanges/x%20y/a%2Fb"
+        assert t.publish_address("", "q") == "/queues/q"
+        assert t.queue_address("amq.gen-1") == "/queues/amq.gen-1"
+    else:
+        assert t.publish_address("x", "a.b") == "/exchange/x/a.b"
+        assert t.publish_address("", "q") == "/amq/queue/q"
+        assert t.queue_address("q") == "/amq/queue/q"
+
+
+def test_a_request_while_rabbitmq_is_unreachable_fails_unavailable() -> None:
+    """A connection that cannot open: the request waits its timeout, then is answered
+    unavailable (exactly once)."""
+    down = Backend("amqp://guest:guest@127.0.0.1:1/", request_timeout=0.5)
+    try:
+        result = down.call(down.topology.declare_queue, QueueSpec("q"), False)
+        assert isinstance(result, TopologyError) and result.kind == "unavailable"
+        assert "did not answer Queue.Declare within 0.5s" in result.text
+    finally:
+        down.stop()
