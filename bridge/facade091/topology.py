@@ -46,10 +46,13 @@ Direct reply-to (``amq.rabbitmq.reply-to``)
     the broker) reaches the consumer.
 
 reply-to and to
-    A publish's ``reply_to`` naming a queue travels as the queue's 1.0 address
-    (``queue_address``: what a native 1.0 responder answers to); a consumer sees it
-    as the queue name again. The ``to`` the publisher's sender set is dropped on the
-    way to a 0-9-1 consumer (it is the exchange and routing key the consumer sees).
+    A publish's ``reply_to`` travels unchanged (RabbitMQ 4 carries it so between 0-9-1
+    and 1.0, and a responder straight on the broker's 0-9-1 answers to the name; a
+    native 1.0 responder answers to ``queue_address(reply_to)``); a 1.0 message whose
+    reply-to is a queue's 1.0 address (a native 1.0 requester's) reaches a 0-9-1
+    consumer with the queue's name, to publish the answer to the default exchange. The ``to`` the publisher's sender set, and a subject equal
+    to the routing key, are dropped on the way to a 0-9-1 consumer (the exchange and
+    routing key it is delivered with say them).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ from proton.reactor import Container
 
 from amqp091.events import MessageReceived
 from amqp091.methods import ReplyCode
-from mappings.amqp091 import H_TO, Delivery091
+from mappings.amqp091 import H_SUBJECT, H_TO, Delivery091
 from mappings.message import AmqpMessage
 
 from ..config import ListenerTopology, Route
@@ -124,14 +127,11 @@ class TopologyPublish091(Publish091):
         self.mode = mode
 
     def to_amqp10(self, ev: MessageReceived, where: Delivery091) -> AmqpMessage:
-        """The route's translation, addressed (``to``) to the exchange and routing key;
-        a ``reply_to`` naming a queue becomes that queue's 1.0 address."""
+        """The route's translation, addressed (``to``) to the exchange and routing key
+        (``reply_to`` unchanged, as RabbitMQ carries it between 0-9-1 and 1.0)."""
         message = super().to_amqp10(ev, where)
-        backend = self.mode.backend
-        props = message.properties
-        props.to = backend.publish_address(where.exchange or "", where.routing_key or "")
-        if props.reply_to and not props.reply_to.startswith("/"):
-            props.reply_to = backend.queue_address(props.reply_to)
+        message.properties.to = self.mode.backend.publish_address(
+            where.exchange or "", where.routing_key or "")
         return message
 
     def _released(self, entry: PublishEntry) -> None:
@@ -170,9 +170,12 @@ class TopologyConsume091(Consume091):
         properties, where, body = super().to_legacy091(message)
         backend = self.mode.backend
         headers = properties.headers
-        if headers and H_TO in headers and headers[H_TO] == backend.publish_address(
-                where.exchange or "", where.routing_key or ""):
-            del headers[H_TO]
+        if headers:
+            key = where.routing_key or ""
+            if headers.get(H_TO, self) == backend.publish_address(where.exchange or "", key):
+                del headers[H_TO]
+            if headers.get(H_SUBJECT, self) == key:  # (the key says it: RabbitMQ 4
+                del headers[H_SUBJECT]                 # annotates the key it routed by)
             if not headers:
                 properties.headers = None
         if properties.reply_to:
