@@ -26,7 +26,7 @@ import time
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from _timing import ROOT
 from proton import Message, symbol
@@ -157,7 +157,18 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
 
 
-def timed(progress: Any, n: int, bridge: Bridge, timeout: float = 600,
+class Measured(Protocol):
+    """What :func:`timed` reads of the mover it times (a :class:`Bridge`, or the node
+    itself for RabbitMQ's Shovel)."""
+
+    def cpu(self) -> float:
+        """CPU seconds used so far."""
+
+    def children_cpu(self) -> float:
+        """CPU seconds of its child processes so far."""
+
+
+def timed(progress: Any, n: int, bridge: Measured, timeout: float = 600,
           extra: list[float] | None = None) -> tuple[float, float]:
     """(messages/s, bridge CPU µs per message) between 10 % and 100 % of ``n``.
 
