@@ -59,6 +59,10 @@ from tests.support.rabbitmq import REPO_ROOT, rabbitmqctl, unique_queue
 AMQP091_ROWS = ("bridge 0-9-1 -> 1.0", "bridge 1.0 -> 0-9-1")
 PLAIN_ROWS = ("bridge 0-9-1 -> 1.0 plain", "bridge 1.0 -> 0-9-1 plain")
 SHOVEL_ROWS = ("Shovel 0-9-1 -> 1.0", "Shovel 1.0 -> 0-9-1")
+BASELINE_ROWS = tuple(f"{row} @baseline" for row in PLAIN_ROWS)
+"""The plain rows with the bridge of ``--baseline DIR`` (another commit's checkout)."""
+CPU_TARGET = 0.5
+"""Issue 23's goal: the bridge's CPU per message at most this fraction of the baseline's."""
 SHOVEL_TARGET = 0.8
 """Issue 23's goal: the bridge (plain messages) at least this fraction of the Shovel's rate."""
 BASELINES = ("pika consumer", "pika publisher", "proton -> RabbitMQ -> pika",
@@ -227,8 +231,11 @@ def pika_child(kind: str, url: str, queue: str, n: int) -> tuple[float, float]:
 class Amqp091Rows:
     """The 0-9-1 rows and their pika baselines, against the RabbitMQ at ``url``."""
 
-    def __init__(self, url: str, n: int, workdir: Path) -> None:
+    def __init__(self, url: str, n: int, workdir: Path, baseline: Path | None = None) -> None:
         self.url, self.n, self.workdir = url, n, workdir
+        self.baseline = baseline
+        """Another commit's checkout: the ``@baseline`` rows run their bridge from it."""
+        self.code: Path | None = None
 
     def pika_consumer(self) -> tuple[float, float]:
         queue = unique_queue("bench-pika-in")
@@ -281,6 +288,15 @@ class Amqp091Rows:
         with pika.BlockingConnection(pika.URLParameters(self.url)) as conn:
             conn.channel().queue_declare(queue)
         return queue
+
+    def on_baseline(self, row: Any, *args: Any) -> tuple[float, float]:
+        """``row(*args)`` with the bridge run from the baseline checkout."""
+        self.code = self.baseline
+        try:
+            result: tuple[float, float] = row(*args)
+            return result
+        finally:
+            self.code = None
 
     def to_amqp10(self, cloudevents: bool = True) -> tuple[float, float]:
         """0-9-1 → 1.0: a classic-queue backlog drained into a 1.0 queue."""
@@ -341,7 +357,8 @@ class Amqp091Rows:
         deleted after."""
         rendering = f"\n    {CE}" if cloudevents else ""
         bridge = Bridge(self.url, self.url, f"""{route}{rendering}
-    max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1")
+    max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1",
+                        code=self.code)
         arrived = Arrived(self.url, target)
         try:
             return timed(arrived, self.n, bridge)
@@ -391,6 +408,21 @@ def report_shovel(best: dict[str, tuple[float, float]], broker_cpu: dict[str, fl
     return met
 
 
+def report_baseline(best: dict[str, tuple[float, float]]) -> bool:
+    """The plain rows against the same rows with the baseline's bridge; True if the CPU
+    per message is at most :data:`CPU_TARGET` of the baseline's in both."""
+    print("\nagainst the baseline checkout (--baseline), plain messages:")
+    met = True
+    for row, base in zip(PLAIN_ROWS, BASELINE_ROWS, strict=True):
+        (rate, cpu), (base_rate, base_cpu) = best[row], best[base]
+        print(f"  {row:26} {rate:8,.0f} msg/s ({rate / base_rate:.2f}x)   CPU µs/msg "
+              f"{cpu:5,.0f} vs {base_cpu:5,.0f} ({cpu / base_cpu:.2f}x)")
+        met = met and cpu / base_cpu <= CPU_TARGET
+    print(f"target: CPU per message <= {CPU_TARGET}x the baseline's: "
+          f"{'met' if met else 'NOT met'}")
+    return met
+
+
 def report(best: dict[str, tuple[float, float]]) -> None:
     """The 0-9-1 rows against their baselines."""
     def ratio(row: str, baseline: str) -> str:
@@ -406,5 +438,5 @@ def report(best: dict[str, tuple[float, float]]) -> None:
           f"{ratio(into, 'pika -> RabbitMQ -> proton')}")
 
 
-__all__ = ["AMQP091_ROWS", "BASELINES", "PLAIN_ROWS", "SHOVEL_ROWS", "Amqp091Rows",
-           "enable_shovel", "report", "report_shovel"]
+__all__ = ["AMQP091_ROWS", "BASELINES", "BASELINE_ROWS", "PLAIN_ROWS", "SHOVEL_ROWS",
+           "Amqp091Rows", "enable_shovel", "report", "report_baseline", "report_shovel"]

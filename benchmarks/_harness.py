@@ -84,10 +84,12 @@ class Bridge:
     """Set (``--profile DIR``): each bridge runs under cProfile, writing DIR/NAME.prof."""
 
     def __init__(self, legacy_url: str | None, cloud_url: str, route: str, workdir: Path, *,
-                 facade_port: int | None = None, legacy_protocol: str = "amqp0-10") -> None:
+                 facade_port: int | None = None, legacy_protocol: str = "amqp0-10",
+                 code: Path | None = None) -> None:
         """A bridge with the ``cloud`` 1.0 connection, the ``legacy`` one (``legacy_protocol``)
         if ``legacy_url`` is given, and the ``facade`` 0-10 listener on ``facade_port`` if
-        given (user ``guest``/``guest``)."""
+        given (user ``guest``/``guest``); run from the checkout ``code`` (another commit's
+        worktree: a baseline in the same run) instead of this one if given."""
         self.route_name = name = route.split("name:", 1)[1].split()[0]
         config = workdir / f"bridge-{name}-{time.time_ns()}.yaml"
         self.metrics_port = free_port()
@@ -111,7 +113,8 @@ routes:
             profile = ["-m", "cProfile", "-o", str(self.profile_dir / f"{name}.prof")]
         self.proc = subprocess.Popen(
             [sys.executable, *profile, "-m", "bridge.cli", "run", "-c", str(config),
-             "--log-level", "warning"], cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+             "--log-level", "warning"], cwd=code or ROOT, stdout=self.log,
+            stderr=subprocess.STDOUT)
 
     def cpu(self) -> float:
         return _cpu(self.proc.pid)

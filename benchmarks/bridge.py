@@ -45,6 +45,11 @@ CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
   (2 rows per message). Below saturation: the 0-10 → 1.0 latency run (next
   item) with and without the tap. ``--only-tap`` runs just these comparisons.
 
+``--baseline DIR`` (another commit's checkout: ``git worktree add DIR COMMIT``) runs the
+0-9-1 plain rows a second time with that checkout's bridge, in the same rounds: rate
+and CPU per message against the baseline (``--check`` wants half its CPU per message,
+issue 23's goal).
+
 ``--profile DIR`` runs each bridge under cProfile (``DIR/<route>.prof``; read
 with ``python -m pstats``).
 
@@ -70,10 +75,12 @@ from typing import Any
 import _timing  # noqa: F401  (first: the project root ahead of this folder)
 from _amqp091_rows import (
     AMQP091_ROWS,
+    BASELINE_ROWS,
     PLAIN_ROWS,
     SHOVEL_ROWS,
     Amqp091Rows,
     enable_shovel,
+    report_baseline,
     report_shovel,
 )
 from _amqp091_rows import BASELINES as AMQP091_BASELINES
@@ -431,6 +438,10 @@ def main() -> int:
                         help="only the façade (both directions) and its proton baselines")
     parser.add_argument("--only-091", action="store_true",
                         help="only the AMQP 0-9-1 rows and their proton and pika baselines")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="another commit's checkout (git worktree add DIR COMMIT): the "
+                             "0-9-1 plain rows also run with its bridge, and --check wants "
+                             "half its CPU per message")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="run the bridges under cProfile, writing DIR/<route>.prof "
                              "(rates then measure the profiler too)")
@@ -464,7 +475,8 @@ def main() -> int:
 
         only = ("tap" if args.only_tap else "facade" if args.only_facade
                 else "091" if args.only_091 else None)
-        rows091 = Amqp091Rows(url, n, workdir)
+        rows091 = Amqp091Rows(url, n, workdir, args.baseline)
+        baseline_rows = BASELINE_ROWS if args.baseline is not None else ()
         if only in (None, "091"):
             enable_shovel(url)
         legacy010 = only in (None, "tap")
@@ -481,6 +493,8 @@ def main() -> int:
                     keep("bridge 0-9-1 -> 1.0", rows091.to_amqp10())
                     keep("bridge 0-9-1 -> 1.0 plain", rows091.to_amqp10(cloudevents=False))
                     keep("Shovel 0-9-1 -> 1.0", rows091.shovel_to_amqp10())
+                    if baseline_rows:
+                        keep(baseline_rows[0], rows091.on_baseline(rows091.to_amqp10, False))
                 if legacy010:
                     keep("bridge 0-10 -> 1.0", out())
                     keep("bridge 0-10 -> 1.0 + tap",
@@ -495,6 +509,8 @@ def main() -> int:
                     keep("bridge 1.0 -> 0-9-1", rows091.from_amqp10())
                     keep("bridge 1.0 -> 0-9-1 plain", rows091.from_amqp10(cloudevents=False))
                     keep("Shovel 1.0 -> 0-9-1", rows091.shovel_from_amqp10())
+                    if baseline_rows:
+                        keep(baseline_rows[1], rows091.on_baseline(rows091.from_amqp10, False))
                 if legacy010:
                     keep("bridge 1.0 -> 0-10", into())
                     keep("bridge 1.0 -> 0-10 + tap",
@@ -504,10 +520,12 @@ def main() -> int:
                 return 0
             if only == "091":
                 report_rates(best, (*AMQP091_BASELINES, *AMQP091_ROWS, *PLAIN_ROWS,
-                                    *SHOVEL_ROWS), n, args.rounds)
+                                    *SHOVEL_ROWS, *baseline_rows), n, args.rounds)
                 report_amqp091(best)
                 met = report_target(best, AMQP091_ROWS)
                 met = report_shovel(best, BROKER_CPU) and met
+                if baseline_rows:
+                    met = report_baseline(best) and met
                 return 1 if args.check and not met else 0
             print("latency with and without tap ...", flush=True)
             lat_tap = TapRun(workdir)
@@ -531,10 +549,12 @@ def main() -> int:
             server.stop()
 
     report_rates(best, ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10", *FACADE_ROWS,
-                        *AMQP091_BASELINES, *AMQP091_ROWS, *PLAIN_ROWS, *SHOVEL_ROWS), n,
-                 args.rounds)
+                        *AMQP091_BASELINES, *AMQP091_ROWS, *PLAIN_ROWS, *SHOVEL_ROWS,
+                        *baseline_rows), n, args.rounds)
     report_amqp091(best)
     shovel_met = report_shovel(best, BROKER_CPU)
+    if baseline_rows:
+        shovel_met = report_baseline(best) and shovel_met
     print(f"\nlatency at {args.latency_rate:.0f} msg/s ({args.latency_messages} messages), ms:")
     for name, values in (("proton -> proton", lat_raw), ("0-10 -> 1.0", lat_out),
                          ("1.0 -> 0-10", lat_in)):
