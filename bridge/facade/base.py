@@ -61,6 +61,9 @@ LOGIN_WORKERS = 2
 """Threads checking PBKDF2 passwords per listener (hashlib releases the GIL meanwhile)."""
 CONNECTION_FORCED = 320
 """connection-forced: the close code of a client the bridge ends (0-10 and 0-9-1 alike)."""
+QUIET_WHEN_HELD = frozenset({"access_refused"})
+"""Client warnings whose held-back lines are DEBUG, not INFO: a refusal a client can
+repeat in a tight loop (one per operation) must not flood the log at the default level."""
 SHUTDOWN_TEXT = "amqp-bridge is shutting down"
 """The close text a client gets when the bridge stops (the 0-9-1 façade says it as
 RabbitMQ does)."""
@@ -315,12 +318,13 @@ class ListenerCore:
                        **fields: Any) -> None:
         """Something a client can provoke at will (a refused login, TLS handshake or
         publish): a WARNING line at most once per client address and kind every 10 s
-        (saying how many it held back), the others at INFO — a hostile client cannot
-        flood the warnings."""
+        (saying how many it held back), the others at INFO (DEBUG for the kinds of
+        :data:`QUIET_WHEN_HELD`) — a hostile client cannot flood the warnings."""
         held = self._client_warnings.allow((event, peer.rpartition(":")[0]))
         extra = self.log_fields(event, peer=peer, error=error, suppressed=held or 0, **fields)
         if held is None:
-            log.info("façade %s: %s: %s: %s", self.name, peer, what, error, extra=extra)
+            log.log(logging.DEBUG if event in QUIET_WHEN_HELD else logging.INFO,
+                    "façade %s: %s: %s: %s", self.name, peer, what, error, extra=extra)
         else:
             log.warning("façade %s: %s: %s: %s%s", self.name, peer, what, error,
                         f" ({held} more from that address since the last such warning)"
