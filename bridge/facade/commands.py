@@ -101,10 +101,10 @@ class ServerCommands:
         cmd = ev.command
         handler = COMMANDS.get(type(cmd))
         try:
+            self._authorize(st, cmd)  # first, as a broker checks its ACL first
             if handler is None:
                 raise Refused(ErrorCode.NOT_IMPLEMENTED,
                               f"{cmd.NAME} is not implemented by the amqp-bridge façade")
-            self._authorize(st, cmd)
             result = handler(self, st, ev.command_id, cmd)
         except Refused as exc:
             self._refused(st, exc.code, f"{cmd.NAME}: {exc.text}", exc.event)
