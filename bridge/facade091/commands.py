@@ -5,7 +5,8 @@ A 0-9-1 application talks to a broker of exchanges and queues; the façade has o
 the names its routes configure (the listener's ``exchanges`` — publish routes — and
 ``consume_routes`` by queue).  :class:`Commands091` answers each method from those
 tables, as RabbitMQ would answer it (one handler per method class,
-:data:`HANDLERS`):
+:data:`HANDLERS`), once the listener's permissions allow it (a method the user lacks
+the permission for is 403 ACCESS_REFUSED first: :mod:`.method_access`):
 
 - declares of configured names succeed (``passive`` too); a passive declare of an
   unknown name is channel.close 404 NOT_FOUND; any declare that would create an
