@@ -21,7 +21,7 @@ from proton import Message
 
 from tests.support.bridge import BridgeRun, config091, free_port, wait_listening
 from tests.support.logs import records
-from tests.support.metrics import metrics_port, poll, scrape
+from tests.support.metrics import counted, metrics_port, poll
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -58,12 +58,8 @@ class Running:
             connection_attempts=1, heartbeat=0))
 
     def refused(self, operation: str, permission: str, listener: str = "legacy") -> float:
-        try:
-            return scrape(self.metrics).value("amqp_bridge_facade_access_refused_total",
-                                              listener=listener, operation=operation,
-                                              permission=permission)
-        except KeyError:
-            return 0.0
+        return counted(self.metrics, "amqp_bridge_facade_access_refused_total",
+                       listener=listener, operation=operation, permission=permission)
 
 
 @pytest.fixture(scope="module")

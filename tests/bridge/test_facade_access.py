@@ -22,7 +22,7 @@ from amqp010.spec import ErrorCode, MessageProperties, QueuePurge
 from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.logs import records
-from tests.support.metrics import metrics_port, poll, scrape
+from tests.support.metrics import counted, metrics_port, poll
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -51,12 +51,8 @@ class Running:
             f"amqp://{user}:{USERS[user]}@127.0.0.1:{port or self.port}")
 
     def refused(self, operation: str, permission: str) -> float:
-        try:
-            return scrape(self.metrics).value("amqp_bridge_facade_access_refused_total",
-                                              listener="strict", operation=operation,
-                                              permission=permission)
-        except KeyError:
-            return 0.0
+        return counted(self.metrics, "amqp_bridge_facade_access_refused_total",
+                       listener="strict", operation=operation, permission=permission)
 
 
 @pytest.fixture(scope="module")

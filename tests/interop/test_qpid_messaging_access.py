@@ -17,7 +17,7 @@ from proton import Message
 
 from tests.interop.peers import import_qpid_messaging
 from tests.support.bridge import BridgeRun, free_port, wait_listening
-from tests.support.metrics import metrics_port, scrape
+from tests.support.metrics import counted, metrics_port
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
@@ -145,6 +145,5 @@ def test_a_user_id_other_than_the_login_is_refused(bridge: Running) -> None:
     assert [bytes(r.message.body) for r in receive_messages(bridge.url, bridge.events, 1)] \
         == [b"mine"]
     assert_no_message(bridge.url, bridge.events)
-    assert scrape(bridge.metrics).value("amqp_bridge_facade_access_refused_total",
-                                        listener="legacy", operation="message.transfer",
-                                        permission="user_id") == 1
+    assert counted(bridge.metrics, "amqp_bridge_facade_access_refused_total",
+                   listener="legacy", operation="message.transfer", permission="user_id") == 1
