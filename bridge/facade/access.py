@@ -79,6 +79,14 @@ class Access:
                 return check
         return None
 
+    def may_open(self, user: str | None, vhost: str) -> bool:
+        """Whether ``user`` may open ``vhost`` (0-9-1 connection.open; refusals counted as
+        operation ``connection.open``, permission ``vhost``)."""
+        if self.permissions.may_open(user):
+            return True
+        self._count("connection.open", "vhost")
+        return False
+
     def user_id_refused(self, user: str | None, user_id: str | None, operation: str) -> bool:
         """Whether a message's ``user_id`` is refused (counted): set, not the login, and
         the listener does not trust user ids."""

@@ -123,6 +123,7 @@ class Facade091(ListenerCore):
                         "listener": self.name},
             mechanisms=mechanisms,
             virtual_hosts=frozenset(settings.virtual_hosts) if settings.virtual_hosts else None,
+            vhost_access=None if self.access.permissions.unrestricted else self.access.may_open,
             max_message_size=settings.max_message_size,
             max_buffered=settings.max_buffered_per_connection,
             handshake_timeout=settings.handshake_timeout,

@@ -18,7 +18,9 @@ RabbitMQ (``rabbitmqctl set_permissions USER CONFIGURE WRITE READ``):
   ``amq.default`` (what RabbitMQ does);
 - a user's grant may differ per virtual host (0-9-1): ``vhosts`` maps a virtual host to
   its own three patterns, the user's top-level patterns apply in any other;
-- a user not listed gets the ``default`` grant, or nothing;
+- a user not listed gets the ``default`` grant, or nothing: without a default it may
+  not even open a virtual host (0-9-1: :meth:`Permissions.may_open`, as RabbitMQ refuses
+  a user without permissions in the vhost);
 - a listener with neither users nor a default (:attr:`Permissions.unrestricted`) lets
   everyone do everything: what the façades did before permissions existed.
 
@@ -131,6 +133,13 @@ class Permissions:
         if grant is None:
             grant = self.default
         return NOTHING if grant is None else grant.in_vhost(vhost)
+
+    def may_open(self, user: str | None) -> bool:
+        """Whether ``user`` holds permissions at all, so may open a virtual host (0-9-1):
+        everyone on an unrestricted listener or one with a default, else only the users
+        listed (RabbitMQ refuses a user without permissions in the vhost its
+        connection.open)."""
+        return self.unrestricted or self.default is not None or (user or "") in (self.users or {})
 
     def allows(self, user: str | None, vhost: str, permission: Permission, kind: Kind,
                name: str) -> bool:

@@ -46,6 +46,8 @@ class Running:
     proc: BridgeRun
     port: int
     trusting_port: int
+    closed_port: int
+    """Listener ``closed``: permissions for ``app`` only, no default."""
     metrics: int
     orders: str
     jobs: str
@@ -66,7 +68,7 @@ class Running:
 def bridge(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     orders, jobs, trusted = (queue_address(unique_queue(f"access091-{role}"))
                              for role in ("orders", "jobs", "trusted"))
-    port, trusting_port = free_port(), free_port()
+    port, trusting_port, closed_port = free_port(), free_port(), free_port()
     users = ", ".join(f"{u}: {p}" for u, p in USERS.items())
     routes = f"""
   - {{name: orders-out, from: {{listener: legacy, exchange: orders}},
@@ -88,13 +90,20 @@ metrics: {{bind: "127.0.0.1:0"}}"""
     bind: "127.0.0.1:{trusting_port}"
     users: {{{users}}}
     trust_user_id: true
+  closed:
+    protocol: amqp0-9-1
+    bind: "127.0.0.1:{closed_port}"
+    users: {{{users}}}
+    permissions: {{app: {{read: ".*"}}}}
 """
     proc = BridgeRun(config091(rabbitmq_url, routes, more=listeners),
                      tmp_path_factory.mktemp("access091")).start()
     try:
         wait_listening(port, proc)
         wait_listening(trusting_port, proc)
-        yield Running(rabbitmq_url, proc, port, trusting_port, metrics_port(proc.log), orders, jobs, trusted)
+        wait_listening(closed_port, proc)
+        yield Running(rabbitmq_url, proc, port, trusting_port, closed_port,
+                      metrics_port(proc.log), orders, jobs, trusted)
     finally:
         rc = proc.stop()
     assert rc == 0, proc.log()
@@ -219,6 +228,17 @@ def test_a_client_hammering_is_counted_in_full_and_logged_rate_limited(
     warning = _access_lines(bridge)[0]
     assert (warning["level"], warning["listener"]) == ("warning", "legacy")
     assert warning["user"] and warning["code"] == "403"
+
+
+def test_a_user_without_permissions_may_not_open_a_vhost(bridge: Running) -> None:
+    with pytest.raises(pika.exceptions.ProbableAccessDeniedError) as refused:
+        bridge.connect("reader", bridge.closed_port)
+    assert "530" in str(refused.value) and \
+        "NOT_ALLOWED - access to vhost '/' refused for user 'reader'" in str(refused.value)
+    with bridge.connect("app", bridge.closed_port) as conn:  # listed: served
+        assert conn.channel().is_open
+    poll(lambda: bridge.refused("connection.open", "vhost", "closed"), lambda n: n == 1, 10,
+         "the refused connection.open counted")
 
 
 def test_an_unrestricted_listener_says_so_at_start(bridge: Running) -> None:

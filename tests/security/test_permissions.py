@@ -61,6 +61,15 @@ def test_users_vhosts_and_the_default() -> None:
     assert not table.unrestricted
 
 
+def test_only_a_user_with_permissions_may_open_a_vhost() -> None:
+    listed = {"alice": UserGrant(NOTHING)}  # listed, even with nothing granted: may open
+    assert Permissions(listed).may_open("alice")
+    assert not Permissions(listed).may_open("bob")
+    assert not Permissions(listed).may_open(None)
+    assert Permissions(listed, UserGrant(NOTHING)).may_open("bob")  # a default: anyone
+    assert Permissions().may_open("bob")
+
+
 def test_nothing_configured_is_everything_for_everyone() -> None:
     table = Permissions()
     assert table.unrestricted
