@@ -34,16 +34,19 @@ from amqp010.spec import (
 
 from .access import Check
 
-_BIND: Callable[[Any], list[Check]] = lambda c: [  # noqa: E731
-    Check("write", "queue", c.queue or ""), Check("read", "exchange", c.exchange or "")]
+
+def _bind(c: Any) -> list[Check]:
+    """A binding: write on the queue, read on the exchange."""
+    return [Check("write", "queue", c.queue or ""), Check("read", "exchange", c.exchange or "")]
+
 
 _CHECKS: dict[type[Command], tuple[str, Callable[[Any], list[Check]]]] = {
     ExchangeDeclare: ("exchange create", lambda c: [] if c.passive
                       else [Check("configure", "exchange", c.exchange or "")]),
     ExchangeDelete: ("exchange delete", lambda c: [Check("configure", "exchange",
                                                          c.exchange or "")]),
-    ExchangeBind: ("exchange bind", _BIND),
-    ExchangeUnbind: ("exchange unbind", _BIND),
+    ExchangeBind: ("exchange bind", _bind),
+    ExchangeUnbind: ("exchange unbind", _bind),
     QueueDeclare: ("queue create", lambda c: [] if c.passive
                    else [Check("configure", "queue", c.queue or "")]),
     QueueDelete: ("queue delete", lambda c: [Check("configure", "queue", c.queue or "")]),
