@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from bridge.cli import main
 from bridge.config import ConfigError, parse_config
+from bridge.facade.access import Access, Check
 from bridge.security.permissions import (
     EVERYTHING,
     NOTHING,
@@ -149,3 +150,20 @@ def test_check_prints_each_listeners_effective_permissions(tmp_path: Path) -> No
     assert "listener legacy permissions: every user may configure, write and read " \
            "everything (no permissions configured)\nlistener legacy user-id: must be the " \
            "login's\n" in result.output
+
+
+def test_access_counts_what_it_refuses_by_operation_and_permission() -> None:
+    access = Access("l", Permissions({"u": UserGrant(Grant(write="^x$"))}))
+    checks = [Check("write", "queue", "x"), Check("read", "exchange", "x")]
+    assert access.denied("u", "/", checks, "queue.bind") == checks[1]  # the first failing
+    assert access.denied("u", "/", checks[:1], "queue.bind") is None
+    assert not access.user_id_refused("u", "u", "basic.publish")
+    assert not access.user_id_refused("u", None, "basic.publish")  # none set: nothing to check
+    assert access.user_id_refused("u", "v", "basic.publish")
+    assert not access.may_open("v", "/")
+    assert access.refused == {("queue.bind", "read"): 1, ("basic.publish", "user_id"): 1,
+                              ("connection.open", "vhost"): 1}
+    trusting = Access("l", Permissions(), trust_user_id=True)
+    assert not trusting.user_id_refused("u", "v", "basic.publish")
+    assert trusting.denied("anyone", "/", checks, "queue.bind") is None
+    assert trusting.refused == {}
