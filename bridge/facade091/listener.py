@@ -48,13 +48,15 @@ from amqp091.events import (
 from amqp091.methods import ReplyCode
 
 from ..config import Listener
+from ..facade.access import Check
 from ..facade.base import ListenerCore
 from ..legacy.amqp091 import FIELD_TYPES
 from ..runtime import EngineSocket
 from .commands import Commands091
 from .consume import Consume091
+from .method_access import publish_checks, refusal, user_id_refusal
 from .publish import Publish091
-from .state import Channel091, Client091
+from .state import AccessRefused, Channel091, Client091
 
 log = logging.getLogger("bridge.facade")
 
@@ -121,6 +123,7 @@ class Facade091(ListenerCore):
                         "listener": self.name},
             mechanisms=mechanisms,
             virtual_hosts=frozenset(settings.virtual_hosts) if settings.virtual_hosts else None,
+            vhost_access=None if self.access.permissions.unrestricted else self.access.may_open,
             max_message_size=settings.max_message_size,
             max_buffered=settings.max_buffered_per_connection,
             handshake_timeout=settings.handshake_timeout,
@@ -244,14 +247,44 @@ class Facade091(ListenerCore):
 
     # -- errors ---------------------------------------------------------------------------
 
-    def client_error(self, client: Client091, code: int, text: str, method: Frame) -> None:
+    def client_error(self, client: Client091, code: int, text: str, method: Frame,
+                     event: str = "client_error") -> None:
         """The façade answers a client's method with a close (``code``): count it, log it."""
-        self._count_error(client, code, f"{method.name}: {text}")
+        self._count_error(client, code, f"{method.name}: {text}", event)
 
-    def _count_error(self, client: Client091, code: int | None, text: str) -> None:
+    def _count_error(self, client: Client091, code: int | None, text: str,
+                     event: str = "client_error") -> None:
         key = int(code or 0)
-        self.count_client_error("client_error", client.sock.peer, key, f"closed with {key}",
-                                text)
+        self.count_client_error(event, client.sock.peer, key, f"closed with {key}", text,
+                                user=client.user)
+
+    # -- who may do what ------------------------------------------------------------------
+
+    def authorize(self, ch: Channel091, checks: list[Check], method: Frame) -> None:
+        """Raise :class:`AccessRefused` (channel.close 403, RabbitMQ's text) if ``ch``'s
+        user lacks one of the permissions ``checks`` (counted under ``method``'s name)."""
+        if not checks:
+            return
+        client = ch.client
+        vhost = client.virtual_host or "/"
+        denied = self.access.denied(client.user, vhost, checks, method.name.lower())
+        if denied is not None:
+            raise AccessRefused(ReplyCode.ACCESS_REFUSED, refusal(denied, vhost, client.user))
+
+    def _publish_refusal(self, ch: Channel091, ev: MessageReceived) -> tuple[int, str] | None:
+        """Why ``ch``'s user may not publish ``ev`` (reply code and text), or None: write
+        permission on its exchange, and its user-id (RabbitMQ checks in that order)."""
+        method: Any = ev.method
+        client = ch.client
+        vhost = client.virtual_host or "/"
+        denied = self.access.denied(client.user, vhost, publish_checks(method.exchange or ""),
+                                    "basic.publish")
+        if denied is not None:
+            return ReplyCode.ACCESS_REFUSED, refusal(denied, vhost, client.user)
+        user_id = ev.properties.user_id
+        if self.access.user_id_refused(client.user, user_id, "basic.publish"):
+            return ReplyCode.PRECONDITION_FAILED, user_id_refusal(user_id or "", client.user)
+        return None
 
     # -- publishing -----------------------------------------------------------------------
 
@@ -264,19 +297,18 @@ class Facade091(ListenerCore):
         method: Any = ev.method
         exchange, key = method.exchange or "", method.routing_key or ""
         client = ch.client
+        refused = self._publish_refusal(ch, ev)
+        if refused is not None:
+            code, text = refused
+            self._count_error(client, code, f"basic.publish: {text}", "access_refused")
+            self.close_channel(ch, code, text)
+            return
         if exchange and exchange not in self.exchanges \
                 and exchange not in self.exchange_subscriptions:
             reason = f"no exchange '{exchange}' in vhost '{client.virtual_host or '/'}'"
             self.publish_refused(client.sock.peer, reason)
             self._count_error(client, ReplyCode.NOT_FOUND, f"basic.publish: {reason}")
             self.close_channel(ch, ReplyCode.NOT_FOUND, reason)
-            return
-        user_id = ev.properties.user_id
-        if user_id and user_id != (client.user or ""):
-            text = (f"user_id property set to '{user_id}' but authenticated user was "
-                    f"'{client.user}'")
-            self._count_error(client, ReplyCode.PRECONDITION_FAILED, f"basic.publish: {text}")
-            self.close_channel(ch, ReplyCode.PRECONDITION_FAILED, text)
             return
         route = self._queue_publisher(key) if exchange == "" else self.route_for(exchange, key)
         if route is None:
