@@ -212,6 +212,12 @@ def _s_open(conn: Connection, method: C.Connection.Open) -> None:
         conn._fatal(ReplyCode.NOT_ALLOWED, f"vhost {vhost} not found",
                     *class_method(method))
         return
+    access = conn.server_config.vhost_access
+    if access is not None and not access(conn.user, vhost):
+        conn._fatal(ReplyCode.NOT_ALLOWED,
+                    f"access to vhost '{vhost}' refused for user '{conn.user or ''}'",
+                    *class_method(method))
+        return
     conn.virtual_host = vhost
     conn._send(0, C.Connection.OpenOk())
     conn.state = ConnectionState.OPEN

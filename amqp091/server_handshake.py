@@ -17,6 +17,7 @@ connection applies their results to its state (``amqp091.connection``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,10 @@ class ServerConfig:
     """The heartbeat (seconds) we propose; the client's tune-ok decides (0: none)."""
     virtual_hosts: frozenset[str] | None = None
     """Virtual hosts a client may open (None: any); another is 530 not-allowed."""
+    vhost_access: Callable[[str | None, str], bool] | None = None
+    """Whether the logged-in user may open a virtual host (``(user, vhost)``; None: any
+    user any host of ``virtual_hosts``); refused: 530 not-allowed, "access to vhost 'V'
+    refused for user 'U'" (RabbitMQ's words for a user without permissions there)."""
     max_message_size: int = 128 << 20
     """Largest message body a client may publish: a bigger one closes its channel with
     406 precondition-failed (RabbitMQ's answer) before a byte of it is buffered."""

@@ -28,11 +28,24 @@ mode into a queue that the proton receiver drains).
 
 The pika clients run in child processes (``SelectConnection``, pika's fastest), measured
 from 10 % to 100 % of N like every other row.
+
+**RabbitMQ's Shovel** is what a RabbitMQ user would pick instead of the bridge (issue 23's
+anchor): the ``rabbitmq_shovel`` plugin (enabled on the node by ``scripts/rabbitmq
+plugins enable``), a dynamic shovel with ``ack-mode: on-confirm`` and prefetch
+:data:`WINDOW` doing each row's work — the same backlog of the same messages, moved from
+a classic queue over 0-9-1 to a queue over 1.0 (``/amq/queue/``: the Shovel's 1.0 link asks
+for a durable terminus, which 3.x's ``/queue/`` refuses for a non-durable queue) and
+back. The Shovel runs inside the node, so its CPU is the node's: the table's RabbitMQ
+column is the whole cost of a Shovel row, and the bridge's CPU plus RabbitMQ's of a bridge
+row. Beside each CloudEvents bridge row is the same route with **plain** messages (no
+CloudEvents rendering), which is what the Shovel does.
 """
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -41,9 +54,17 @@ from typing import Any
 import pika
 from _harness import BODY, CE, WINDOW, Bridge, BrokerMeter, child, finish, start_child, timed
 
-from tests.support.rabbitmq import rabbitmqctl, unique_queue
+from tests.support.rabbitmq import REPO_ROOT, rabbitmqctl, unique_queue
 
 AMQP091_ROWS = ("bridge 0-9-1 -> 1.0", "bridge 1.0 -> 0-9-1")
+PLAIN_ROWS = ("bridge 0-9-1 -> 1.0 plain", "bridge 1.0 -> 0-9-1 plain")
+SHOVEL_ROWS = ("Shovel 0-9-1 -> 1.0", "Shovel 1.0 -> 0-9-1")
+BASELINE_ROWS = tuple(f"{row} @baseline" for row in PLAIN_ROWS)
+"""The plain rows with the bridge of ``--baseline DIR`` (another commit's checkout)."""
+CPU_TARGET = 0.5
+"""Issue 23's goal: the bridge's CPU per message at most this fraction of the baseline's."""
+SHOVEL_TARGET = 0.8
+"""Issue 23's goal: the bridge (plain messages) at least this fraction of the Shovel's rate."""
 BASELINES = ("pika consumer", "pika publisher", "proton -> RabbitMQ -> pika",
              "pika -> RabbitMQ -> proton")
 """pika alone, and the broker's whole work of each bridge row without the bridge."""
@@ -210,8 +231,11 @@ def pika_child(kind: str, url: str, queue: str, n: int) -> tuple[float, float]:
 class Amqp091Rows:
     """The 0-9-1 rows and their pika baselines, against the RabbitMQ at ``url``."""
 
-    def __init__(self, url: str, n: int, workdir: Path) -> None:
+    def __init__(self, url: str, n: int, workdir: Path, baseline: Path | None = None) -> None:
         self.url, self.n, self.workdir = url, n, workdir
+        self.baseline = baseline
+        """Another commit's checkout: the ``@baseline`` rows run their bridge from it."""
+        self.code: Path | None = None
 
     def pika_consumer(self) -> tuple[float, float]:
         queue = unique_queue("bench-pika-in")
@@ -265,30 +289,76 @@ class Amqp091Rows:
             conn.channel().queue_declare(queue)
         return queue
 
-    def to_amqp10(self) -> tuple[float, float]:
+    def on_baseline(self, row: Any, *args: Any) -> tuple[float, float]:
+        """``row(*args)`` with the bridge run from the baseline checkout."""
+        self.code = self.baseline
+        try:
+            result: tuple[float, float] = row(*args)
+            return result
+        finally:
+            self.code = None
+
+    def to_amqp10(self, cloudevents: bool = True) -> tuple[float, float]:
         """0-9-1 → 1.0: a classic-queue backlog drained into a 1.0 queue."""
         source, target = unique_queue("bench-091-out"), unique_queue("bench-091-out-t")
         fill(self.url, source, self.n)
         return self._through_bridge(f"""
   - name: out091
     from: {{connection: legacy, queue: {source}}}
-    to:   {{connection: cloud, address: /queue/{target}}}""", source, target)
+    to:   {{connection: cloud, address: /queue/{target}}}""", source, target, cloudevents)
 
-    def from_amqp10(self) -> tuple[float, float]:
+    def from_amqp10(self, cloudevents: bool = True) -> tuple[float, float]:
         """1.0 → 0-9-1: a 1.0 backlog published to a classic queue, confirmed."""
         source, target = unique_queue("bench-091-in"), self._declared("bench-091-in-t")
         child("fill-091", self.url, f"/queue/{source}", self.n)
         return self._through_bridge(f"""
   - name: in091
     from: {{connection: cloud, address: /queue/{source}}}
-    to:   {{connection: legacy, exchange: "", routing_key: {target}}}""", source, target)
+    to:   {{connection: legacy, exchange: "", routing_key: {target}}}""", source, target,
+                                    cloudevents)
 
-    def _through_bridge(self, route: str, source: str, target: str) -> tuple[float, float]:
-        """``route`` (its name, from and to lines; CloudEvents binary and the window added)
-        in a bridge, timed by what arrives in ``target``; both queues deleted after."""
-        bridge = Bridge(self.url, self.url, f"""{route}
-    {CE}
-    max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1")
+    def shovel_to_amqp10(self) -> tuple[float, float]:
+        """The Shovel doing :meth:`to_amqp10`'s work: (rate, RabbitMQ's CPU µs/msg)."""
+        source, target = unique_queue("bench-shovel-out"), self._declared("bench-shovel-out-t")
+        fill(self.url, source, self.n)
+        return self._through_shovel({
+            "src-protocol": "amqp091", "src-queue": source,
+            "dest-protocol": "amqp10", "dest-address": f"/amq/queue/{target}"}, source, target)
+
+    def shovel_from_amqp10(self) -> tuple[float, float]:
+        """The Shovel doing :meth:`from_amqp10`'s work: (rate, RabbitMQ's CPU µs/msg)."""
+        source, target = unique_queue("bench-shovel-in"), self._declared("bench-shovel-in-t")
+        child("fill-091", self.url, f"/queue/{source}", self.n)
+        return self._through_shovel({
+            "src-protocol": "amqp10", "src-address": f"/amq/queue/{source}",
+            "dest-protocol": "amqp091", "dest-queue": target}, source, target)
+
+    def _through_shovel(self, ends: dict[str, str], source: str,
+                        target: str) -> tuple[float, float]:
+        """A dynamic shovel with ``ends``, timed by what arrives in ``target``; removed and
+        both queues deleted after."""
+        name = f"bench-{uuid.uuid4().hex[:8]}"
+        definition = {"src-uri": self.url, "dest-uri": self.url, "ack-mode": "on-confirm",
+                      "src-prefetch-count": WINDOW, **ends}
+        arrived = Arrived(self.url, target)
+        rabbitmqctl(self.url, "set_parameter", "shovel", name, json.dumps(definition))
+        try:
+            return timed(arrived, self.n, BrokerOnly())
+        finally:
+            rabbitmqctl(self.url, "clear_parameter", "shovel", name)
+            arrived.close()
+            delete(self.url, source)
+            delete(self.url, target)
+
+    def _through_bridge(self, route: str, source: str, target: str,
+                        cloudevents: bool) -> tuple[float, float]:
+        """``route`` (its name, from and to lines; CloudEvents binary if ``cloudevents``,
+        and the window added) in a bridge, timed by what arrives in ``target``; both queues
+        deleted after."""
+        rendering = f"\n    {CE}" if cloudevents else ""
+        bridge = Bridge(self.url, self.url, f"""{route}{rendering}
+    max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1",
+                        code=self.code)
         arrived = Arrived(self.url, target)
         try:
             return timed(arrived, self.n, bridge)
@@ -296,6 +366,61 @@ class Amqp091Rows:
             arrived.close()
             finish(bridge, None, self.url, source)
             delete(self.url, target)
+
+
+class BrokerOnly:
+    """What :func:`~_harness.timed` measures of a Shovel row: no bridge, so its "bridge
+    CPU" is the node's (the Shovel runs inside it)."""
+
+    def cpu(self) -> float:
+        return BrokerMeter.cpu()
+
+    def children_cpu(self) -> float:
+        return 0.0
+
+
+def enable_shovel(url: str) -> None:
+    """Enable the ``rabbitmq_shovel`` plugin on the node at ``url`` (idempotent)."""
+    script = "rabbitmq4" if url.rsplit(":", 1)[-1].startswith("5681") else "rabbitmq"
+    proc = subprocess.run([str(REPO_ROOT / "scripts" / script), "plugins", "enable",
+                           "rabbitmq_shovel"], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"could not enable rabbitmq_shovel: {proc.stdout}{proc.stderr}")
+
+
+def report_shovel(best: dict[str, tuple[float, float]], broker_cpu: dict[str, float]) -> bool:
+    """The bridge (plain and CloudEvents) against the Shovel, with the CPU split; True if
+    the plain rows reach :data:`SHOVEL_TARGET` of the Shovel's rate."""
+    print("\nagainst RabbitMQ's Shovel (on-confirm, prefetch "
+          f"{WINDOW}); CPU µs/msg: bridge + RabbitMQ = total")
+    met = True
+    for shovel, plain, ce in zip(SHOVEL_ROWS, PLAIN_ROWS, AMQP091_ROWS, strict=True):
+        base = best[shovel][0]
+        print(f"  {shovel:24} {base:8,.0f} msg/s   CPU {0:5,.0f} + "
+              f"{broker_cpu.get(shovel, float('nan')):5,.0f}")
+        for row in (plain, ce):
+            rate, cpu = best[row]
+            broker = broker_cpu.get(row, float("nan"))
+            print(f"  {row:24} {rate:8,.0f} msg/s   CPU {cpu:5,.0f} + {broker:5,.0f} = "
+                  f"{cpu + broker:6,.0f}   {rate / base:.2f}x the Shovel")
+        met = met and best[plain][0] / base >= SHOVEL_TARGET
+    print(f"target: bridge (plain) >= {SHOVEL_TARGET}x the Shovel: {'met' if met else 'NOT met'}")
+    return met
+
+
+def report_baseline(best: dict[str, tuple[float, float]]) -> bool:
+    """The plain rows against the same rows with the baseline's bridge; True if the CPU
+    per message is at most :data:`CPU_TARGET` of the baseline's in both."""
+    print("\nagainst the baseline checkout (--baseline), plain messages:")
+    met = True
+    for row, base in zip(PLAIN_ROWS, BASELINE_ROWS, strict=True):
+        (rate, cpu), (base_rate, base_cpu) = best[row], best[base]
+        print(f"  {row:26} {rate:8,.0f} msg/s ({rate / base_rate:.2f}x)   CPU µs/msg "
+              f"{cpu:5,.0f} vs {base_cpu:5,.0f} ({cpu / base_cpu:.2f}x)")
+        met = met and cpu / base_cpu <= CPU_TARGET
+    print(f"target: CPU per message <= {CPU_TARGET}x the baseline's: "
+          f"{'met' if met else 'NOT met'}")
+    return met
 
 
 def report(best: dict[str, tuple[float, float]]) -> None:
@@ -313,4 +438,5 @@ def report(best: dict[str, tuple[float, float]]) -> None:
           f"{ratio(into, 'pika -> RabbitMQ -> proton')}")
 
 
-__all__ = ["AMQP091_ROWS", "BASELINES", "Amqp091Rows", "report"]
+__all__ = ["AMQP091_ROWS", "BASELINES", "BASELINE_ROWS", "PLAIN_ROWS", "SHOVEL_ROWS",
+           "Amqp091Rows", "enable_shovel", "report", "report_baseline", "report_shovel"]

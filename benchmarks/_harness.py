@@ -26,7 +26,7 @@ import time
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from _timing import ROOT
 from proton import Message, symbol
@@ -84,10 +84,12 @@ class Bridge:
     """Set (``--profile DIR``): each bridge runs under cProfile, writing DIR/NAME.prof."""
 
     def __init__(self, legacy_url: str | None, cloud_url: str, route: str, workdir: Path, *,
-                 facade_port: int | None = None, legacy_protocol: str = "amqp0-10") -> None:
+                 facade_port: int | None = None, legacy_protocol: str = "amqp0-10",
+                 code: Path | None = None) -> None:
         """A bridge with the ``cloud`` 1.0 connection, the ``legacy`` one (``legacy_protocol``)
         if ``legacy_url`` is given, and the ``facade`` 0-10 listener on ``facade_port`` if
-        given (user ``guest``/``guest``)."""
+        given (user ``guest``/``guest``); run from the checkout ``code`` (another commit's
+        worktree: a baseline in the same run) instead of this one if given."""
         self.route_name = name = route.split("name:", 1)[1].split()[0]
         config = workdir / f"bridge-{name}-{time.time_ns()}.yaml"
         self.metrics_port = free_port()
@@ -111,7 +113,8 @@ routes:
             profile = ["-m", "cProfile", "-o", str(self.profile_dir / f"{name}.prof")]
         self.proc = subprocess.Popen(
             [sys.executable, *profile, "-m", "bridge.cli", "run", "-c", str(config),
-             "--log-level", "warning"], cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+             "--log-level", "warning"], cwd=code or ROOT, stdout=self.log,
+            stderr=subprocess.STDOUT)
 
     def cpu(self) -> float:
         return _cpu(self.proc.pid)
@@ -157,7 +160,18 @@ def _cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
 
 
-def timed(progress: Any, n: int, bridge: Bridge, timeout: float = 600,
+class Measured(Protocol):
+    """What :func:`timed` reads of the mover it times (a :class:`Bridge`, or the node
+    itself for RabbitMQ's Shovel)."""
+
+    def cpu(self) -> float:
+        """CPU seconds used so far."""
+
+    def children_cpu(self) -> float:
+        """CPU seconds of its child processes so far."""
+
+
+def timed(progress: Any, n: int, bridge: Measured, timeout: float = 600,
           extra: list[float] | None = None) -> tuple[float, float]:
     """(messages/s, bridge CPU µs per message) between 10 % and 100 % of ``n``.
 

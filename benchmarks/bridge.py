@@ -27,8 +27,10 @@ CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
   batches of 100) receives them. Baseline: the proton receiver of the same round.
   ``--only-facade`` runs just these two and their baselines.
 - *0-9-1 → 1.0* and *1.0 → 0-9-1*: the bridge between RabbitMQ's AMQP 0-9-1 and its 1.0,
-  against the proton baselines and against pika doing the 0-9-1 half alone
-  (``benchmarks/_amqp091_rows.py``). ``--only-091`` runs just these and their baselines.
+  against the proton baselines, against pika doing the 0-9-1 half alone, and against
+  **RabbitMQ's Shovel** doing the same move (with the bridge's route also run with plain
+  messages, as the Shovel moves them; ``--check`` wants the plain rows at 0.8x the
+  Shovel's rate) (``benchmarks/_amqp091_rows.py``). ``--only-091`` runs just these and their baselines.
 - *latency*: messages paced at ``--latency-rate`` per second carry their send
   time; the consumer on the other side (proton in a child process, or the 0-10
   client here) records arrival - send. p50 / p99 over ``--latency-messages``;
@@ -42,6 +44,11 @@ CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
   credit because the writer was behind. The archive is checked afterwards
   (2 rows per message). Below saturation: the 0-10 → 1.0 latency run (next
   item) with and without the tap. ``--only-tap`` runs just these comparisons.
+
+``--baseline DIR`` (another commit's checkout: ``git worktree add DIR COMMIT``) runs the
+0-9-1 plain rows a second time with that checkout's bridge, in the same rounds: rate
+and CPU per message against the baseline (``--check`` wants half its CPU per message,
+issue 23's goal).
 
 ``--profile DIR`` runs each bridge under cProfile (``DIR/<route>.prof``; read
 with ``python -m pstats``).
@@ -66,7 +73,16 @@ from pathlib import Path
 from typing import Any
 
 import _timing  # noqa: F401  (first: the project root ahead of this folder)
-from _amqp091_rows import AMQP091_ROWS, Amqp091Rows
+from _amqp091_rows import (
+    AMQP091_ROWS,
+    BASELINE_ROWS,
+    PLAIN_ROWS,
+    SHOVEL_ROWS,
+    Amqp091Rows,
+    enable_shovel,
+    report_baseline,
+    report_shovel,
+)
 from _amqp091_rows import BASELINES as AMQP091_BASELINES
 from _amqp091_rows import report as report_amqp091
 from _harness import (
@@ -422,6 +438,10 @@ def main() -> int:
                         help="only the façade (both directions) and its proton baselines")
     parser.add_argument("--only-091", action="store_true",
                         help="only the AMQP 0-9-1 rows and their proton and pika baselines")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="another commit's checkout (git worktree add DIR COMMIT): the "
+                             "0-9-1 plain rows also run with its bridge, and --check wants "
+                             "half its CPU per message")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="run the bridges under cProfile, writing DIR/<route>.prof "
                              "(rates then measure the profiler too)")
@@ -455,7 +475,10 @@ def main() -> int:
 
         only = ("tap" if args.only_tap else "facade" if args.only_facade
                 else "091" if args.only_091 else None)
-        rows091 = Amqp091Rows(url, n, workdir)
+        rows091 = Amqp091Rows(url, n, workdir, args.baseline)
+        baseline_rows = BASELINE_ROWS if args.baseline is not None else ()
+        if only in (None, "091"):
+            enable_shovel(url)
         legacy010 = only in (None, "tap")
         try:
             for r in range(args.rounds):
@@ -468,6 +491,10 @@ def main() -> int:
                     keep("pika consumer", rows091.pika_consumer())
                     keep("proton -> RabbitMQ -> pika", rows091.broker_alone_out())
                     keep("bridge 0-9-1 -> 1.0", rows091.to_amqp10())
+                    keep("bridge 0-9-1 -> 1.0 plain", rows091.to_amqp10(cloudevents=False))
+                    keep("Shovel 0-9-1 -> 1.0", rows091.shovel_to_amqp10())
+                    if baseline_rows:
+                        keep(baseline_rows[0], rows091.on_baseline(rows091.to_amqp10, False))
                 if legacy010:
                     keep("bridge 0-10 -> 1.0", out())
                     keep("bridge 0-10 -> 1.0 + tap",
@@ -480,6 +507,10 @@ def main() -> int:
                     keep("pika publisher", rows091.pika_publisher())
                     keep("pika -> RabbitMQ -> proton", rows091.broker_alone_in())
                     keep("bridge 1.0 -> 0-9-1", rows091.from_amqp10())
+                    keep("bridge 1.0 -> 0-9-1 plain", rows091.from_amqp10(cloudevents=False))
+                    keep("Shovel 1.0 -> 0-9-1", rows091.shovel_from_amqp10())
+                    if baseline_rows:
+                        keep(baseline_rows[1], rows091.on_baseline(rows091.from_amqp10, False))
                 if legacy010:
                     keep("bridge 1.0 -> 0-10", into())
                     keep("bridge 1.0 -> 0-10 + tap",
@@ -488,9 +519,13 @@ def main() -> int:
                 report_rates(best, FACADE_ROWS, n, args.rounds)
                 return 0
             if only == "091":
-                report_rates(best, (*AMQP091_BASELINES, *AMQP091_ROWS), n, args.rounds)
+                report_rates(best, (*AMQP091_BASELINES, *AMQP091_ROWS, *PLAIN_ROWS,
+                                    *SHOVEL_ROWS, *baseline_rows), n, args.rounds)
                 report_amqp091(best)
                 met = report_target(best, AMQP091_ROWS)
+                met = report_shovel(best, BROKER_CPU) and met
+                if baseline_rows:
+                    met = report_baseline(best) and met
                 return 1 if args.check and not met else 0
             print("latency with and without tap ...", flush=True)
             lat_tap = TapRun(workdir)
@@ -514,8 +549,12 @@ def main() -> int:
             server.stop()
 
     report_rates(best, ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10", *FACADE_ROWS,
-                        *AMQP091_BASELINES, *AMQP091_ROWS), n, args.rounds)
+                        *AMQP091_BASELINES, *AMQP091_ROWS, *PLAIN_ROWS, *SHOVEL_ROWS,
+                        *baseline_rows), n, args.rounds)
     report_amqp091(best)
+    shovel_met = report_shovel(best, BROKER_CPU)
+    if baseline_rows:
+        shovel_met = report_baseline(best) and shovel_met
     print(f"\nlatency at {args.latency_rate:.0f} msg/s ({args.latency_messages} messages), ms:")
     for name, values in (("proton -> proton", lat_raw), ("0-10 -> 1.0", lat_out),
                          ("1.0 -> 0-10", lat_in)):
@@ -524,7 +563,7 @@ def main() -> int:
     report_tap(best, taps, n, args.rounds)
     report_tap_latency(lat_plain, lat_tapped, args)
     met = report_target(best, ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10", *AMQP091_ROWS))
-    return 1 if args.check and not met else 0
+    return 1 if args.check and not (met and shovel_met) else 0
 
 
 def report_target(best: dict[str, tuple[float, float]], rows: tuple[str, ...]) -> bool:

@@ -217,6 +217,10 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         """``(name, client closes for the client's error by reply code)`` per listener."""
         return [(name, dict(f.client_errors)) for name, f in list(self.facades.items())]
 
+    def observed_access_refusals(self) -> list[tuple[str, dict[tuple[str, str], int]]]:
+        """``(name, refusals by (operation, permission))`` per façade listener."""
+        return [(name, dict(f.access.refused)) for name, f in list(self.facades.items())]
+
     def observed_links(self) -> list[tuple[str, int]]:
         """``(name, links attached or attaching)`` per AMQP 1.0 connection."""
         return [(name, sum(1 for link in list(h.watchers) if link.open))

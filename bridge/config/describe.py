@@ -39,9 +39,21 @@ def describe(cfg: BridgeConfig) -> list[str]:
         if route.tap is not None:
             text += f"; tap {route.tap.side} -> {route.tap.path} (overflow {route.tap.overflow})"
         lines.append(text)
+    lines += _who_may_do_what(cfg)
     if cfg.metrics is not None:
         lines.append(f"metrics: http://{cfg.metrics.bind}/metrics, /healthz, /readyz")
     lines.append(f"logging: {cfg.logging.format} lines at {cfg.logging.level}")
+    return lines
+
+
+def _who_may_do_what(cfg: BridgeConfig) -> list[str]:
+    """Each listener's effective permissions and user-id rule."""
+    lines = []
+    for name, lst in cfg.listeners.items():
+        lines += [f"listener {name} permissions: {line}"
+                  for line in lst.permission_table().describe()]
+        lines.append(f"listener {name} user-id: " + (
+            "any (trust_user_id)" if lst.trust_user_id else "must be the login's"))
     return lines
 
 

@@ -26,6 +26,7 @@ from pipeline.bridge_api import TapConfig  # imports neither pyarrow nor Spark
 
 from ..ops.logs import redact
 from ..security.passwords import HashFormatError, is_hash, parse_hash, read_users_file
+from ..security.permissions import Grant, PatternError, Permissions, UserGrant
 from ..security.tls import TlsFileError, client_context, server_context
 
 Protocol = Literal["amqp0-10", "amqp0-9-1", "amqp1.0"]
@@ -217,6 +218,46 @@ class ListenerTls(_Model):
         return self
 
 
+class PermissionPatterns(_Model):
+    """What a user may do (RabbitMQ's model: docs/operations.md, "Who may do what")."""
+
+    configure: str = Field(
+        "", description="Regular expression over the exchange and queue names the user may "
+                        "declare and delete (searched in the name as RabbitMQ does: anchor "
+                        "it with ^...$; '' allows nothing, '.*' everything).")
+    write: str = Field(
+        "", description="Regular expression over the exchanges the user may publish to (the "
+                        "default exchange is named amq.default) and the queues it may bind.")
+    read: str = Field(
+        "", description="Regular expression over the queues the user may consume from, get "
+                        "from and purge, and the exchanges it may bind queues to.")
+
+    @model_validator(mode="after")
+    def _valid_patterns(self) -> PermissionPatterns:
+        self.grant()
+        return self
+
+    def grant(self) -> Grant:
+        """The compiled patterns."""
+        try:
+            return Grant(self.configure, self.write, self.read)
+        except PatternError as exc:
+            raise ValueError(str(exc)) from None
+
+
+class UserPermissions(PermissionPatterns):
+    """A user's permissions, optionally different per virtual host (AMQP 0-9-1)."""
+
+    vhosts: dict[str, PermissionPatterns] = Field(
+        default_factory=dict,
+        description="AMQP 0-9-1 only: virtual host -> the user's configure, write and read "
+                    "there (the patterns above apply in any other virtual host).")
+
+    def user_grant(self) -> UserGrant:
+        """The user's grant, per virtual host."""
+        return UserGrant(self.grant(), {v: p.grant() for v, p in self.vhosts.items()})
+
+
 ListenerProtocol = Literal["amqp0-10", "amqp0-9-1"]
 TopologyBroker = Literal["rabbitmq4"]
 
@@ -328,6 +369,22 @@ class Listener(_Model):
                                         "listener may make the bridge hold together (at least "
                                         "max_buffered_per_connection); past it the connection "
                                         "holding the most is closed.")
+    permissions: dict[str, UserPermissions] | None = Field(
+        None, description="Who may do what (docs/operations.md, 'Who may do what'): login "
+                          "name -> configure, write and read regular expressions, applied "
+                          "to every declare, delete, bind, publish, consume and get, "
+                          "configured routes included; a refusal is 0-9-1 channel.close 403 "
+                          "ACCESS_REFUSED, 0-10 execution.exception unauthorized-access. A "
+                          "user not listed gets default_permissions. Without both keys "
+                          "every user may do everything (logged at start).")
+    default_permissions: UserPermissions | None = Field(
+        None, description="The permissions of a user permissions does not list (default: "
+                          "none, if permissions is given).")
+    trust_user_id: bool = Field(
+        False, description="Accept a message whose user-id is not the publisher's login. "
+                           "By default it is refused, as RabbitMQ and qpidd refuse it: "
+                           "0-9-1 channel.close 406 PRECONDITION_FAILED, 0-10 "
+                           "execution.exception unauthorized-access.")
 
     @field_validator("bind")
     @classmethod
@@ -380,6 +437,24 @@ class Listener(_Model):
         if self.max_connections_per_peer > self.max_connections:
             raise ValueError("max_connections_per_peer cannot exceed max_connections")
         return self
+
+    @model_validator(mode="after")
+    def _vhosts_for_091(self) -> Listener:
+        if self.protocol != "amqp0-9-1":
+            entries = [*(self.permissions or {}).items(), ("", self.default_permissions)]
+            for user, entry in entries:
+                if entry is not None and entry.vhosts:
+                    key = f"permissions.{user}" if user else "default_permissions"
+                    raise ValueError(f"{key}.vhosts: only for an amqp0-9-1 listener")
+        return self
+
+    def permission_table(self) -> Permissions:
+        """The listener's permissions (unrestricted when none are configured)."""
+        users = None if self.permissions is None else \
+            {user: entry.user_grant() for user, entry in self.permissions.items()}
+        default = None if self.default_permissions is None else \
+            self.default_permissions.user_grant()
+        return Permissions(users, default)
 
     def limits_text(self) -> str:
         """The listener's limits, as ``amqp-bridge check`` prints them."""

@@ -41,8 +41,12 @@ only those listed before it; ``state`` names the routes' classes for type checki
   (one 1.0 receiver per 0-10 subscription, 1.0 link credit following 0-10 credit);
 - :mod:`~bridge.facade.publish`: :class:`FacadePublish` (publishes completed once the
   1.0 broker accepted them; throttling);
+- :mod:`~bridge.facade.access`: :class:`~bridge.facade.access.Access`, who may do what
+  on a listener (both façades' permission checks, the user-id rule, refusal counts), and
+  :mod:`~bridge.facade.command_access`, the permissions each 0-10 command needs;
 - :mod:`~bridge.facade.commands`: :class:`ServerCommands`, the 0-10 server's command
-  model (declare / query / bind / subscribe answers, temporary queues, error codes);
+  model (declare / query / bind / subscribe answers, temporary queues, error codes),
+  each command checked against the user's permissions first;
 - :mod:`~bridge.facade.listener`: :class:`Facade`, the listener (accepting through the
   runtime's :class:`~bridge.runtime.EngineListener`, logins, limits, event dispatch,
   graceful stop).

@@ -15,6 +15,8 @@ protocol:
   :class:`~bridge.config.ConfigError` naming both routes), including the routes to an
   exchange of the listener that serve the *temporary queues* clients bind to it
   (:attr:`ListenerCore.exchange_subscriptions`);
+- who may do what: the listener's :class:`~bridge.facade.access.Access` (its
+  permissions and user-id rule, the refusals counted), which each front asks;
 - output once per burst of loop events, throttling (publishers of a throttled
   route are not read), warnings a client can provoke rate-limited per address;
 - graceful stop (one rule for both façades, docs/semantics.md "Shutdown"): nothing
@@ -47,6 +49,7 @@ from ..runtime.containment import Part
 from ..security.logins import REFUSAL_TEXT, LoginChecks, PendingLogin
 from ..security.passwords import PasswordTable
 from ..security.tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
+from .access import Access
 
 log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
 
@@ -58,6 +61,9 @@ LOGIN_WORKERS = 2
 """Threads checking PBKDF2 passwords per listener (hashlib releases the GIL meanwhile)."""
 CONNECTION_FORCED = 320
 """connection-forced: the close code of a client the bridge ends (0-10 and 0-9-1 alike)."""
+QUIET_WHEN_HELD = frozenset({"access_refused"})
+"""Client warnings whose held-back lines are DEBUG, not INFO: a refusal a client can
+repeat in a tight loop (one per operation) must not flood the log at the default level."""
 SHUTDOWN_TEXT = "amqp-bridge is shutting down"
 """The close text a client gets when the bridge stops (the 0-9-1 façade says it as
 RabbitMQ does)."""
@@ -81,6 +87,9 @@ class ListenerCore:
         except (OSError, ValueError) as exc:
             raise ConfigError([f"listeners.{name}.users_file: {exc}"]) from None
         self.client_certs = settings.tls is not None and settings.tls.client_certs != "none"
+        self.access = Access(name, settings.permission_table(),
+                             trust_user_id=settings.trust_user_id)
+        """Who may do what (permissions, the user-id rule) and what it refused."""
         self._loop_calls: LoopCalls | None = None
         self.logins = LoginChecks(name, self.passwords.verify,
                                   max_pending=settings.max_pending_logins,
@@ -170,6 +179,7 @@ class ListenerCore:
             raise ConfigError([f"listeners.{self.name}.bind: cannot listen on "
                                f"{self.settings.bind}: {exc.strerror or exc}"]) from None
         self.address = self.acceptor.address
+        self.access.announce()
         if not self._can_log_in():
             log.warning("façade %s: no users and anonymous logins disabled: every login "
                         "will be refused", self.name, extra=self.log_fields("no_logins"))
@@ -303,23 +313,24 @@ class ListenerCore:
             self._pending_logins[sock] = login
 
     def count_client_error(self, event: str, peer: str, code: int, what: str,
-                           error: str) -> None:
+                           error: str, **fields: Any) -> None:
         """A client answered with an error for its own fault (a connection or channel
         closed, a command refused): counted by ``code`` (:attr:`client_errors`) and
         logged as :meth:`client_warning`."""
         self.client_errors[code] = self.client_errors.get(code, 0) + 1
-        self.client_warning(event, peer, what, error, code=code)
+        self.client_warning(event, peer, what, error, code=code, **fields)
 
     def client_warning(self, event: str, peer: str, what: str, error: str,
                        **fields: Any) -> None:
         """Something a client can provoke at will (a refused login, TLS handshake or
         publish): a WARNING line at most once per client address and kind every 10 s
-        (saying how many it held back), the others at INFO — a hostile client cannot
-        flood the warnings."""
+        (saying how many it held back), the others at INFO (DEBUG for the kinds of
+        :data:`QUIET_WHEN_HELD`) — a hostile client cannot flood the warnings."""
         held = self._client_warnings.allow((event, peer.rpartition(":")[0]))
         extra = self.log_fields(event, peer=peer, error=error, suppressed=held or 0, **fields)
         if held is None:
-            log.info("façade %s: %s: %s: %s", self.name, peer, what, error, extra=extra)
+            log.log(logging.DEBUG if event in QUIET_WHEN_HELD else logging.INFO,
+                    "façade %s: %s: %s: %s", self.name, peer, what, error, extra=extra)
         else:
             log.warning("façade %s: %s: %s: %s%s", self.name, peer, what, error,
                         f" ({held} more from that address since the last such warning)"

@@ -45,9 +45,19 @@ from amqp010.spec import (
     QueueQueryResult,
 )
 
+from .access import Access
+from .command_access import checks_for, refusal
 from .consume import FacadeConsume, Subscription
 from .publish import FacadePublish
-from .state import LATER, AlreadyBound, Later, Refused, SessionState, TemporaryQueue
+from .state import (
+    LATER,
+    AccessRefused,
+    AlreadyBound,
+    Later,
+    Refused,
+    SessionState,
+    TemporaryQueue,
+)
 
 log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
 
@@ -63,7 +73,8 @@ class ServerCommands:
                  exchange_subscriptions: dict[str, FacadeConsume],
                  stopping: Callable[[], bool], *, max_links: int,
                  links_of: Callable[[SessionState], int],
-                 refused: Callable[[SessionState, int, str], None]) -> None:
+                 refused: Callable[[SessionState, int, str, str], None],
+                 access: Access) -> None:
         self.name = name
         self.publish_routes = publish_routes
         self.consume_routes = consume_routes
@@ -75,8 +86,10 @@ class ServerCommands:
         """The 1.0 receivers held by the connection of a session (:attr:`SessionState.links`
         over its sessions)."""
         self._refused = refused
-        """Told of each command answered with execution.exception (code, text): counted
-        and logged by the listener."""
+        """Told of each command answered with execution.exception (code, text, log
+        event): counted and logged by the listener."""
+        self.access = access
+        """Who may do what: asked before each command is answered."""
 
     @property
     def stopping(self) -> bool:
@@ -88,18 +101,28 @@ class ServerCommands:
         cmd = ev.command
         handler = COMMANDS.get(type(cmd))
         try:
+            self._authorize(st, cmd)  # first, as a broker checks its ACL first
             if handler is None:
                 raise Refused(ErrorCode.NOT_IMPLEMENTED,
                               f"{cmd.NAME} is not implemented by the amqp-bridge façade")
             result = handler(self, st, ev.command_id, cmd)
         except Refused as exc:
-            self._refused(st, exc.code, f"{cmd.NAME}: {exc.text}")
+            self._refused(st, exc.code, f"{cmd.NAME}: {exc.text}", exc.event)
             if st.session.attached:
                 st.session.exception(exc.code, ev.command_id, exc.text, command=cmd,
                                      field_index=exc.field_index)
             return
         if result is not LATER and st.session.attached:
             st.session.complete(ev.command_id, result)  # type: ignore[arg-type]
+
+    def _authorize(self, st: SessionState, cmd: Command) -> None:
+        """Raise :class:`AccessRefused` (unauthorized-access, qpidd's text) if the
+        session's user lacks a permission ``cmd`` needs (counted under its name)."""
+        request, checks = checks_for(cmd)
+        user = st.client.user
+        denied = self.access.denied(user, "", checks, cmd.NAME) if checks else None
+        if denied is not None:
+            raise AccessRefused(ErrorCode.UNAUTHORIZED_ACCESS, refusal(request, denied, user))
 
     def _check_link_room(self, st: SessionState) -> None:
         """One more 1.0 receiver for this session's connection, or resource-limit-exceeded

@@ -41,6 +41,7 @@ from amqp010.spec import ErrorCode
 from ..config import Listener
 from ..runtime import EngineSocket
 from .base import ListenerCore
+from .command_access import transfer_checks, transfer_refusal, user_id_refusal
 from .commands import ServerCommands
 from .consume import FacadeConsume
 from .publish import FacadePublish
@@ -64,7 +65,8 @@ class Facade(ListenerCore):
         self.commands = ServerCommands(name, self.publish_routes, self.consume_routes,
                                        self.exchange_subscriptions, lambda: self.stopping,
                                        max_links=settings.max_consumers_per_connection,
-                                       links_of=self._links_of, refused=self._refused)
+                                       links_of=self._links_of, refused=self._refused,
+                                       access=self.access)
         """The model commands, answered from the route tables."""
         self.queue_publishers: dict[str, FacadePublish] = {}
         """Publishes to the default exchange naming a façade queue, by queue (made on
@@ -82,11 +84,12 @@ class Facade(ListenerCore):
         """``route`` feeds the subscribers of ``queue``."""
         self._register(self.consume_routes, queue, route, f"queue {queue!r}", "target")
 
-    def _refused(self, st: SessionState, code: int, text: str) -> None:
+    def _refused(self, st: SessionState, code: int, text: str,
+                 event: str = "command_refused") -> None:
         """A client's command answered with execution.exception: counted by code
         (``amqp_bridge_facade_client_errors_total``) and logged (rate-limited)."""
-        self.count_client_error("command_refused", st.client.sock.peer, code,
-                                f"command refused with {code}", text)
+        self.count_client_error(event, st.client.sock.peer, code,
+                                f"command refused with {code}", text, user=st.client.user)
 
     def _links_of(self, st: SessionState) -> int:
         """The 1.0 receivers held by ``st``'s connection, over all its sessions."""
@@ -180,6 +183,14 @@ class Facade(ListenerCore):
                 self.update_reading()
             return
         session = st.session
+        refused = self._publish_refusal(st, ev)
+        if refused is not None:
+            self._refused(st, ErrorCode.UNAUTHORIZED_ACCESS, f"message.transfer: {refused}",
+                          "access_refused")
+            if st.live:
+                session.exception(ErrorCode.UNAUTHORIZED_ACCESS, ev.command_id, refused,
+                                  command=ev.transfer)
+            return
         route = self.publish_routes.get(ev.destination)
         if route is None and ev.destination == "":
             route = self._queue_publisher(ev)
@@ -194,16 +205,25 @@ class Facade(ListenerCore):
                 session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason,
                                   command=ev.transfer, field_index=0)
             return
-        mp = ev.message_properties
-        user = st.client.user
-        if mp is not None and mp.user_id and mp.user_id != (user or "").encode():
-            if st.live:
-                session.exception(ErrorCode.UNAUTHORIZED_ACCESS, ev.command_id,
-                                  f"user-id {mp.user_id!r} is not the authenticated user "
-                                  f"{user!r}", command=ev.transfer)
-            return
         st.client.publishes_to.add(route)  # (also while stopping: a publish read is forwarded)
         route.publish(st, ev)
+
+    def _publish_refusal(self, st: SessionState, ev: MessageReceived) -> str | None:
+        """Why ``st``'s user may not publish ``ev`` (qpidd's text), or None: write
+        permission on its exchange, and its user-id (qpidd's order)."""
+        user = st.client.user
+        dp = ev.delivery_properties
+        key = dp.routing_key if dp is not None and dp.routing_key else ""
+        denied = self.access.denied(user, "", transfer_checks(ev.destination or ""),
+                                    "message.transfer")
+        if denied is not None:
+            return transfer_refusal(denied, user, key)
+        mp = ev.message_properties
+        user_id = mp.user_id.decode("utf-8", "replace") if mp is not None and mp.user_id \
+            else None
+        if self.access.user_id_refused(user, user_id, "message.transfer"):
+            return user_id_refusal(user_id or "", user)
+        return None
 
     def _queue_publisher(self, ev: MessageReceived) -> FacadePublish | None:
         """The route for a publish to the default exchange: the façade queue its routing

@@ -33,11 +33,21 @@ if TYPE_CHECKING:
 class Refused(Exception):
     """A model command the façade answers with execution.exception."""
 
+    event = "command_refused"
+    """The log line's event."""
+
     def __init__(self, code: int, text: str, field_index: int | None = None) -> None:
         super().__init__(text)
         self.code = code
         self.text = text
         self.field_index = field_index
+
+
+class AccessRefused(Refused):
+    """A command the user has no permission for (execution.exception unauthorized-access,
+    logged as ``access_refused``)."""
+
+    event = "access_refused"
 
 
 class Later:
@@ -184,5 +194,5 @@ def waiting_for(facade: FacadeHost, links: list[Amqp10Link]) -> list[str]:
     return out
 
 
-__all__ = ["LATER", "AlreadyBound", "Client", "FacadeHost", "Later", "Refused", "SessionState", "TemporaryQueue",
+__all__ = ["LATER", "AccessRefused", "AlreadyBound", "Client", "FacadeHost", "Later", "Refused", "SessionState", "TemporaryQueue",
            "server_named_queue", "waiting_for"]

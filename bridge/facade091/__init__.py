@@ -31,7 +31,10 @@ One module one job, dependencies one way (each imports only those before it):
   (:class:`Client091`, :class:`Channel091`) and the refusals of method handlers;
 - :mod:`~bridge.facade091.consume`: :class:`Consume091` and its :class:`Consumer091`;
 - :mod:`~bridge.facade091.publish`: :class:`Publish091`;
-- :mod:`~bridge.facade091.commands`: :class:`Commands091`, the method model;
+- :mod:`~bridge.facade091.method_access`: the permissions each method needs and
+  RabbitMQ's refusal texts;
+- :mod:`~bridge.facade091.commands`: :class:`Commands091`, the method model (each method
+  checked against the user's permissions first);
 - :mod:`~bridge.facade091.listener`: :class:`Facade091`, the listener (on the
   shared :class:`~bridge.facade.base.ListenerCore`) and its event dispatch.
 

@@ -5,7 +5,8 @@ A 0-9-1 application talks to a broker of exchanges and queues; the façade has o
 the names its routes configure (the listener's ``exchanges`` — publish routes — and
 ``consume_routes`` by queue).  :class:`Commands091` answers each method from those
 tables, as RabbitMQ would answer it (one handler per method class,
-:data:`HANDLERS`):
+:data:`HANDLERS`), once the listener's permissions allow it (a method the user lacks
+the permission for is 403 ACCESS_REFUSED first: :mod:`.method_access`):
 
 - declares of configured names succeed (``passive`` too); a passive declare of an
   unknown name is channel.close 404 NOT_FOUND; any declare that would create an
@@ -51,8 +52,10 @@ from proton import Delivery
 from amqp091.events import DeliveriesSettled
 from amqp091.methods import ReplyCode
 
+from ..facade.access import Check
 from ..facade.state import AlreadyBound, TemporaryQueue, server_named_queue
 from .consume import Consume091, Consumer091
+from .method_access import checks_for
 from .state import Channel091, ChannelRefused, ConnectionRefused
 from .topology import DIRECT_REPLY_TO
 
@@ -85,6 +88,7 @@ class Commands091:
                 raise ConnectionRefused(ReplyCode.NOT_IMPLEMENTED,
                                         f"{method.name} is not implemented by the "
                                         f"amqp-bridge façade")
+            self.facade.authorize(ch, checks_for(method), method)
             reply = handler(self, ch, method)
         except ChannelRefused as exc:
             self.refuse(ch, method, exc)
@@ -98,7 +102,7 @@ class Commands091:
         engine = ch.client.engine
         if engine.closed:
             return  # the client left before the answer (a topology-mode method)
-        self.facade.client_error(ch.client, exc.code, exc.text, method)
+        self.facade.client_error(ch.client, exc.code, exc.text, method, exc.event)
         index = method.index
         if isinstance(exc, ConnectionRefused):
             ch.client.facade_closes.add(0)
@@ -183,7 +187,9 @@ class Commands091:
             raise AssertionError  # (_queue raised)
         elif self.facade.exchange_subscriptions and (not name or m.exclusive or m.auto_delete):
             self._check_consumer_room(ch)
-            name = name or server_named_queue()
+            if not name:  # checked by its name, as RabbitMQ does
+                name = server_named_queue()
+                self.facade.authorize(ch, [Check("configure", "queue", name)], m)
             temporaries[name] = TemporaryQueue(name)  # to bind to a subscription exchange
             count = 0
         elif not name:

@@ -47,14 +47,16 @@ from amqp091.events import (
 from amqp091.methods import ReplyCode
 
 from ..config import Listener
+from ..facade.access import Check
 from ..facade.base import ListenerCore
 from ..legacy.amqp091 import FIELD_TYPES
 from ..runtime import EngineSocket
 from ..topology import Topology
 from .commands import Commands091
 from .consume import Consume091
+from .method_access import publish_checks, refusal, user_id_refusal
 from .publish import Publish091
-from .state import Channel091, Client091
+from .state import AccessRefused, Channel091, Client091
 from .topology import TopologyMode
 
 log = logging.getLogger("bridge.facade")
@@ -139,6 +141,7 @@ class Facade091(ListenerCore):
                         "listener": self.name},
             mechanisms=mechanisms,
             virtual_hosts=frozenset(settings.virtual_hosts) if settings.virtual_hosts else None,
+            vhost_access=None if self.access.permissions.unrestricted else self.access.may_open,
             max_message_size=settings.max_message_size,
             max_buffered=settings.max_buffered_per_connection,
             handshake_timeout=settings.handshake_timeout,
@@ -285,14 +288,44 @@ class Facade091(ListenerCore):
 
     # -- errors ---------------------------------------------------------------------------
 
-    def client_error(self, client: Client091, code: int, text: str, method: Frame) -> None:
+    def client_error(self, client: Client091, code: int, text: str, method: Frame,
+                     event: str = "client_error") -> None:
         """The façade answers a client's method with a close (``code``): count it, log it."""
-        self._count_error(client, code, f"{method.name}: {text}")
+        self._count_error(client, code, f"{method.name}: {text}", event)
 
-    def _count_error(self, client: Client091, code: int | None, text: str) -> None:
+    def _count_error(self, client: Client091, code: int | None, text: str,
+                     event: str = "client_error") -> None:
         key = int(code or 0)
-        self.count_client_error("client_error", client.sock.peer, key, f"closed with {key}",
-                                text)
+        self.count_client_error(event, client.sock.peer, key, f"closed with {key}", text,
+                                user=client.user)
+
+    # -- who may do what ------------------------------------------------------------------
+
+    def authorize(self, ch: Channel091, checks: list[Check], method: Frame) -> None:
+        """Raise :class:`AccessRefused` (channel.close 403, RabbitMQ's text) if ``ch``'s
+        user lacks one of the permissions ``checks`` (counted under ``method``'s name)."""
+        if not checks:
+            return
+        client = ch.client
+        vhost = client.virtual_host or "/"
+        denied = self.access.denied(client.user, vhost, checks, method.name.lower())
+        if denied is not None:
+            raise AccessRefused(ReplyCode.ACCESS_REFUSED, refusal(denied, vhost, client.user))
+
+    def _publish_refusal(self, ch: Channel091, ev: MessageReceived) -> tuple[int, str] | None:
+        """Why ``ch``'s user may not publish ``ev`` (reply code and text), or None: write
+        permission on its exchange, and its user-id (RabbitMQ checks in that order)."""
+        method: Any = ev.method
+        client = ch.client
+        vhost = client.virtual_host or "/"
+        denied = self.access.denied(client.user, vhost, publish_checks(method.exchange or ""),
+                                    "basic.publish")
+        if denied is not None:
+            return ReplyCode.ACCESS_REFUSED, refusal(denied, vhost, client.user)
+        user_id = ev.properties.user_id
+        if self.access.user_id_refused(client.user, user_id, "basic.publish"):
+            return ReplyCode.PRECONDITION_FAILED, user_id_refusal(user_id or "", client.user)
+        return None
 
     # -- publishing -----------------------------------------------------------------------
 
@@ -306,17 +339,16 @@ class Facade091(ListenerCore):
         exchange, key = method.exchange or "", method.routing_key or ""
         client = ch.client
         topology = self.topology
+        refused = self._publish_refusal(ch, ev)
+        if refused is not None:
+            code, text = refused
+            self.refuse_publish(ch, code, text, "access_refused")
+            return
         if exchange and exchange not in self.exchanges \
                 and exchange not in self.exchange_subscriptions and topology is None:
             reason = f"no exchange '{exchange}' in vhost '{client.virtual_host or '/'}'"
             self.publish_refused(client.sock.peer, reason)
             self.refuse_publish(ch, ReplyCode.NOT_FOUND, reason)
-            return
-        user_id = ev.properties.user_id
-        if user_id and user_id != (client.user or ""):
-            text = (f"user_id property set to '{user_id}' but authenticated user was "
-                    f"'{client.user}'")
-            self.refuse_publish(ch, ReplyCode.PRECONDITION_FAILED, text)
             return
         if topology is not None and not topology.reply_to_of(ch, ev):
             return
@@ -330,9 +362,10 @@ class Facade091(ListenerCore):
         client.publishes_to.add(route)  # (also while stopping: a publish read is forwarded)
         route.publish091(ch, ev)
 
-    def refuse_publish(self, ch: Channel091, code: int, text: str) -> None:
+    def refuse_publish(self, ch: Channel091, code: int, text: str,
+                       event: str = "client_error") -> None:
         """Close ``ch`` over a client's publish (counted and logged as its error)."""
-        self._count_error(ch.client, code, f"basic.publish: {text}")
+        self._count_error(ch.client, code, f"basic.publish: {text}", event)
         self.close_channel(ch, code, text)
 
     def close_channel(self, ch: Channel091, code: int, text: str) -> None:

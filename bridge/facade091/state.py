@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 class ChannelRefused(Exception):
     """Answer a client's method with channel.close (``code``: a 4xx reply code)."""
 
+    event = "client_error"
+    """The log line's event."""
+
     def __init__(self, code: int, text: str) -> None:
         super().__init__(text)
         self.code = code
@@ -37,6 +40,13 @@ class ChannelRefused(Exception):
 
 class ConnectionRefused(ChannelRefused):
     """Answer a client's method with connection.close (``code``: a 5xx reply code)."""
+
+
+class AccessRefused(ChannelRefused):
+    """Answer a method the user has no permission for: channel.close 403 ACCESS_REFUSED
+    (logged as ``access_refused``)."""
+
+    event = "access_refused"
 
 
 @dataclass(eq=False)
@@ -133,4 +143,4 @@ class Channel091:
         return len(self.deliveries)
 
 
-__all__ = ["Channel091", "ChannelRefused", "Client091", "ConnectionRefused"]
+__all__ = ["AccessRefused", "Channel091", "ChannelRefused", "Client091", "ConnectionRefused"]

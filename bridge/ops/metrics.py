@@ -128,6 +128,11 @@ class ObservedBridge(Protocol):
         channels closed, and 0-10 commands refused, for the client's error."""
         ...
 
+    def observed_access_refusals(self) -> Iterable[tuple[str, dict[tuple[str, str], int]]]:
+        """``(name, (operation, permission) -> count)`` per façade listener: operations
+        refused for want of a permission (or for a user-id not the login's)."""
+        ...
+
     def observed_links(self) -> Iterable[tuple[str, int]]:
         """``(name, open links)`` per AMQP 1.0 connection (attached or attaching)."""
         ...
@@ -215,6 +220,15 @@ class BridgeCollector(Collector):
             for code, n in sorted(by_code.items()):
                 errors.add_metric([name, str(code)], n)
         yield errors
+        access = CounterMetricFamily(
+            "amqp_bridge_facade_access_refused", "Façade operations refused because the "
+            "user lacks the permission (configure, write, read) on the exchange or queue, "
+            "or set a user-id other than its login (permission user_id), by operation.",
+            labels=["listener", "operation", "permission"])
+        for name, by_operation in self.bridge.observed_access_refusals():
+            for (operation, permission), n in sorted(by_operation.items()):
+                access.add_metric([name, operation, permission], n)
+        yield access
         faults = CounterMetricFamily(
             "amqp_bridge_faults", "Unexpected exceptions contained (the part was recovered "
             "or closed, the process went on).", labels=["kind"])

@@ -6,4 +6,6 @@
 - :mod:`.passwords`: the façade's PBKDF2 password hashes and users files.
 - :mod:`.logins`: the password checks waiting for a worker thread, in a bounded queue
   fair across client addresses (the one piece of work that leaves the loop).
+- :mod:`.permissions`: who may do what on a façade listener, RabbitMQ's configure /
+  write / read model as pure data.
 """

@@ -114,6 +114,26 @@ def test_unknown_virtual_host_is_refused_with_530(host: ServerHost) -> None:
     assert host.wait_for(ConnectionClosed).code == ReplyCode.NOT_ALLOWED
 
 
+def test_a_user_the_application_does_not_let_into_a_vhost_is_refused_with_530() -> None:
+    asked: list[tuple[str | None, str]] = []
+
+    def access(user: str | None, vhost: str) -> bool:
+        asked.append((user, vhost))
+        return user == "alice"
+
+    h = ServerHost(ServerConfig(vhost_access=access), users={"guest": "guest", "alice": "s3cret"})
+    try:
+        with pytest.raises(pika.exceptions.ProbableAccessDeniedError) as info:
+            pika.BlockingConnection(params(h, vhost="tenant"))
+        assert "530" in str(info.value) and \
+            "access to vhost 'tenant' refused for user 'guest'" in str(info.value)
+        assert h.wait_for(ConnectionClosed).code == ReplyCode.NOT_ALLOWED
+        pika.BlockingConnection(params(h, "alice", "s3cret", vhost="tenant")).close()
+        assert asked == [("guest", "tenant"), ("alice", "tenant")]
+    finally:
+        h.stop()
+
+
 def test_heartbeats_keep_an_idle_connection_alive() -> None:
     host = ServerHost(ServerConfig(heartbeat=1))
     try:

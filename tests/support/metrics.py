@@ -55,6 +55,15 @@ def scrape(port: int) -> Scrape:
     return Scrape(text)
 
 
+def counted(port: int, name: str, **labels: str) -> float:
+    """The sample ``name`` with ``labels`` in a fresh scrape; 0 while it is not exported
+    (a labelled counter appears with its first count)."""
+    try:
+        return scrape(port).value(name, **labels)
+    except KeyError:
+        return 0.0
+
+
 def metrics_port(log: Callable[[], str], timeout: float = 20.0) -> int:
     """The port the bridge's metrics server listens on, from its start-up log line."""
     deadline = time.monotonic() + timeout

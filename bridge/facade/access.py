@@ -1,0 +1,103 @@
+"""Who may do what on a façade listener, applied: both façades' checks, counts and rules.
+
+Theory of operation
+-------------------
+The model is :mod:`bridge.security.permissions` (RabbitMQ's configure / write / read
+patterns).  Each façade front turns a client's operation into :class:`Check` es —
+the 0-10 façade in :mod:`bridge.facade.command_access`, the 0-9-1 façade in
+:mod:`bridge.facade091.method_access`, both after RabbitMQ's table (declare and
+delete: configure; bind: write on the queue, read on the exchange; publish: write on
+the exchange; consume, get, purge: read on the queue) — and asks the listener's
+:class:`Access` before it does anything else, as RabbitMQ checks before it looks the
+names up.  A refused check is counted here (:attr:`Access.refused`, by operation and
+permission: ``amqp_bridge_facade_access_refused_total``); the front answers the
+client as its legacy broker would and logs it through the listener's rate-limited
+client warnings (event ``access_refused``), so a client hammering costs one line per
+address every 10 s.
+
+The same goes for a message's user-id (:meth:`Access.user_id_refused`): unless the
+listener trusts user ids (``trust_user_id``), a user-id other than the publisher's
+login is refused (counted with the permission ``user_id``), as RabbitMQ and qpidd
+refuse it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ..security.permissions import Kind, Permission, Permissions, checked_name
+
+log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+
+USER_ID = "user_id"
+"""The ``permission`` label of a refused user-id (a rule, not a pattern)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One permission an operation needs: ``permission`` on exchange or queue ``name``."""
+
+    permission: Permission
+    kind: Kind
+    name: str
+
+    @property
+    def shown_name(self) -> str:
+        """The name as refusals show it (the default exchange: ``amq.default``)."""
+        return checked_name(self.kind, self.name)
+
+
+class Access:
+    """A listener's permissions and user-id rule, and the count of what they refused."""
+
+    def __init__(self, listener: str, permissions: Permissions, *,
+                 trust_user_id: bool = False) -> None:
+        self.listener = listener
+        self.permissions = permissions
+        self.trust_user_id = trust_user_id
+        self.refused: dict[tuple[str, str], int] = {}
+        """Refusals by (operation, permission or ``user_id``)."""
+
+    def announce(self) -> None:
+        """Log, once at start, what an unrestricted listener lets everyone do."""
+        if self.permissions.unrestricted:
+            log.info("façade %s: no permissions configured: every user who logs in may "
+                     "configure, write and read every exchange and queue", self.listener,
+                     extra={"event": "permissions_unrestricted", "listener": self.listener})
+
+    def denied(self, user: str | None, vhost: str, checks: list[Check],
+               operation: str) -> Check | None:
+        """The first of ``checks`` that ``user`` fails in ``vhost`` (counted under
+        ``operation``), or None: allowed."""
+        if self.permissions.unrestricted:
+            return None
+        grant = self.permissions.grant_for(user, vhost)
+        for check in checks:
+            if not grant.allows(check.permission, check.kind, check.name):
+                self._count(operation, check.permission)
+                return check
+        return None
+
+    def may_open(self, user: str | None, vhost: str) -> bool:
+        """Whether ``user`` may open ``vhost`` (0-9-1 connection.open; refusals counted as
+        operation ``connection.open``, permission ``vhost``)."""
+        if self.permissions.may_open(user):
+            return True
+        self._count("connection.open", "vhost")
+        return False
+
+    def user_id_refused(self, user: str | None, user_id: str | None, operation: str) -> bool:
+        """Whether a message's ``user_id`` is refused (counted): set, not the login, and
+        the listener does not trust user ids."""
+        if not user_id or user_id == (user or "") or self.trust_user_id:
+            return False
+        self._count(operation, USER_ID)
+        return True
+
+    def _count(self, operation: str, permission: str) -> None:
+        key = (operation, permission)
+        self.refused[key] = self.refused.get(key, 0) + 1
+
+
+__all__ = ["USER_ID", "Access", "Check"]

@@ -1,0 +1,68 @@
+"""The permissions each 0-9-1 method needs, as RabbitMQ checks them.
+
+:func:`checks_for` is RabbitMQ's table (its access-control docs, and what a 3.10 node
+answers): a non-passive exchange.declare or queue.declare and a delete need
+*configure* on the name (a passive declare needs nothing); queue.bind and unbind
+*write* on the queue and *read* on the exchange (exchange.bind: write on the
+destination, read on the source); queue.purge, basic.consume and basic.get *read* on
+the queue; basic.publish *write* on the exchange (:func:`publish_checks`; the default
+exchange is ``amq.default``).  A server-named queue (queue.declare of ``""``) is
+checked by the handler once it has its ``amq.gen-…`` name, as RabbitMQ does.
+
+:func:`refusal` is RabbitMQ's text: ``access to queue 'q' in vhost '/' refused for user
+'u'`` (the engine prefixes ``ACCESS_REFUSED - ``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pamqp import commands as C
+from pamqp.base import Frame
+
+from ..facade.access import Check
+
+_CHECKS: dict[type[Frame], Callable[[Any], list[Check]]] = {
+    C.Exchange.Declare: lambda m: [] if m.passive or not m.exchange
+    else [Check("configure", "exchange", m.exchange)],
+    C.Exchange.Delete: lambda m: [Check("configure", "exchange", m.exchange or "")],
+    C.Exchange.Bind: lambda m: [Check("write", "exchange", m.destination or ""),
+                                Check("read", "exchange", m.source or "")],
+    C.Queue.Declare: lambda m: [] if m.passive or not m.queue
+    else [Check("configure", "queue", m.queue)],
+    C.Queue.Delete: lambda m: [Check("configure", "queue", m.queue or "")],
+    C.Queue.Purge: lambda m: [Check("read", "queue", m.queue or "")],
+    C.Queue.Bind: lambda m: [Check("write", "queue", m.queue or ""),
+                             Check("read", "exchange", m.exchange or "")],
+    C.Basic.Consume: lambda m: [Check("read", "queue", m.queue or "")],
+    C.Basic.Get: lambda m: [Check("read", "queue", m.queue or "")],
+}
+_CHECKS[C.Exchange.Unbind] = _CHECKS[C.Exchange.Bind]
+_CHECKS[C.Queue.Unbind] = _CHECKS[C.Queue.Bind]
+
+
+def checks_for(method: Frame) -> list[Check]:
+    """The permissions ``method`` needs (none for a method that names no exchange or
+    queue to act on)."""
+    checks = _CHECKS.get(type(method))
+    return checks(method) if checks is not None else []
+
+
+def publish_checks(exchange: str) -> list[Check]:
+    """What basic.publish to ``exchange`` needs: write on it."""
+    return [Check("write", "exchange", exchange)]
+
+
+def refusal(check: Check, vhost: str, user: str | None) -> str:
+    """RabbitMQ's refusal text (without the ``ACCESS_REFUSED - `` prefix)."""
+    return (f"access to {check.kind} '{check.shown_name}' in vhost '{vhost or '/'}' refused "
+            f"for user '{user or ''}'")
+
+
+def user_id_refusal(user_id: str, user: str | None) -> str:
+    """RabbitMQ's text for a user-id that is not the login (406 PRECONDITION_FAILED)."""
+    return f"user_id property set to '{user_id}' but authenticated user was '{user or ''}'"
+
+
+__all__ = ["checks_for", "publish_checks", "refusal", "user_id_refusal"]
