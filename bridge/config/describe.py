@@ -17,6 +17,11 @@ def describe(cfg: BridgeConfig) -> list[str]:
         anon = ", anonymous allowed" if lst.allow_anonymous else ""
         lines.append(f"listener {name}: {lst.protocol} on {lst.bind}{anon}{_listener_security(lst)}"
                      f"; {lst.limits_text()}")
+        if lst.topology is not None:
+            lines.append(f"listener {name} topology: names no route configures are the "
+                         f"{lst.topology.broker} broker's of connection "
+                         f"{lst.topology.connection} (requests time out after "
+                         f"{lst.topology.request_timeout:g}s)")
     for route in cfg.routes:
         text = f"route {route.name}: {_endpoint(cfg, route.source)} -> {_endpoint(cfg, route.target)}"
         if route.cloudevents is not None:

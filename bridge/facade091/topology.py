@@ -291,20 +291,26 @@ class TopologyMode:
         client.topology_pending += 1
 
         def done(result: Any) -> None:
-            client.topology_pending -= 1
+            # (the connection's end resets the count: a late answer finds it at 0)
+            client.topology_pending = max(0, client.topology_pending - 1)
             try:
                 if isinstance(result, TopologyError):
                     raise refusal(result)
-                reply = answer(result)
+                reply = answer(result)  # (copes with a channel gone meanwhile)
             except ChannelRefused as exc:
-                self.facade.commands.refuse(ch, method, exc)
+                if ch.live:
+                    self.facade.commands.refuse(ch, method, exc)
             else:
                 if reply is not None and ch.live:
                     ch.client.engine.send_method(ch.number, reply)
             self.facade.flush_later(client.sock)
             self.facade.release_held(client)
 
-        start(done)
+        try:
+            start(done)
+        except Exception:  # (a backend's fault: contained; the connection is not stuck)
+            client.topology_pending = max(0, client.topology_pending - 1)
+            raise
 
     def exchange_declare(self, ch: Channel091, m: C.Exchange.Declare) -> None:
         spec = ExchangeSpec(m.exchange or "", m.exchange_type or "direct",
@@ -385,7 +391,7 @@ class TopologyMode:
         queue)."""
         self.check_exclusive(ch, queue)
         self.call(ch, method, lambda done: self.backend.declare_queue(
-            QueueSpec(queue), True, done), lambda _: then())
+            QueueSpec(queue), True, done), lambda _: then() if ch.live else None)
 
     # -- direct reply-to -------------------------------------------------------------------
 
@@ -404,9 +410,12 @@ class TopologyMode:
         spec = QueueSpec("", exclusive=True, auto_delete=True, owner=client.owner)
 
         def answer(info: QueueInfo) -> Frame | None:
-            if not ch.live:
+            if not client.engine.is_open:  # its owner went while it was declared
+                self.backend.forget_owner(client.owner)
                 return None
             self.exclusive[info.name] = client
+            if not ch.live:
+                return None  # (the connection's queue until it goes)
             ch.reply_queue = info.name
             return consume(info.name)
 

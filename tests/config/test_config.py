@@ -374,3 +374,27 @@ def test_an_amqp091_listener_serves_temporary_queues_bound_to_an_exchange() -> N
         "exchange: replies", "routing_key: k")
     assert any("to.queue: required for an amqp0-9-1 listener" in p
                for p in problems(no_exchange))
+
+
+def test_a_topology_listener_validates_and_is_described() -> None:
+    text = """
+connections:
+  cloud: {protocol: amqp1.0, url: "amqp://127.0.0.1:5672"}
+  rabbit: {protocol: amqp0-9-1, url: "amqp://u:p@127.0.0.1:5672"}
+listeners:
+  app: {protocol: amqp0-9-1, bind: "127.0.0.1:5673", users: {a: b},
+        topology: {connection: cloud, broker: rabbitmq4}}
+"""
+    cfg = parse_config(text, env={})
+    assert not cfg.routes
+    assert ("listener app topology: names no route configures are the rabbitmq4 broker's "
+            "of connection cloud (requests time out after 10s)") in describe(cfg)
+    assert problems(text.replace("connection: cloud, broker", "connection: rabbit, broker")) \
+        == ["listeners.app.topology.connection: 'rabbit' is an amqp0-9-1 connection; the "
+            "topology mode needs an amqp1.0 one"]
+    assert problems(text.replace("connection: cloud, broker", "connection: nope, broker")) \
+        == ["listeners.app.topology.connection: no connection named 'nope' (defined: cloud, "
+            "rabbit)"]
+    assert "only for an amqp0-9-1 listener" in problems(
+        text.replace("protocol: amqp0-9-1, bind", "protocol: amqp0-10, bind").replace(
+            "users: {a: b}", "allow_anonymous: true"))[0]
