@@ -32,10 +32,12 @@ class CeleryBridge:
     bridge: BridgeRun
     env: dict[str, str]
     tmp: Path
+    app: str = "celery_app"
+    """The Celery application module (``tests/apps/programs``)."""
 
     def worker(self, name: str) -> AppProcess:
-        """``celery -A celery_app worker`` named ``name``, once it says it is ready."""
-        worker = AppProcess(["celery", "-A", "celery_app", "worker", "-n", name,
+        """``celery -A APP worker`` named ``name``, once it says it is ready."""
+        worker = AppProcess(["celery", "-A", self.app, "worker", "-n", name,
                              "--loglevel=INFO", "--concurrency=2"],
                             self.tmp / f"{name.split('@')[0]}.log", self.env)
         worker.wait_for(re.escape(name) + r" ready\.")

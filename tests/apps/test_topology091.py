@@ -21,6 +21,7 @@ from pathlib import Path
 import pika
 import pytest
 
+from tests.apps.test_celery import CeleryBridge, assert_clean
 from tests.support.apps import AppProcess, run_program
 from tests.support.bridge import ROOT, BridgeRun, free_port, wait_listening
 
@@ -41,24 +42,11 @@ class Topology:
     tmp: Path
 
     @property
-    def celery_env(self) -> dict[str, str]:
-        return {"BROKER_URL": self.url.removesuffix("%2F") + "/",
-                "RECORD_FILE": str(self.tmp / "records.txt")}
-
-    def worker(self, name: str) -> AppProcess:
-        """``celery -A celery_rpc_app worker`` named ``name``, once it says it is ready."""
-        worker = AppProcess(["celery", "-A", "celery_rpc_app", "worker", "-n", name,
-                             "--loglevel=INFO", "--concurrency=2"],
-                            self.tmp / f"{name.split('@')[0]}.log", self.celery_env)
-        worker.wait_for(re.escape(name) + r" ready\.")
-        return worker
-
-    def records(self, token: str) -> list[tuple[int, str]]:
-        """``(n, worker)`` of every run of the task with ``token``."""
-        path = self.tmp / "records.txt"
-        lines = path.read_text().splitlines() if path.exists() else []
-        return [(int(n), worker) for t, n, worker, _ in (line.split() for line in lines)
-                if t == token]
+    def celery(self) -> CeleryBridge:
+        """The Celery side: ``celery_rpc_app`` (all defaults, ``rpc://``) on the bridge."""
+        return CeleryBridge(self.bridge, {"BROKER_URL": self.url.removesuffix("%2F") + "/",
+                                          "RECORD_FILE": str(self.tmp / "records.txt")},
+                            self.tmp, app="celery_rpc_app")
 
 
 def empty_celery_queue(broker_url: str) -> None:
@@ -94,30 +82,24 @@ def topology(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory
     assert "level=error" not in log, log
 
 
-def assert_clean(log: str) -> None:
-    """No ERROR or CRITICAL line in a Celery process's log."""
-    bad = [line for line in log.splitlines() if re.search(r"\b(ERROR|CRITICAL)/", line)]
-    assert not bad, log
-
-
 def test_celery_with_all_defaults_and_rpc_results(topology: Topology) -> None:
     """200 tasks run exactly once and every AsyncResult.get() is right; inspect ping is
     answered; worker events reach a monitor; the worker shuts down warm."""
+    celery = topology.celery
     name = f"w1@{uuid.uuid4().hex[:8]}"
-    worker = topology.worker(name)
+    worker = celery.worker(name)
     try:
         token = uuid.uuid4().hex
         out = run_program(["celery_rpc_producer.py", token, str(TASKS)],
-                          topology.tmp / "producer.log", topology.celery_env, timeout=120)
+                          topology.tmp / "producer.log", celery.env, timeout=120)
         assert f"right {TASKS}/{TASKS}" in out, out
-        runs = topology.records(token)
+        runs = celery.records(token)
         assert sorted(n for n, _ in runs) == list(range(TASKS))  # each exactly once
         ping = run_program(["celery", "-A", "celery_rpc_app", "inspect", "ping", "-d", name,
-                            "--timeout", "10"], topology.tmp / "ping.log",
-                           topology.celery_env)
+                            "--timeout", "10"], topology.tmp / "ping.log", celery.env)
         assert re.search(re.escape(name) + r": OK\s+pong", ping), ping
         events = AppProcess(["celery", "-A", "celery_rpc_app", "events", "--dump"],
-                            topology.tmp / "events.log", topology.celery_env)
+                            topology.tmp / "events.log", celery.env)
         try:
             events.wait_for(re.escape(name) + r".*heartbeat")
         finally:
@@ -127,21 +109,22 @@ def test_celery_with_all_defaults_and_rpc_results(topology: Topology) -> None:
     assert rc == 0, worker.log()
     assert "Warm shutdown" in worker.log(), worker.log()
     assert_clean(worker.log())
-    assert topology.records(token) == runs  # nothing ran again after the acks
+    assert celery.records(token) == runs  # nothing ran again after the acks
 
 
 def test_two_celery_workers_share_the_tasks(topology: Topology) -> None:
+    celery = topology.celery
     names = [f"w{i}@{uuid.uuid4().hex[:8]}" for i in (1, 2)]
-    workers = [topology.worker(name) for name in names]
+    workers = [celery.worker(name) for name in names]
     try:
         token = uuid.uuid4().hex
         out = run_program(["celery_rpc_producer.py", token, str(TASKS)],
-                          topology.tmp / "producer2.log", topology.celery_env, timeout=120)
+                          topology.tmp / "producer2.log", celery.env, timeout=120)
         assert f"right {TASKS}/{TASKS}" in out, out
     finally:
         codes = [w.stop(signal.SIGTERM) for w in workers]
     assert codes == [0, 0], [w.log() for w in workers]
-    runs = topology.records(token)
+    runs = celery.records(token)
     assert sorted(n for n, _ in runs) == list(range(TASKS))
     shares = Counter(worker for _, worker in runs)
     assert set(shares) == set(names), shares  # both took tasks
