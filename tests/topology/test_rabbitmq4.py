@@ -1,0 +1,159 @@
+"""RabbitMQ 4's management over AMQP 1.0 as the topology backend
+(bridge/topology/rabbitmq4.py, management.py), driven on the bridge's own proton
+container against the 4.0 node; every declare's effect is checked independently over
+AMQP 0-9-1 (pika) on the same node."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pika
+import pika.exceptions
+import pytest
+
+from bridge.topology import BindingSpec, ExchangeSpec, QueueInfo, QueueSpec
+from bridge.topology.rabbitmq4 import RabbitMQ4Topology
+from tests.topology.loop import Loop, error_kind
+
+
+def unique(prefix: str) -> str:
+    return f"test.topo.{prefix}.{uuid.uuid4().hex[:10]}"
+
+
+class Pika:
+    """An independent look at the node over 0-9-1: passive declares on a fresh channel
+    each (a failed passive declare closes the channel)."""
+
+    def __init__(self, url: str) -> None:
+        self.connection = pika.BlockingConnection(pika.URLParameters(url))
+
+    def queue(self, name: str) -> Any | None:
+        """The queue's declare-ok, or None when it does not exist."""
+        channel = self.connection.channel()
+        try:
+            return channel.queue_declare(name, passive=True).method
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            assert exc.reply_code == 404, exc
+            return None
+        finally:
+            if channel.is_open:
+                channel.close()
+
+    def exchange_exists(self, name: str) -> bool:
+        channel = self.connection.channel()
+        try:
+            channel.exchange_declare(name, passive=True)
+            return True
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            assert exc.reply_code == 404, exc
+            return False
+        finally:
+            if channel.is_open:
+                channel.close()
+
+    def routes(self, exchange: str, key: str, queue: str, **properties: Any) -> bool:
+        """Whether a message published to ``exchange`` with ``key`` lands in ``queue``."""
+        channel = self.connection.channel()
+        try:
+            channel.confirm_delivery()
+            body = uuid.uuid4().hex.encode()
+            channel.basic_publish(exchange, key, body,
+                                  pika.BasicProperties(**properties))
+            found = False
+            while (method := channel.basic_get(queue, auto_ack=True)[0]) is not None:
+                found = True
+            del method
+            return found
+        finally:
+            channel.close()
+
+    def publish(self, exchange: str, key: str, count: int) -> None:
+        channel = self.connection.channel()
+        channel.confirm_delivery()
+        for i in range(count):
+            channel.basic_publish(exchange, key, f"m{i}".encode())
+        channel.close()
+
+    def delete(self, queues: list[str], exchanges: list[str]) -> None:
+        channel = self.connection.channel()
+        for q in queues:
+            channel.queue_delete(q)
+        for x in exchanges:
+            channel.exchange_delete(x)
+        channel.close()
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+@pytest.fixture
+def node(rabbitmq4_url: str) -> Iterator[Pika]:
+    look = Pika(rabbitmq4_url)
+    yield look
+    look.close()
+
+
+@pytest.fixture
+def loop(rabbitmq4_url: str) -> Iterator[Loop]:
+    running = Loop(rabbitmq4_url)
+    yield running
+    running.close()
+
+
+@pytest.fixture
+def topology(loop: Loop) -> Iterator[RabbitMQ4Topology]:
+    backend = RabbitMQ4Topology(loop.container, loop.connection, name="test")
+    yield backend
+    backend.close()
+
+
+def test_a_queue_declared_with_arguments_exists_with_them(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
+    name = unique("q")
+    spec = QueueSpec(name, durable=False, arguments={"x-message-ttl": 60000,
+                                                     "x-max-length": 7})
+    info = loop.call(topology.declare_queue, spec, False)
+    assert info == QueueInfo(name, 0, 0)
+    node.publish("", name, 9)
+    assert node.queue(name).message_count == 7  # x-max-length took effect
+    again = loop.call(topology.declare_queue, spec, False)
+    assert again == QueueInfo(name, 7, 0)  # redeclared with the same: the counts
+    other = QueueSpec(name, durable=False, arguments={"x-message-ttl": 1000})
+    assert error_kind(loop.call(topology.declare_queue, other, False)) == "precondition-failed"
+    node.delete([name], [])
+
+
+def test_a_passive_queue_declare_tells_the_counts_or_not_found(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
+    name = unique("passive")
+    missing = loop.call(topology.declare_queue, QueueSpec(name), True)
+    assert error_kind(missing) == "not-found"
+    assert name in missing.text
+    loop.call(topology.declare_queue, QueueSpec(name), False)
+    node.publish("", name, 3)
+    assert loop.call(topology.declare_queue, QueueSpec(name), True) == QueueInfo(name, 3, 0)
+    node.delete([name], [])
+
+
+def test_exchanges_and_bindings_route_as_declared(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
+    topic, fanout, queue = unique("topic"), unique("fanout"), unique("bound")
+    assert loop.call(topology.declare_exchange, ExchangeSpec(topic, "topic"), False) \
+        == ExchangeSpec(topic, "topic")
+    loop.call(topology.declare_exchange, ExchangeSpec(fanout, "fanout"), False)
+    assert node.exchange_exists(topic) and node.exchange_exists(fanout)
+    loop.call(topology.declare_queue, QueueSpec(queue), False)
+    assert loop.call(topology.bind, BindingSpec(topic, queue, "news.#")) is None
+    assert loop.call(topology.bind, BindingSpec(fanout, topic, "news.sport",
+                                                to_exchange=True)) is None
+    assert node.routes(topic, "news.sport", queue)
+    assert not node.routes(topic, "weather.today", queue)
+    assert node.routes(fanout, "news.flash", queue)  # fanout → topic → queue (news.#)
+    assert loop.call(topology.unbind, BindingSpec(fanout, topic, "news.sport",
+                                                  to_exchange=True)) is None
+    assert not node.routes(fanout, "news.flash", queue)
+    assert loop.call(topology.unbind, BindingSpec(topic, queue, "news.#")) is None
+    assert not node.routes(topic, "news.sport", queue)
+    node.delete([queue], [topic, fanout])
