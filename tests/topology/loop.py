@@ -7,7 +7,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from proton import Delivery, Message
+
 from bridge.amqp10 import Amqp10ConnectionHandler, ReconnectDelays
+from bridge.amqp10.outcomes import condition_text
 from bridge.config import Reconnect
 from bridge.runtime import reactor
 from bridge.topology import TopologyError
@@ -55,6 +58,10 @@ class Loop:
         while time.monotonic() < end:
             self.container.process()
 
+    def receiver(self, address: str, credit: int = 10) -> Receiver:
+        """A receiver from ``address`` on the loop's 1.0 connection (its own session)."""
+        return Receiver(self, address, credit)
+
     def close(self) -> None:
         self.connection.close()
         self.settle(0.3)
@@ -66,3 +73,39 @@ def error_kind(result: Any) -> str:
     """The kind of a :class:`TopologyError` result (the assertion names what came)."""
     assert isinstance(result, TopologyError), f"expected a TopologyError, got {result!r}"
     return result.kind
+
+
+class Receiver:
+    """A 1.0 receiver on the loop's connection that keeps what it receives (settled as
+    accepted) and what the peer refused (:attr:`error`)."""
+
+    def __init__(self, loop: Loop, address: str, credit: int) -> None:
+        session = loop.connection.session()
+        session.handler = self
+        session.open()
+        self.link = session.receiver(f"test-receiver-{address}")
+        self.link.source.address = address
+        self.link.handler = self
+        self.link.open()
+        self.link.flow(credit)
+        self.bodies: list[Any] = []
+        self.attached = False
+        self.error: str | None = None
+
+    def on_link_remote_open(self, event: Any) -> None:
+        self.attached = event.link.remote_source.address is not None
+
+    def on_delivery(self, event: Any) -> None:
+        delivery = event.delivery
+        if delivery.readable and not delivery.partial:
+            message = Message()
+            message.decode(event.link.recv(delivery.pending))
+            delivery.update(Delivery.ACCEPTED)
+            delivery.settle()
+            self.bodies.append(message.body)
+
+    def on_link_remote_close(self, event: Any) -> None:
+        self.error = condition_text(event.link.remote_condition)
+
+    def on_session_remote_close(self, event: Any) -> None:
+        self.error = condition_text(event.session.remote_condition)

@@ -157,3 +157,90 @@ def test_exchanges_and_bindings_route_as_declared(
     assert loop.call(topology.unbind, BindingSpec(topic, queue, "news.#")) is None
     assert not node.routes(topic, "news.sport", queue)
     node.delete([queue], [topic, fanout])
+
+
+def test_passive_exchange_declares_and_what_rabbitmq_refuses(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
+    name = unique("x")
+    missing = loop.call(topology.declare_exchange, ExchangeSpec(name), True)
+    assert error_kind(missing) == "not-found" and name in missing.text
+    assert loop.call(topology.declare_exchange, ExchangeSpec(""), True) == ExchangeSpec("")
+    assert loop.call(topology.declare_exchange, ExchangeSpec("amq.topic", "topic"), True) \
+        == ExchangeSpec("amq.topic", "topic")
+    loop.call(topology.declare_exchange, ExchangeSpec(name, "direct", durable=True), False)
+    assert loop.call(topology.declare_exchange, ExchangeSpec(name), True) == ExchangeSpec(name)
+    other = loop.call(topology.declare_exchange, ExchangeSpec(name, "fanout", durable=True),
+                      False)
+    assert error_kind(other) == "precondition-failed" and "type" in other.text
+    assert error_kind(loop.call(topology.declare_exchange,
+                                ExchangeSpec(unique("odd"), "no-such-type"), False)) \
+        == "not-implemented"
+    assert error_kind(loop.call(topology.declare_exchange, ExchangeSpec("amq.mine"), False)) \
+        == "access-refused"
+    assert error_kind(loop.call(topology.declare_exchange, ExchangeSpec(""), False)) \
+        == "access-refused"
+    assert error_kind(loop.call(topology.delete_exchange, name, True)) == "not-implemented"
+    assert node.exchange_exists(name)
+    assert loop.call(topology.delete_exchange, name, False) is None
+    assert not node.exchange_exists(name)
+    assert loop.call(topology.delete_exchange, name, False) is None  # gone: succeeds
+
+
+def test_names_that_need_percent_encoding(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    queue, exchange = f"test.topo/a b#?%+;ü.{suffix}", f"test.topo x/y&z=ß.{suffix}"
+    key = "k/ey #1;args=+ä"
+    assert loop.call(topology.declare_queue, QueueSpec(queue), False).name == queue
+    loop.call(topology.declare_exchange, ExchangeSpec(exchange, "direct"), False)
+    loop.call(topology.bind, BindingSpec(exchange, queue, key))
+    assert node.routes(exchange, key, queue)
+    node.publish(exchange, key, 2)
+    assert loop.call(topology.declare_queue, QueueSpec(queue), True) == QueueInfo(queue, 2, 0)
+    assert loop.call(topology.purge_queue, queue) == 2
+    loop.call(topology.unbind, BindingSpec(exchange, queue, key))
+    assert not node.routes(exchange, key, queue)
+    assert loop.call(topology.delete_queue, queue, False, False) == 0
+    assert node.queue(queue) is None
+    loop.call(topology.delete_exchange, exchange, False)
+    assert not node.exchange_exists(exchange)
+
+
+def test_delete_and_purge_with_their_conditions(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
+    name = unique("del")
+    loop.call(topology.declare_queue, QueueSpec(name), False)
+    node.publish("", name, 4)
+    not_empty = loop.call(topology.delete_queue, name, False, True)
+    assert error_kind(not_empty) == "precondition-failed" and "not empty" in not_empty.text
+    receiver = loop.receiver(topology.queue_address(name), credit=0)
+    loop.run_until(lambda: receiver.attached, "the consumer to attach")
+    in_use = loop.call(topology.delete_queue, name, True, False)
+    assert error_kind(in_use) == "precondition-failed" and "in use" in in_use.text
+    assert loop.call(topology.purge_queue, name) == 4
+    assert node.queue(name).message_count == 0
+    node.publish("", name, 1)
+    assert loop.call(topology.delete_queue, name, False, False) == 1
+    assert node.queue(name) is None
+    assert loop.call(topology.delete_queue, name, True, True) == 0  # gone: succeeds
+    assert error_kind(loop.call(topology.purge_queue, name)) == "not-found"
+
+
+def test_bindings_to_what_does_not_exist_and_with_arguments(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
+    headers, queue = unique("headers"), unique("hq")
+    loop.call(topology.declare_exchange, ExchangeSpec(headers, "headers"), False)
+    assert error_kind(loop.call(topology.bind, BindingSpec(headers, queue))) == "not-found"
+    assert error_kind(loop.call(topology.bind, BindingSpec(unique("nox"), "x"))) == "not-found"
+    assert error_kind(loop.call(topology.bind, BindingSpec("", queue, queue))) \
+        == "access-refused"  # the default exchange takes no bindings, as over 0-9-1
+    loop.call(topology.declare_queue, QueueSpec(queue), False)
+    match = {"x-match": "all", "kind": "report", "year": 2026}
+    loop.call(topology.bind, BindingSpec(headers, queue, "", match))
+    assert node.routes(headers, "", queue, headers={"kind": "report", "year": 2026})
+    assert not node.routes(headers, "", queue, headers={"kind": "report"})
+    loop.call(topology.unbind, BindingSpec(headers, queue, "", {"x-match": "all"}))
+    assert node.routes(headers, "", queue, headers={"kind": "report", "year": 2026})
+    loop.call(topology.unbind, BindingSpec(headers, queue, "", match))
+    assert not node.routes(headers, "", queue, headers={"kind": "report", "year": 2026})
+    node.delete([queue], [headers])
