@@ -102,7 +102,8 @@ class Receiver:
             message.decode(event.link.recv(delivery.pending))
             delivery.update(Delivery.ACCEPTED)
             delivery.settle()
-            self.bodies.append(message.body)
+            body = message.body
+            self.bodies.append(bytes(body) if isinstance(body, memoryview) else body)
 
     def on_link_remote_close(self, event: Any) -> None:
         self.error = condition_text(event.link.remote_condition)

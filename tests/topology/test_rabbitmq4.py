@@ -12,9 +12,11 @@ from typing import Any
 import pika
 import pika.exceptions
 import pytest
+from proton import Message
 
 from bridge.topology import BindingSpec, ExchangeSpec, QueueInfo, QueueSpec
-from bridge.topology.rabbitmq4 import RabbitMQ4Topology
+from bridge.topology.rabbitmq4 import SERVER_NAMED_PREFIX, RabbitMQ4Topology
+from tests.support.rabbitmq import AmqpError, receive_messages, send_messages
 from tests.topology.loop import Loop, error_kind
 
 
@@ -37,6 +39,19 @@ class Pika:
         except pika.exceptions.ChannelClosedByBroker as exc:
             assert exc.reply_code == 404, exc
             return None
+        finally:
+            if channel.is_open:
+                channel.close()
+
+    def queue_exists(self, name: str) -> bool:
+        """Whether the queue exists (another connection's exclusive one too: 405)."""
+        channel = self.connection.channel()
+        try:
+            channel.queue_declare(name, passive=True)
+            return True
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            assert exc.reply_code in (404, 405), exc
+            return exc.reply_code == 405
         finally:
             if channel.is_open:
                 channel.close()
@@ -244,3 +259,77 @@ def test_bindings_to_what_does_not_exist_and_with_arguments(
     loop.call(topology.unbind, BindingSpec(headers, queue, "", match))
     assert not node.routes(headers, "", queue, headers={"kind": "report", "year": 2026})
     node.delete([queue], [headers])
+
+
+def test_server_named_exclusive_queues_belong_to_their_owner(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika, rabbitmq4_url: str) -> None:
+    info = loop.call(topology.declare_queue,
+                     QueueSpec("", exclusive=True, auto_delete=True, owner="client-1"), False)
+    name = info.name
+    assert name.startswith(SERVER_NAMED_PREFIX) and len(name) > len(SERVER_NAMED_PREFIX) + 16
+    assert info == QueueInfo(name, 0, 0)
+    other = loop.call(topology.declare_queue, QueueSpec("", exclusive=True, owner="client-1"),
+                      False)
+    assert other.name != name  # every server-named declare: a new queue
+    # the owner may declare it again, passively or not; another client may not
+    assert loop.call(topology.declare_queue, QueueSpec(name, exclusive=True,
+                                                       auto_delete=True, owner="client-1"),
+                     False) == QueueInfo(name, 0, 0)
+    assert loop.call(topology.declare_queue, QueueSpec(name, owner="client-1"), True) \
+        == QueueInfo(name, 0, 0)
+    for passive in (True, False):
+        locked = loop.call(topology.declare_queue,
+                           QueueSpec(name, exclusive=True, owner="client-2"), passive)
+        assert error_kind(locked) == "resource-locked"
+    # another connection may publish to it (an RPC reply), over 1.0 and 0-9-1 ...
+    send_messages(rabbitmq4_url, topology.publish_address("", name), [Message(body="reply")])
+    node.publish("", name, 1)
+    # ... and the façade's consumer links on the bridge's connection may consume from it
+    receiver = loop.receiver(topology.queue_address(name))
+    loop.run_until(lambda: len(receiver.bodies) == 2, "the replies to arrive")
+    assert receiver.bodies == ["reply", b"m0"]
+    # another connection may not consume from it
+    with pytest.raises(AmqpError, match="amqp:resource-locked"):
+        receive_messages(rabbitmq4_url, topology.queue_address(other.name), 1, timeout=5)
+    assert node.queue_exists(other.name)
+    topology.forget_owner("client-1")
+    loop.run_until(lambda: not node.queue_exists(other.name), "the owner's queues to go")
+    assert not node.queue_exists(name)
+    assert topology.exclusive == {}
+
+
+def test_another_connections_exclusive_queue_is_locked(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
+    channel = node.connection.channel()
+    name = unique("theirs")
+    channel.queue_declare(name, exclusive=True)  # pika's connection owns it
+    passive = loop.call(topology.declare_queue, QueueSpec(name, owner="c"), True)
+    assert error_kind(passive) == "resource-locked"
+    for result in (loop.call(topology.declare_queue, QueueSpec(name, exclusive=True), False),
+                   loop.call(topology.purge_queue, name),
+                   loop.call(topology.delete_queue, name, False, False),
+                   loop.call(topology.bind, BindingSpec("amq.fanout", name))):
+        assert error_kind(result) == "resource-locked", result
+    assert node.queue(name) is not None  # still there (and pika's own)
+    channel.close()
+
+
+def test_publish_and_queue_addresses_reach_what_was_declared(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika, rabbitmq4_url: str) -> None:
+    direct, fanout, queue = unique("pd"), unique("pf"), unique("pq")
+    loop.call(topology.declare_exchange, ExchangeSpec(direct, "direct"), False)
+    loop.call(topology.declare_exchange, ExchangeSpec(fanout, "fanout"), False)
+    loop.call(topology.declare_queue, QueueSpec(queue), False)
+    loop.call(topology.bind, BindingSpec(direct, queue, "a/b c"))
+    loop.call(topology.bind, BindingSpec(fanout, queue, ""))
+    assert topology.publish_address("", queue) == topology.queue_address(queue) \
+        == f"/queues/{queue}"
+    assert topology.publish_address(direct, "a/b c") == f"/exchanges/{direct}/a%2Fb%20c"
+    for exchange, key in ((direct, "a/b c"), (fanout, ""), ("", queue)):
+        outcomes = send_messages(rabbitmq4_url, topology.publish_address(exchange, key),
+                                 [Message(body=f"via {exchange!r}")])
+        assert [o.state for o in outcomes] == ["accepted"]
+    bodies = [r.message.body for r in receive_messages(rabbitmq4_url,
+                                                       topology.queue_address(queue), 3)]
+    assert sorted(bodies) == sorted(["via ''", f"via {direct!r}", f"via {fanout!r}"])
+    node.delete([queue], [direct, fanout])
