@@ -210,15 +210,7 @@ class RabbitMQ4Topology:
             return
         path = f"/queues/{path_segment(name)}"
         if passive:
-            def check(response: Response) -> QueueInfo | TopologyError:
-                if isinstance(response.body, dict) and response.body.get("exclusive") is True \
-                        and name not in self.exclusive:
-                    return TopologyError("resource-locked",
-                                         f"cannot obtain exclusive access to locked queue "
-                                         f"'{name}': it is another connection's exclusive queue")
-                return _queue_info(response.body, name)
-
-            self._request("GET", path, None, done, check)
+            self._request("GET", path, None, done, partial(self._existing, name))
             return
         arguments = _amqp_arguments(spec.arguments)
         if isinstance(arguments, TopologyError):
@@ -227,12 +219,41 @@ class RabbitMQ4Topology:
         body = {"durable": spec.durable, "exclusive": spec.exclusive,
                 "auto_delete": spec.auto_delete, "arguments": arguments}
 
-        def declared(response: Response) -> QueueInfo:
-            if spec.exclusive:
-                self.exclusive[name] = spec.owner
-            return _queue_info(response.body, name)
+        def answered(result: Response | TopologyError) -> None:
+            if isinstance(result, TopologyError):
+                done(result)
+            elif 200 <= result.status < 300:
+                if spec.exclusive:
+                    self.exclusive[name] = spec.owner
+                done(_queue_info(result.body, name))
+            elif result.status == 403 and name.startswith("amq."):
+                # RabbitMQ 4 refuses any declare of an amq. queue through its management,
+                # where 0-9-1 lets one that exists (server-named) be declared again
+                self.management.request("GET", path, None, partial(
+                    self._existing_reserved, name, error_of(result), done))
+            else:
+                done(error_of(result))
 
-        self._request("PUT", path, body, done, declared)
+        self.management.request("PUT", path, body, answered)
+
+    def _existing_reserved(self, name: str, refusal: TopologyError, done: Done[QueueInfo],
+                           result: Response | TopologyError) -> None:
+        """The GET after a refused declare of an ``amq.`` queue: its counts if it exists,
+        else the refusal."""
+        if isinstance(result, Response) and result.status == 200:
+            done(self._existing(name, result))
+        else:
+            done(refusal)
+
+    def _existing(self, name: str, response: Response) -> QueueInfo | TopologyError:
+        """An existing queue as RabbitMQ described it: its counts, unless it is another
+        connection's exclusive queue (resource-locked, as a 0-9-1 passive declare says)."""
+        if isinstance(response.body, dict) and response.body.get("exclusive") is True \
+                and name not in self.exclusive:
+            return TopologyError("resource-locked",
+                                 f"cannot obtain exclusive access to locked queue '{name}': "
+                                 f"it is another connection's exclusive queue")
+        return _queue_info(response.body, name)
 
     def delete_queue(self, name: str, if_unused: bool, if_empty: bool,
                      done: Done[int | None]) -> None:

@@ -333,3 +333,18 @@ def test_publish_and_queue_addresses_reach_what_was_declared(
                                                        topology.queue_address(queue), 3)]
     assert sorted(bodies) == sorted(["via ''", f"via {direct!r}", f"via {fanout!r}"])
     node.delete([queue], [direct, fanout])
+
+
+def test_an_existing_amq_queue_may_be_declared_again(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
+    """RabbitMQ 4's management refuses every declare of an ``amq.`` queue; 0-9-1 lets
+    one that exists be declared again (a server-named queue of a 0-9-1 client)."""
+    channel = node.connection.channel()
+    name = channel.queue_declare("", auto_delete=False).method.queue
+    assert name.startswith("amq.gen-")
+    node.publish("", name, 2)
+    assert loop.call(topology.declare_queue, QueueSpec(name), False) == QueueInfo(name, 2, 0)
+    refused = loop.call(topology.declare_queue, QueueSpec(f"amq.gen-{uuid.uuid4().hex}"), False)
+    assert error_kind(refused) == "access-refused" and "reserved prefix" in refused.text
+    channel.queue_delete(name)
+    channel.close()
