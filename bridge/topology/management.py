@@ -113,8 +113,8 @@ class _Request:
 class _Probe:
     address: str
     done: Callable[[bool | TopologyError], None]
-    session: Any
-    link: Any
+    session: Any = None
+    link: Any = None
     timer: Any = None
     answered: bool = False
 
@@ -142,6 +142,12 @@ class _Retiring:
                 and all(link.state & Endpoint.REMOTE_CLOSED for link in self.links)):
             session.close()
         return False
+
+    @property
+    def ending(self) -> bool:
+        """We ended the session and the peer has not yet: its channel is not free."""
+        state = self.session.state
+        return bool(state & Endpoint.LOCAL_CLOSED and not state & Endpoint.REMOTE_CLOSED)
 
     def owns(self, endpoint: Any) -> bool:
         return endpoint == self.session or any(endpoint == link for link in self.links)
@@ -181,6 +187,8 @@ class ManagementClient:
         too: their responses still take our receiver's credit)."""
         self._probes: list[_Probe] = []
         self._retiring: list[_Retiring] = []
+        self._deferred: list[Callable[[], None]] = []
+        """Session begins waiting for a channel we ended to be free (_when_channels_free)."""
         self._session: Any = None
         self._sender: Any = None
         self._receiver: Any = None
@@ -217,19 +225,22 @@ class ManagementClient:
         if self.closing:
             self._later(done, TopologyError("unavailable", "the bridge is stopping"))
             return
-        session = self.connection.session()
-        session.handler = self
-        session.open()
-        link = session.sender(f"amqp-bridge.{self.name}.probe.{time.time_ns():x}")
-        link.target.address = address
-        link.handler = self
-        link.open()
-        probe = _Probe(address, done, session, link)
+        probe = _Probe(address, done)
         probe.timer = self.container.schedule(
             self.request_timeout, Timer(lambda: self._probe_failed(probe, TopologyError(
                 "unavailable", f"RabbitMQ did not answer the attach to {address!r} within "
                                f"{self.request_timeout:g} s"))))
         self._probes.append(probe)
+        self._when_channels_free(lambda: self._attach_probe(probe))
+
+    def _attach_probe(self, probe: _Probe) -> None:
+        if probe.answered or self.closing:
+            return
+        probe.session = self._new_session()
+        probe.link = probe.session.sender(f"amqp-bridge.{self.name}.probe.{time.time_ns():x}")
+        probe.link.target.address = probe.address
+        probe.link.handler = self
+        probe.link.open()
 
     def close(self) -> None:
         """Detach for good; whatever is pending fails ``unavailable``."""
@@ -325,13 +336,15 @@ class ManagementClient:
             self._finish(request, error)
         for probe in probes:
             self._answer_probe(probe, error)
-            self._retire(probe.session, [probe.link], stale=stale)
+            if probe.session is not None:
+                self._retire(probe.session, [probe.link], stale=stale)
 
     # -- probes --------------------------------------------------------------------------
 
     def _probe_of(self, endpoint: Any) -> _Probe | None:
         for probe in self._probes:
-            if endpoint == probe.link or endpoint == probe.session:
+            if probe.session is not None and (endpoint == probe.link
+                                              or endpoint == probe.session):
                 return probe
         return None
 
@@ -339,7 +352,8 @@ class ManagementClient:
         if probe in self._probes:
             self._probes.remove(probe)
             self._answer_probe(probe, error)
-            self._retire(probe.session, [probe.link])
+            if probe.session is not None:
+                self._retire(probe.session, [probe.link])
 
     def _answer_probe(self, probe: _Probe, result: bool | TopologyError) -> None:
         if probe.answered:
@@ -402,11 +416,15 @@ class ManagementClient:
         fails; a fresh pair waits for proton's reconnect."""
         if self.closing:
             return
-        if self._session is not None:
-            log.info("management %s: link pair detached: connection lost", self.name,
-                     extra={"event": "management_down", "topology": self.name})
         self._fail_all("the AMQP 1.0 connection to RabbitMQ was lost", waiting_too=False,
                        stale=True)
+        deferred, self._deferred = self._deferred, []
+        for fn in deferred:  # the next transport numbers its channels afresh
+            fn()
+        if not self.up:
+            return  # the pair was not attached on that transport: proton attaches it anew
+        log.info("management %s: link pair detached: connection lost", self.name,
+                 extra={"event": "management_down", "topology": self.name})
         self._retire_pair(stale=True)
         self._unanswered = 0
         self.container.schedule(0, Timer(self._reopen))
@@ -425,12 +443,27 @@ class ManagementClient:
 
     # -- the link pair -------------------------------------------------------------------
 
-    def _open(self) -> None:
-        self._generation += 1
-        name = f"amqp-bridge.{self.name}.management.{self._generation}.{time.time_ns():x}"
+    def _new_session(self) -> Any:
         session = self.connection.session()
         session.handler = self
         session.open()
+        return session
+
+    def _when_channels_free(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` (which begins a session) once no session we ended waits for the
+        peer's end: proton gives a new session the lowest free channel at once, and
+        RabbitMQ ignores a begin on a channel whose end it has not finished."""
+        if any(entry.ending for entry in self._retiring):
+            self._deferred.append(fn)
+        else:
+            fn()
+
+    def _open(self) -> None:
+        if self.closing or self._session is not None:
+            return
+        self._generation += 1
+        name = f"amqp-bridge.{self.name}.management.{self._generation}.{time.time_ns():x}"
+        session = self._new_session()
         sender = session.sender(name)
         sender.target.address = MANAGEMENT_NODE
         receiver = session.receiver(name)
@@ -447,7 +480,7 @@ class ManagementClient:
     def _reopen(self) -> None:
         if (not self.closing and self._session is None
                 and self.connection.state & Endpoint.LOCAL_ACTIVE):
-            self._open()
+            self._when_channels_free(self._open)
 
     def _pair_lost(self, what: str, condition: Any) -> None:
         """RabbitMQ ended the pair's session or detached a half: the oldest unanswered
@@ -495,7 +528,11 @@ class ManagementClient:
             if entry.owns(endpoint):
                 if entry.advance():
                     self._retiring.remove(entry)
-                return
+                break
+        if self._deferred and not any(entry.ending for entry in self._retiring):
+            deferred, self._deferred = self._deferred, []
+            for fn in deferred:
+                fn()
 
     def fault_part(self, method: str, event: Any) -> Part | None:
         """A fault here is treated as the link pair lost (requests in flight go again on

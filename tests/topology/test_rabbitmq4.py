@@ -15,8 +15,10 @@ import pytest
 from proton import Message
 
 from bridge.topology import BindingSpec, ExchangeSpec, QueueInfo, QueueSpec
+from bridge.topology.management import WINDOW
 from bridge.topology.rabbitmq4 import SERVER_NAMED_PREFIX, RabbitMQ4Topology
-from tests.support.rabbitmq import AmqpError, receive_messages, send_messages
+from tests.support.rabbitmq import AmqpError, rabbitmqctl, receive_messages, send_messages
+from tests.support.relay import Relay
 from tests.topology.loop import Loop, error_kind
 
 
@@ -348,3 +350,114 @@ def test_an_existing_amq_queue_may_be_declared_again(
     assert error_kind(refused) == "access-refused" and "reserved prefix" in refused.text
     channel.queue_delete(name)
     channel.close()
+
+
+@pytest.fixture
+def limited_url(rabbitmq4_url: str) -> Iterator[str]:
+    """A user of the 4.0 node who may configure only ``test.topo.ok.*`` names."""
+    user = f"test.topo.{uuid.uuid4().hex[:8]}"
+    password = uuid.uuid4().hex
+    rabbitmqctl(rabbitmq4_url, "add_user", user, password)
+    try:
+        rabbitmqctl(rabbitmq4_url, "set_permissions", "-p", "/", user,
+                    r"^test\.topo\.ok\..*", ".*", ".*")
+        yield rabbitmq4_url.replace("guest:guest", f"{user}:{password}")
+    finally:
+        rabbitmqctl(rabbitmq4_url, "delete_user", user)
+
+
+def test_a_request_refused_for_want_of_permission_fails_alone(
+        limited_url: str, node: Pika) -> None:
+    """RabbitMQ refuses a request the login may not make by ending the link pair's
+    session: that request fails access-refused, those in flight with it are sent again
+    on a fresh pair and succeed."""
+    loop = Loop(limited_url)
+    topology = RabbitMQ4Topology(loop.container, loop.connection, name="limited")
+    try:
+        allowed = [unique("ok") for _ in range(3)]
+        refused = unique("not-ok")
+        results: dict[str, Any] = {}
+        for name in [allowed[0], refused, *allowed[1:]]:  # all in flight at once
+            topology.declare_queue(QueueSpec(name), False,
+                                   lambda result, name=name: results.__setitem__(name, result))
+        loop.run_until(lambda: len(results) == 4, "every declare to be answered")
+        assert error_kind(results[refused]) == "access-refused"
+        assert "configure access to queue" in results[refused].text
+        assert all(results[name] == QueueInfo(name, 0, 0) for name in allowed), results
+        assert all(node.queue_exists(name) for name in allowed)
+        assert not node.queue_exists(refused)
+        loop.settle()
+        assert len(results) == 4
+        passive = loop.call(topology.declare_queue, QueueSpec(allowed[0]), True)
+        assert passive == QueueInfo(allowed[0], 0, 0)  # the fresh pair serves
+        node.delete(allowed, [])
+    finally:
+        topology.close()
+        loop.close()
+
+
+@pytest.fixture
+def relay(rabbitmq4_url: str) -> Iterator[Relay]:
+    port = int(rabbitmq4_url.rsplit(":", 1)[1])
+    running = Relay(("127.0.0.1", port))
+    yield running
+    running.close()
+
+
+def test_an_unanswered_request_fails_unavailable_and_the_pair_serves_on(
+        rabbitmq4_url: str, relay: Relay, node: Pika) -> None:
+    loop = Loop(relay.url(rabbitmq4_url))
+    topology = RabbitMQ4Topology(loop.container, loop.connection, name="slow",
+                                 request_timeout=1.0)
+    try:
+        first, second = unique("first"), unique("second")
+        assert loop.call(topology.declare_queue, QueueSpec(first), False).name == first
+        relay.pause()
+        late = loop.call(topology.declare_queue, QueueSpec(second), False)
+        assert error_kind(late) == "unavailable" and "did not answer" in late.text
+        probe = loop.call(topology.declare_exchange, ExchangeSpec("amq.direct"), True)
+        assert error_kind(probe) == "unavailable"
+        relay.resume()
+        loop.settle(0.5)  # the late answers come, and are dropped
+        assert node.queue_exists(second)  # RabbitMQ did it, late
+        for _ in range(3 * WINDOW):  # late answers do not use up the window
+            assert loop.call(topology.declare_queue, QueueSpec(first), True).name == first
+        node.delete([first, second], [])
+    finally:
+        topology.close()
+        loop.close()
+
+
+def test_a_lost_connection_fails_what_is_in_flight_and_the_pair_comes_back(
+        rabbitmq4_url: str, relay: Relay, node: Pika) -> None:
+    loop = Loop(relay.url(rabbitmq4_url))
+    topology = RabbitMQ4Topology(loop.container, loop.connection, name="lost",
+                                 request_timeout=30.0)
+    try:
+        name = unique("back")
+        loop.call(topology.declare_queue, QueueSpec(name), False)
+        relay.pause()
+        results: list[Any] = []
+        topology.declare_queue(QueueSpec(name), True, results.append)
+        topology.declare_exchange(ExchangeSpec("amq.fanout"), True, results.append)
+        loop.settle()
+        relay.cut()
+        loop.run_until(lambda: len(results) == 2, "the requests in flight to fail")
+        assert [error_kind(r) for r in results] == ["unavailable", "unavailable"]
+        assert all("lost" in r.text for r in results), results
+        waiting: list[Any] = []
+        topology.declare_queue(QueueSpec(name), True, waiting.append)  # while it is down
+        loop.settle(0.5)
+        assert waiting == []
+        relay.restore()
+        relay.resume()
+        loop.run_until(lambda: bool(waiting), "the waiting request to be answered")
+        assert waiting == [QueueInfo(name, 0, 0)]
+        assert loop.call(topology.declare_exchange, ExchangeSpec("amq.fanout"), True) \
+            == ExchangeSpec("amq.fanout")
+        loop.settle()
+        assert len(results) == 2 and len(waiting) == 1  # each answered once
+        node.delete([name], [])
+    finally:
+        topology.close()
+        loop.close()
