@@ -96,27 +96,36 @@ ResponseDone = Callable[[Response | TopologyError], None]
 
 
 @dataclass(eq=False)
-class _Request:
-    method: str
-    path: str
-    data: bytes
-    done: ResponseDone
-    id: int
-    timer: Any = None
-    answered: bool = False
+class _Pending:
+    """What waits for an answer: a request, or a probe."""
+
+    done: Callable[[Any], None]
+    timer: Any = field(default=None, init=False)
+    answered: bool = field(default=False, init=False)
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(eq=False)
+class _Request(_Pending):
+    method: str = ""
+    path: str = ""
+    id: int = 0
+    data: bytes = b""
 
     def describe(self) -> str:
         return f"{self.method} {self.path}"
 
 
 @dataclass(eq=False)
-class _Probe:
-    address: str
-    done: Callable[[bool | TopologyError], None]
-    session: Any = None
-    link: Any = None
-    timer: Any = None
-    answered: bool = False
+class _Probe(_Pending):
+    address: str = ""
+    session: Any = field(default=None, init=False)
+    link: Any = field(default=None, init=False)
+
+    def describe(self) -> str:
+        return f"the attach to {self.address!r}"
 
 
 @dataclass(eq=False)
@@ -206,7 +215,7 @@ class ManagementClient:
         ``done`` gets the :class:`Response` or a :class:`TopologyError`."""
         message = Message(body=body, inferred=False, address=path, subject=method,
                           reply_to="$me")
-        request = _Request(method, path, b"", done, next(self._ids))
+        request = _Request(done, method, path, next(self._ids))
         message.id = ulong(request.id)
         data = bytes(message.encode())
         request.data = data + NULL_BODY if body is None else data
@@ -225,7 +234,7 @@ class ManagementClient:
         if self.closing:
             self._later(done, TopologyError("unavailable", "the bridge is stopping"))
             return
-        probe = _Probe(address, done)
+        probe = _Probe(done, address)
         probe.timer = self.container.schedule(
             self.request_timeout, Timer(lambda: self._probe_failed(probe, TopologyError(
                 "unavailable", f"RabbitMQ did not answer the attach to {address!r} within "
@@ -302,22 +311,22 @@ class ManagementClient:
             "unavailable", f"RabbitMQ did not answer {request.describe()} within "
                            f"{self.request_timeout:g} s"))
 
-    def _finish(self, request: _Request, result: Response | TopologyError) -> None:
-        """Answer ``request`` (once); a fault in its callback is its owner's."""
-        if request.answered:
+    def _finish(self, pending: _Pending, result: Any) -> None:
+        """Answer a request or probe (once); a fault in its callback is its owner's."""
+        if pending.answered:
             return
-        request.answered = True
-        if request.timer is not None:
-            request.timer.cancel()
+        pending.answered = True
+        if pending.timer is not None:
+            pending.timer.cancel()
         if isinstance(result, TopologyError):
             self.failures[result.kind] = self.failures.get(result.kind, 0) + 1
             log.log(logging.WARNING if result.kind == "unavailable" else logging.INFO,
-                    "management %s: %s failed: %s: %s", self.name, request.describe(),
+                    "management %s: %s failed: %s: %s", self.name, pending.describe(),
                     result.kind, result.text,
                     extra={"event": "management_request_failed", "topology": self.name,
                            "kind": result.kind, "error": result.text})
         try:
-            request.done(result)
+            pending.done(result)
         except Exception as exc:
             contain(self.container, exc, entry="event")
 
@@ -335,7 +344,7 @@ class ManagementClient:
         for request in [*in_flight, *waiting]:
             self._finish(request, error)
         for probe in probes:
-            self._answer_probe(probe, error)
+            self._finish(probe, error)
             if probe.session is not None:
                 self._retire(probe.session, [probe.link], stale=stale)
 
@@ -351,22 +360,9 @@ class ManagementClient:
     def _probe_failed(self, probe: _Probe, error: TopologyError) -> None:
         if probe in self._probes:
             self._probes.remove(probe)
-            self._answer_probe(probe, error)
+            self._finish(probe, error)
             if probe.session is not None:
                 self._retire(probe.session, [probe.link])
-
-    def _answer_probe(self, probe: _Probe, result: bool | TopologyError) -> None:
-        if probe.answered:
-            return
-        probe.answered = True
-        if probe.timer is not None:
-            probe.timer.cancel()
-        if isinstance(result, TopologyError):
-            self.failures[result.kind] = self.failures.get(result.kind, 0) + 1
-        try:
-            probe.done(result)
-        except Exception as exc:
-            contain(self.container, exc, entry="event")
 
     # -- proton events (this object handles the pair's and the probes' endpoints) --------
 
@@ -384,7 +380,7 @@ class ManagementClient:
         probe = self._probe_of(link)
         if probe is not None:
             self._probes.remove(probe)
-            self._answer_probe(probe, link.remote_target is not None
+            self._finish(probe, link.remote_target is not None
                                and link.remote_target.address is not None)
             self._retire(probe.session, [probe.link])
             return
@@ -537,7 +533,7 @@ class ManagementClient:
     def fault_part(self, method: str, event: Any) -> Part | None:
         """A fault here is treated as the link pair lost (requests in flight go again on
         a fresh one); a fault in a request's ``done`` callback is its owner's."""
-        if method in ("_finish", "_answer_probe"):
+        if method == "_finish":
             return None
 
         def recover(reason: str) -> Callable[[], bool] | None:

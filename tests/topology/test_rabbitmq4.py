@@ -5,6 +5,7 @@ AMQP 0-9-1 (pika) on the same node."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -33,42 +34,33 @@ class Pika:
     def __init__(self, url: str) -> None:
         self.connection = pika.BlockingConnection(pika.URLParameters(url))
 
-    def queue(self, name: str) -> Any | None:
-        """The queue's declare-ok, or None when it does not exist."""
+    def _passive(self, kind: str, name: str) -> Any:
+        """The declare-ok of a passive declare of ``kind`` ``name``, else the reply code
+        that closed the channel (404 none, 405 another connection's exclusive queue)."""
         channel = self.connection.channel()
         try:
-            return channel.queue_declare(name, passive=True).method
+            declare = channel.queue_declare if kind == "queue" else channel.exchange_declare
+            return declare(name, passive=True).method
         except pika.exceptions.ChannelClosedByBroker as exc:
-            assert exc.reply_code == 404, exc
-            return None
+            assert exc.reply_code in (404, 405), exc
+            return exc.reply_code
         finally:
             if channel.is_open:
                 channel.close()
+
+    def queue(self, name: str) -> Any | None:
+        """The queue's declare-ok, or None when it does not exist."""
+        found = self._passive("queue", name)
+        assert not isinstance(found, int) or found == 404, f"{name}: {found}"
+        return None if isinstance(found, int) else found
 
     def queue_exists(self, name: str) -> bool:
         """Whether the queue exists (another connection's exclusive one too: 405)."""
-        channel = self.connection.channel()
-        try:
-            channel.queue_declare(name, passive=True)
-            return True
-        except pika.exceptions.ChannelClosedByBroker as exc:
-            assert exc.reply_code in (404, 405), exc
-            return exc.reply_code == 405
-        finally:
-            if channel.is_open:
-                channel.close()
+        found = self._passive("queue", name)
+        return not isinstance(found, int) or found == 405
 
     def exchange_exists(self, name: str) -> bool:
-        channel = self.connection.channel()
-        try:
-            channel.exchange_declare(name, passive=True)
-            return True
-        except pika.exceptions.ChannelClosedByBroker as exc:
-            assert exc.reply_code == 404, exc
-            return False
-        finally:
-            if channel.is_open:
-                channel.close()
+        return not isinstance(self._passive("exchange", name), int)
 
     def routes(self, exchange: str, key: str, queue: str, **properties: Any) -> bool:
         """Whether a message published to ``exchange`` with ``key`` lands in ``queue``."""
@@ -105,6 +97,18 @@ class Pika:
         self.connection.close()
 
 
+@contextlib.contextmanager
+def backend(url: str, name: str, **options: Any) -> Iterator[tuple[Loop, RabbitMQ4Topology]]:
+    """A loop with a 1.0 connection to ``url`` and a backend named ``name`` on it."""
+    loop = Loop(url)
+    topology = RabbitMQ4Topology(loop.container, loop.connection, name=name, **options)
+    try:
+        yield loop, topology
+    finally:
+        topology.close()
+        loop.close()
+
+
 @pytest.fixture
 def node(rabbitmq4_url: str) -> Iterator[Pika]:
     look = Pika(rabbitmq4_url)
@@ -113,17 +117,19 @@ def node(rabbitmq4_url: str) -> Iterator[Pika]:
 
 
 @pytest.fixture
-def loop(rabbitmq4_url: str) -> Iterator[Loop]:
-    running = Loop(rabbitmq4_url)
-    yield running
-    running.close()
+def running(rabbitmq4_url: str) -> Iterator[tuple[Loop, RabbitMQ4Topology]]:
+    with backend(rabbitmq4_url, "test") as pair:
+        yield pair
 
 
 @pytest.fixture
-def topology(loop: Loop) -> Iterator[RabbitMQ4Topology]:
-    backend = RabbitMQ4Topology(loop.container, loop.connection, name="test")
-    yield backend
-    backend.close()
+def loop(running: tuple[Loop, RabbitMQ4Topology]) -> Loop:
+    return running[0]
+
+
+@pytest.fixture
+def topology(running: tuple[Loop, RabbitMQ4Topology]) -> RabbitMQ4Topology:
+    return running[1]
 
 
 def test_a_queue_declared_with_arguments_exists_with_them(
@@ -371,9 +377,7 @@ def test_a_request_refused_for_want_of_permission_fails_alone(
     """RabbitMQ refuses a request the login may not make by ending the link pair's
     session: that request fails access-refused, those in flight with it are sent again
     on a fresh pair and succeed."""
-    loop = Loop(limited_url)
-    topology = RabbitMQ4Topology(loop.container, loop.connection, name="limited")
-    try:
+    with backend(limited_url, "limited") as (loop, topology):
         allowed = [unique("ok") for _ in range(3)]
         refused = unique("not-ok")
         results: dict[str, Any] = {}
@@ -391,9 +395,6 @@ def test_a_request_refused_for_want_of_permission_fails_alone(
         passive = loop.call(topology.declare_queue, QueueSpec(allowed[0]), True)
         assert passive == QueueInfo(allowed[0], 0, 0)  # the fresh pair serves
         node.delete(allowed, [])
-    finally:
-        topology.close()
-        loop.close()
 
 
 @pytest.fixture
@@ -406,10 +407,7 @@ def relay(rabbitmq4_url: str) -> Iterator[Relay]:
 
 def test_an_unanswered_request_fails_unavailable_and_the_pair_serves_on(
         rabbitmq4_url: str, relay: Relay, node: Pika) -> None:
-    loop = Loop(relay.url(rabbitmq4_url))
-    topology = RabbitMQ4Topology(loop.container, loop.connection, name="slow",
-                                 request_timeout=1.0)
-    try:
+    with backend(relay.url(rabbitmq4_url), "slow", request_timeout=1.0) as (loop, topology):
         first, second = unique("first"), unique("second")
         assert loop.call(topology.declare_queue, QueueSpec(first), False).name == first
         relay.pause()
@@ -423,17 +421,12 @@ def test_an_unanswered_request_fails_unavailable_and_the_pair_serves_on(
         for _ in range(3 * WINDOW):  # late answers do not use up the window
             assert loop.call(topology.declare_queue, QueueSpec(first), True).name == first
         node.delete([first, second], [])
-    finally:
-        topology.close()
-        loop.close()
 
 
 def test_a_lost_connection_fails_what_is_in_flight_and_the_pair_comes_back(
         rabbitmq4_url: str, relay: Relay, node: Pika) -> None:
-    loop = Loop(relay.url(rabbitmq4_url))
-    topology = RabbitMQ4Topology(loop.container, loop.connection, name="lost",
-                                 request_timeout=30.0)
-    try:
+    with backend(relay.url(rabbitmq4_url), "lost", request_timeout=30.0) as (loop,
+                                                                      topology):
         name = unique("back")
         loop.call(topology.declare_queue, QueueSpec(name), False)
         relay.pause()
@@ -458,6 +451,3 @@ def test_a_lost_connection_fails_what_is_in_flight_and_the_pair_comes_back(
         loop.settle()
         assert len(results) == 2 and len(waiting) == 1  # each answered once
         node.delete([name], [])
-    finally:
-        topology.close()
-        loop.close()
