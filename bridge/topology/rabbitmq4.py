@@ -55,7 +55,7 @@ import logging
 import os
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from proton.reactor import Container
@@ -68,6 +68,7 @@ from .model import (
     ExchangeSpec,
     QueueInfo,
     QueueSpec,
+    Topology,
     TopologyError,
     TopologyErrorKind,
 )
@@ -376,6 +377,11 @@ class RabbitMQ4Topology:
 
     def _later(self, done: Callable[[Any], None], result: Any) -> None:
         self.container.schedule(0, Timer(lambda: done(result)))
+
+
+if TYPE_CHECKING:
+    def _conforms(backend: RabbitMQ4Topology) -> Topology:
+        return backend  # mypy checks that the backend implements the protocol
 
 
 __all__ = ["SERVER_NAMED_PREFIX", "RabbitMQ4Topology", "error_of", "path_segment",

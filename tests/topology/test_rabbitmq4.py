@@ -425,8 +425,7 @@ def test_an_unanswered_request_fails_unavailable_and_the_pair_serves_on(
 
 def test_a_lost_connection_fails_what_is_in_flight_and_the_pair_comes_back(
         rabbitmq4_url: str, relay: Relay, node: Pika) -> None:
-    with backend(relay.url(rabbitmq4_url), "lost", request_timeout=30.0) as (loop,
-                                                                      topology):
+    with backend(relay.url(rabbitmq4_url), "lost", request_timeout=30.0) as (loop, topology):
         name = unique("back")
         loop.call(topology.declare_queue, QueueSpec(name), False)
         relay.pause()
@@ -451,3 +450,21 @@ def test_a_lost_connection_fails_what_is_in_flight_and_the_pair_comes_back(
         loop.settle()
         assert len(results) == 2 and len(waiting) == 1  # each answered once
         node.delete([name], [])
+
+
+def test_a_failing_callback_is_its_owners_fault_and_the_pair_serves_on(
+        loop: Loop, topology: RabbitMQ4Topology, caplog: pytest.LogCaptureFixture) -> None:
+    name = unique("cb")
+    called: list[Any] = []
+
+    def broken(result: Any) -> None:
+        called.append(result)
+        raise RuntimeError("a façade bug")
+
+    topology.declare_queue(QueueSpec(name), False, broken)
+    loop.run_until(lambda: bool(called), "the callback")
+    assert called == [QueueInfo(name, 0, 0)]
+    assert any("a façade bug" in r.getMessage() for r in caplog.records
+               if r.levelname == "ERROR")
+    assert topology.management.up
+    assert loop.call(topology.delete_queue, name, False, False) == 0
