@@ -202,6 +202,10 @@ class ManagementClient:
         self._sender: Any = None
         self._receiver: Any = None
         self._generation = 0
+        self.on_restored: Callable[[], None] | None = None
+        """Called when the pair is attached again after the 1.0 connection dropped
+        (what RabbitMQ deleted with the connection may be declared again)."""
+        self._connection_lost = False
         self._up_since = 0.0
         self._losses = 0
         if self.handler is not None:
@@ -375,6 +379,10 @@ class ManagementClient:
                 self._up_since = time.monotonic()
                 log.info("management %s: link pair attached to %s", self.name,
                          MANAGEMENT_NODE, extra={"event": "management_up", "topology": self.name})
+                if self._connection_lost:
+                    self._connection_lost = False
+                    if self.on_restored is not None:
+                        self.on_restored()
                 self._send_waiting()
             return
         probe = self._probe_of(link)
@@ -412,6 +420,7 @@ class ManagementClient:
         fails; a fresh pair waits for proton's reconnect."""
         if self.closing:
             return
+        self._connection_lost = True
         self._fail_all("the AMQP 1.0 connection to RabbitMQ was lost", waiting_too=False,
                        stale=True)
         deferred, self._deferred = self._deferred, []

@@ -45,7 +45,8 @@ when their client goes. The façade's consumer links on the same 1.0 connection 
 consume from them; any connection may publish to them (RabbitMQ restricts only
 consuming, declaring, binding, purging and deleting to the owner connection), so
 replies from other connections and other bridge instances reach them. RabbitMQ deletes
-them when the bridge's 1.0 connection drops; they are not declared again.
+them when the bridge's 1.0 connection drops; the backend declares them again (and their
+bindings) once it is back.
 """
 
 from __future__ import annotations
@@ -162,8 +163,12 @@ class RabbitMQ4Topology:
         self.name = name
         self.management = ManagementClient(container, connection, name=name,
                                            request_timeout=request_timeout)
-        self.exclusive: dict[str, str | None] = {}
-        """Exclusive queues declared through this backend, by name: their legacy owner."""
+        self.exclusive: dict[str, QueueSpec] = {}
+        """Exclusive queues declared through this backend, by name (``owner``: their
+        legacy owner), declared again after the 1.0 connection dropped."""
+        self.exclusive_bindings: dict[str, list[BindingSpec]] = {}
+        """Bindings to those queues, made again with them."""
+        self.management.on_restored = self._declare_exclusive_again
 
     def close(self) -> None:
         """Detach from the management node; pending operations fail ``unavailable``."""
@@ -203,8 +208,7 @@ class RabbitMQ4Topology:
 
     def declare_queue(self, spec: QueueSpec, passive: bool, done: Done[QueueInfo]) -> None:
         name = spec.name or server_name()
-        owner = self.exclusive.get(name, spec.owner)
-        if name in self.exclusive and owner != spec.owner:
+        if name in self.exclusive and self.exclusive[name].owner != spec.owner:
             self._later(done, TopologyError(
                 "resource-locked", f"cannot obtain exclusive access to locked queue '{name}': "
                                    f"it is another connection's exclusive queue"))
@@ -225,7 +229,8 @@ class RabbitMQ4Topology:
                 done(result)
             elif 200 <= result.status < 300:
                 if spec.exclusive:
-                    self.exclusive[name] = spec.owner
+                    self.exclusive[name] = QueueSpec(name, spec.durable, True, spec.auto_delete,
+                                                     spec.arguments, spec.owner)
                 done(_queue_info(result.body, name))
             elif result.status == 403 and name.startswith("amq."):
                 # RabbitMQ 4 refuses any declare of an amq. queue through its management,
@@ -261,7 +266,7 @@ class RabbitMQ4Topology:
         path = f"/queues/{path_segment(name)}"
 
         def deleted(response: Response) -> int | None:
-            self.exclusive.pop(name, None)
+            self._forget_exclusive(name)
             return _count(response.body.get("message_count")) \
                 if isinstance(response.body, dict) else None
 
@@ -295,8 +300,8 @@ class RabbitMQ4Topology:
                       if isinstance(response.body, dict) else None)
 
     def forget_owner(self, owner: str) -> None:
-        for name in [q for q, o in self.exclusive.items() if o == owner]:
-            del self.exclusive[name]
+        for name in [q for q, spec in self.exclusive.items() if spec.owner == owner]:
+            self._forget_exclusive(name)
             self.management.request("DELETE", f"/queues/{path_segment(name)}", None,
                                     partial(self._forgotten, name))
 
@@ -308,6 +313,35 @@ class RabbitMQ4Topology:
                         extra={"event": "exclusive_queue_left", "topology": self.name,
                                "queue": name, "error": error.text})
 
+    def _forget_exclusive(self, name: str) -> None:
+        self.exclusive.pop(name, None)
+        self.exclusive_bindings.pop(name, None)
+
+    def _declare_exclusive_again(self) -> None:
+        """The 1.0 connection came back: RabbitMQ deleted the exclusive queues with the
+        old one; declare them again, and their bindings (what was sent to them in
+        between is lost)."""
+        for spec in list(self.exclusive.values()):
+            log.info("topology %s: declaring the exclusive queue %r again after the 1.0 "
+                     "connection came back", self.name, spec.name,
+                     extra={"event": "exclusive_queue_restored", "topology": self.name,
+                            "queue": spec.name})
+            self.declare_queue(spec, False, partial(self._bind_again, spec.name))
+
+    def _bind_again(self, name: str, result: QueueInfo | TopologyError) -> None:
+        if isinstance(result, TopologyError):
+            self._restore_failed(name, result)
+            return
+        for binding in self.exclusive_bindings.get(name, []):
+            self.bind(binding, lambda outcome: self._restore_failed(name, outcome)
+                      if isinstance(outcome, TopologyError) else None)
+
+    def _restore_failed(self, name: str, error: TopologyError) -> None:
+        log.warning("topology %s: the exclusive queue %r could not be restored: %s: %s",
+                    self.name, name, error.kind, error.text,
+                    extra={"event": "exclusive_queue_not_restored", "topology": self.name,
+                           "queue": name, "error": error.text})
+
     # -- bindings ------------------------------------------------------------------------
 
     def bind(self, binding: BindingSpec, done: Done[None]) -> None:
@@ -318,9 +352,18 @@ class RabbitMQ4Topology:
         destination = "destination_exchange" if binding.to_exchange else "destination_queue"
         body = {"source": binding.source, destination: binding.destination,
                 "binding_key": binding.key, "arguments": arguments}
-        self._request("POST", "/bindings", body, done, lambda response: None)
+        self._request("POST", "/bindings", body, done, partial(self._bound, binding))
+
+    def _bound(self, binding: BindingSpec, response: Response) -> None:
+        kept = self.exclusive_bindings.setdefault(binding.destination, []) \
+            if not binding.to_exchange and binding.destination in self.exclusive else None
+        if kept is not None and binding not in kept:
+            kept.append(binding)
 
     def unbind(self, binding: BindingSpec, done: Done[None]) -> None:
+        kept = self.exclusive_bindings.get(binding.destination, [])
+        if not binding.to_exchange and binding in kept:
+            kept.remove(binding)
         kind = "dste" if binding.to_exchange else "dstq"
         if not binding.arguments:
             location = (f"/bindings/src={path_segment(binding.source)};{kind}="

@@ -468,3 +468,29 @@ def test_a_failing_callback_is_its_owners_fault_and_the_pair_serves_on(
                if r.levelname == "ERROR")
     assert topology.management.up
     assert loop.call(topology.delete_queue, name, False, False) == 0
+
+
+def test_exclusive_queues_are_declared_again_when_the_connection_comes_back(
+        rabbitmq4_url: str, relay: Relay, node: Pika) -> None:
+    """RabbitMQ deletes a connection's exclusive queues with it; the backend declares
+    its owners' queues again, with their bindings, once the 1.0 connection is back."""
+    with backend(relay.url(rabbitmq4_url), "again") as (loop, topology):
+        key = uuid.uuid4().hex
+        spec = QueueSpec("", exclusive=True, owner="rpc-client")
+        name = loop.call(topology.declare_queue, spec, False).name
+        loop.call(topology.bind, BindingSpec("amq.direct", name, key))
+        relay.cut()
+        loop.run_until(lambda: not node.queue_exists(name), "RabbitMQ to delete the queue")
+        relay.restore()
+        loop.run_until(lambda: node.queue_exists(name), "the queue to be declared again",
+                       limit=60)
+        loop.run_until(lambda: key in rabbitmqctl(rabbitmq4_url, "list_bindings", "-q",
+                                                  "destination_name", "routing_key"),
+                       "the binding to be made again", limit=60)
+        node.publish("amq.direct", key, 1)
+        assert loop.call(topology.declare_queue, QueueSpec(name, owner="rpc-client"), True) \
+            == QueueInfo(name, 1, 0)
+        locked = loop.call(topology.declare_queue, QueueSpec(name, owner="other"), True)
+        assert error_kind(locked) == "resource-locked"
+        topology.forget_owner("rpc-client")
+        loop.run_until(lambda: not node.queue_exists(name), "the owner's queue to go")
