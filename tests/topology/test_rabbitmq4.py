@@ -494,3 +494,26 @@ def test_exclusive_queues_are_declared_again_when_the_connection_comes_back(
         assert error_kind(locked) == "resource-locked"
         topology.forget_owner("rpc-client")
         loop.run_until(lambda: not node.queue_exists(name), "the owner's queue to go")
+
+
+def test_arguments_rabbitmq_cannot_take_and_a_closed_backend(
+        rabbitmq4_url: str, node: Pika) -> None:
+    with backend(rabbitmq4_url, "closing") as (loop, topology):
+        odd = loop.call(topology.declare_queue,
+                        QueueSpec(unique("odd"), arguments={"x-odd": {1, 2}}), False)
+        assert error_kind(odd) == "precondition-failed" and "x-odd" in odd.text
+        invalid = loop.call(topology.declare_queue,
+                            QueueSpec(unique("bad"), arguments={"x-max-length": "many"}), False)
+        assert error_kind(invalid) == "precondition-failed"  # RabbitMQ's 400
+        name = unique("late")
+        results: list[Any] = []
+        topology.declare_queue(QueueSpec(name), False, results.append)
+        topology.declare_exchange(ExchangeSpec("amq.direct"), True, results.append)
+        topology.close()
+        assert [error_kind(r) for r in results] == ["unavailable", "unavailable"]
+        topology.declare_queue(QueueSpec(name), True, results.append)
+        assert len(results) == 2  # answered later, never within the call
+        loop.run_until(lambda: len(results) == 3, "the closed backend to answer")
+        assert error_kind(results[2]) == "unavailable"
+        loop.settle()
+        assert len(results) == 3
