@@ -109,6 +109,20 @@ def backend(url: str, name: str, **options: Any) -> Iterator[tuple[Loop, RabbitM
         loop.close()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _leave_nothing(rabbitmq4_url: str) -> Iterator[None]:
+    """Delete what this module's tests declared (``test.topo.*``), failed ones included."""
+    yield
+    look = Pika(rabbitmq4_url)
+    try:
+        queues, exchanges = (
+            [n for n in rabbitmqctl(rabbitmq4_url, what, "-q", "name").split()
+             if n.startswith("test.topo.")] for what in ("list_queues", "list_exchanges"))
+        look.delete(queues, exchanges)
+    finally:
+        look.close()
+
+
 @pytest.fixture
 def node(rabbitmq4_url: str) -> Iterator[Pika]:
     look = Pika(rabbitmq4_url)
