@@ -341,7 +341,7 @@ class TopologyMode:
         exclusive = bool(m.exclusive) and not m.passive
         spec = QueueSpec(name, durable=bool(m.durable), exclusive=exclusive,
                          auto_delete=bool(m.auto_delete), arguments=dict(m.arguments or {}),
-                         owner=client.owner if exclusive or m.auto_delete else None)
+                         owner=client.owner)  # (the backend checks an exclusive one's)
 
         def answer(info: QueueInfo) -> Frame | None:
             if exclusive:
@@ -391,7 +391,8 @@ class TopologyMode:
         queue)."""
         self.check_exclusive(ch, queue)
         self.call(ch, method, lambda done: self.backend.declare_queue(
-            QueueSpec(queue), True, done), lambda _: then() if ch.live else None)
+            QueueSpec(queue, owner=ch.client.owner), True, done),
+            lambda _: then() if ch.live else None)
 
     # -- direct reply-to -------------------------------------------------------------------
 
