@@ -1,0 +1,118 @@
+"""RPC round trips per second through a topology-mode 0-9-1 façade, against the same
+programs straight to RabbitMQ 4, in the same run; and Celery tasks per second with the
+``rpc://`` result backend the same way.
+
+Run: ``.venv/bin/python benchmarks/rpc.py [--calls N] [--tasks T] [--rounds R]``
+(needs the project's RabbitMQ 4.0 node: it is started like the tests start it).
+
+Set-up: the unchanged programs of the real-application tests — the RabbitMQ tutorial's
+RPC server and client in pika (``tests/apps/programs/pika_rpc_*.py``: one call at a
+time, replies to an exclusive server-named queue or by direct reply-to), aio-pika's
+RPC pattern, and Celery with all defaults and ``rpc://`` (a producer sends T tasks and
+``.get()``s every result) — and the façade configured by ``examples/topology.yaml`` (no
+per-name configuration) in front of RabbitMQ 4's AMQP 1.0. Each round runs every
+contender once, the two sides interleaved (best round kept); the ratio façade/direct is
+the figure to compare across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import signal
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+from _timing import ROOT
+
+from tests.apps.test_topology091 import empty_celery_queue
+from tests.support.apps import AppProcess, run_program
+from tests.support.bridge import BridgeRun, free_port, wait_listening
+from tests.support.rabbitmq import ensure_rabbitmq4
+
+PASSWORD = "bench-s3cret"
+
+
+def rpc_rate(url: str, kind: str, calls: int, workdir: Path) -> float:
+    """Calls/s of one RPC client against one server on ``url`` (``kind``: exclusive,
+    direct — the pika tutorial's reply styles — or aio-pika)."""
+    name = f"test.bench.rpc.{uuid.uuid4().hex[:8]}"
+    if kind == "aio-pika":
+        server_cmd = ["aio_pika_rpc.py", url, name, "server"]
+        client_cmd = ["aio_pika_rpc.py", url, name, "client", str(calls)]
+    else:
+        server_cmd = ["pika_rpc_server.py", url, name]
+        client_cmd = ["pika_rpc_client.py", url, name, kind, str(calls)]
+    server = AppProcess(server_cmd, workdir / f"server-{name}.log", {})
+    try:
+        server.wait_for("ready")
+        out = run_program(client_cmd, workdir / f"client-{name}.log", {}, timeout=600)
+    finally:
+        server.kill()
+    if f"right {calls}/{calls}" not in out:
+        raise RuntimeError(out)
+    return float(re.search(r"rate ([\d.]+)", out).group(1))  # type: ignore[union-attr]
+
+
+def celery_rate(url: str, tasks: int, workdir: Path) -> float:
+    """Tasks/s of Celery with ``rpc://``: T ``.delay()`` then every ``.get()``, one worker."""
+    env = {"BROKER_URL": url, "RECORD_FILE": str(workdir / "records.txt")}
+    name = f"bench@{uuid.uuid4().hex[:8]}"
+    worker = AppProcess(["celery", "-A", "celery_rpc_app", "worker", "-n", name,
+                         "--loglevel=INFO", "--concurrency=2"], workdir / f"{name}.log", env)
+    try:
+        worker.wait_for(re.escape(name) + r" ready\.", timeout=60)
+        out = run_program(["celery_rpc_producer.py", uuid.uuid4().hex, str(tasks)],
+                          workdir / f"producer-{name}.log", env, timeout=600)
+    finally:
+        worker.stop(signal.SIGTERM)
+    if f"right {tasks}/{tasks}" not in out:
+        raise RuntimeError(out)
+    return float(re.search(r"rate ([\d.]+)", out).group(1))  # type: ignore[union-attr]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--tasks", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+
+    rabbitmq_url = ensure_rabbitmq4()
+    empty_celery_queue(rabbitmq_url)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-rpc-"))
+    port = free_port()
+    bridge = BridgeRun((ROOT / "examples" / "topology.yaml").read_text(), workdir,
+                       log_level="warning",
+                       env={"CLOUD_URL": rabbitmq_url, "APP_BIND": f"127.0.0.1:{port}",
+                            "APP_PASSWORD": PASSWORD}).start()
+    sides = {"direct": rabbitmq_url + "/%2F",
+             "façade": f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F"}
+    best: dict[tuple[str, str], float] = {}
+    try:
+        wait_listening(port, bridge)
+        for round_no in range(1, args.rounds + 1):
+            for kind in ("exclusive", "direct", "aio-pika", "celery"):
+                for side, url in sides.items():
+                    if kind == "celery":
+                        rate = celery_rate(url.removesuffix("%2F") + "/", args.tasks, workdir)
+                    else:
+                        rate = rpc_rate(url, kind, args.calls, workdir)
+                    best[kind, side] = max(best.get((kind, side), 0.0), rate)
+                    print(f"round {round_no}: {kind:10s} {side:7s} {rate:8.0f}/s", flush=True)
+    finally:
+        bridge.stop()
+    for kind, what in (("exclusive", "pika RPC, exclusive reply queue"),
+                       ("direct", "pika RPC, direct reply-to"),
+                       ("aio-pika", "aio-pika RPC pattern"),
+                       ("celery", "Celery tasks with rpc:// results")):
+        direct, facade = best[kind, "direct"], best[kind, "façade"]
+        print(f"{what}: direct {direct:.0f}/s, façade {facade:.0f}/s, "
+              f"ratio {facade / direct:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
