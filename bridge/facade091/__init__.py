@@ -33,6 +33,8 @@ One module one job, dependencies one way (each imports only those before it):
 - :mod:`~bridge.facade091.publish`: :class:`Publish091`;
 - :mod:`~bridge.facade091.method_access`: the permissions each method needs and
   RabbitMQ's refusal texts;
+- :mod:`~bridge.facade091.topology`: :class:`TopologyMode`, a listener's topology mode
+  (names no route configures are the 1.0 broker's: ``listeners.<name>.topology``);
 - :mod:`~bridge.facade091.commands`: :class:`Commands091`, the method model (each method
   checked against the user's permissions first);
 - :mod:`~bridge.facade091.listener`: :class:`Facade091`, the listener (on the
@@ -50,6 +52,7 @@ from .consume import Consume091, Consumer091
 from .listener import Facade091
 from .publish import Publish091
 from .state import Channel091, ChannelRefused, Client091, ConnectionRefused
+from .topology import TopologyMode
 
 __all__ = ["Channel091", "ChannelRefused", "Client091", "Commands091", "ConnectionRefused",
-           "Consume091", "Consumer091", "Facade091", "Publish091"]
+           "Consume091", "Consumer091", "Facade091", "Publish091", "TopologyMode"]

@@ -34,6 +34,12 @@ the permission for is 403 ACCESS_REFUSED first: :mod:`.method_access`):
 - tx.* is 540 NOT_IMPLEMENTED (publisher confirms are the façade's way), and so is
   any other method.
 
+On a listener in *topology mode* (:mod:`~bridge.facade091.topology`), every name no
+route configures is the 1.0 broker's instead: the handlers hand declares, binds,
+deletes and purges to the :class:`~bridge.facade091.topology.TopologyMode` (answered
+when the broker answered), consumes and gets check the queue there first, and
+``basic.consume`` of ``amq.rabbitmq.reply-to`` is direct reply-to.
+
 Handlers raise :class:`~bridge.facade091.state.ChannelRefused` (channel.close) or
 :class:`~bridge.facade091.state.ConnectionRefused` (connection.close); they return
 the reply to send, or None when there is none (no-wait, or answered later).
