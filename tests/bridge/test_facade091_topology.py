@@ -39,8 +39,12 @@ def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
   - name: configured
     from: {{listener: legacy, exchange: test.configured}}
     to:   {{connection: cloud, address: {q["configured"]}}}
+  - name: configured-in
+    from: {{connection: cloud, address: {q["configured_in"]}}}
+    to:   {{listener: legacy, queue: test.configured.in}}
 """
-    with facade091(rabbitmq_url, tmp_path_factory.mktemp("topology"), ("configured",),
+    with facade091(rabbitmq_url, tmp_path_factory.mktemp("topology"),
+                   ("configured", "configured_in"),
                    routes, listener=TOPOLOGY) as running:
         yield running
     log = running.proc.log()
@@ -310,6 +314,24 @@ def test_a_configured_route_keeps_its_name(facade: Facade) -> None:
         conn.close()
     got = receive_messages(facade.rabbitmq_url, facade.address("configured"), 1)
     assert got[0].message.body == b"routed by the route"
+
+
+def test_a_configured_queue_keeps_its_name(facade: Facade) -> None:
+    """test.configured.in is a route's queue: a consumer of it gets what the route's 1.0
+    address holds (RabbitMQ has no such queue), and its declare is the façade's."""
+    send_messages(facade.rabbitmq_url, facade.address("configured_in"),
+                  [Message(body=b"from the route's address", inferred=True)])
+    conn = facade.connect()
+    try:
+        ch = conn.channel()
+        assert ch.queue_declare("test.configured.in", passive=True).method.consumer_count == 0
+        deadline = time.monotonic() + 10
+        while (got := ch.basic_get("test.configured.in", auto_ack=True))[0] is None:
+            assert time.monotonic() < deadline
+        assert got[2] == b"from the route's address"
+    finally:
+        conn.close()
+    assert broker_has_queue(facade, "test.configured.in") is None
 
 
 
