@@ -21,7 +21,7 @@ import pika
 import pytest
 
 from tests.support.apps import AppProcess, run_program
-from tests.support.bridge import ROOT, BridgeRun, free_port, wait_listening
+from tests.support.bridge import BridgeRun, free_port, recipe_bridge
 
 PASSWORD = "celery-s3cret"
 TASKS = 200
@@ -85,20 +85,12 @@ def celery_bridge(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory
     declare_celery_topology(rabbitmq_url)
     tmp = tmp_path_factory.mktemp("celery")
     port = free_port()
-    bridge = BridgeRun((ROOT / "examples" / "celery.yaml").read_text(), tmp,
-                       env={"CLOUD_URL": rabbitmq_url, "CELERY_BIND": f"127.0.0.1:{port}",
-                            "CELERY_PASSWORD": PASSWORD}).start()
-    try:
-        wait_listening(port, bridge)
+    with recipe_bridge("celery.yaml", tmp, {
+            "CLOUD_URL": rabbitmq_url, "CELERY_BIND": f"127.0.0.1:{port}",
+            "CELERY_PASSWORD": PASSWORD, "PORT": str(port)}) as bridge:
         yield CeleryBridge(bridge, {
             "BROKER_URL": f"amqp://celery:{PASSWORD}@127.0.0.1:{port}//",
             "RECORD_FILE": str(tmp / "records.txt")}, tmp)
-    finally:
-        rc = bridge.stop()
-    assert rc == 0, bridge.log()
-    log = bridge.log()
-    assert "event=poison_message" not in log, log
-    assert "level=error" not in log, log
 
 
 def assert_clean(log: str) -> None:

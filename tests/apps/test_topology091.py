@@ -23,7 +23,7 @@ import pytest
 
 from tests.apps.test_celery import CeleryBridge, assert_clean
 from tests.support.apps import AppProcess, run_program
-from tests.support.bridge import ROOT, BridgeRun, free_port, wait_listening
+from tests.support.bridge import BridgeRun, free_port, recipe_bridge
 
 pytestmark = pytest.mark.rabbitmq(4)
 
@@ -67,19 +67,11 @@ def topology(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory
     empty_celery_queue(rabbitmq_url)
     tmp = tmp_path_factory.mktemp("topology")
     port = free_port()
-    bridge = BridgeRun((ROOT / "examples" / "topology.yaml").read_text(), tmp,
-                       env={"CLOUD_URL": rabbitmq_url, "APP_BIND": f"127.0.0.1:{port}",
-                            "APP_PASSWORD": PASSWORD}).start()
-    try:
-        wait_listening(port, bridge)
+    with recipe_bridge("topology.yaml", tmp, {
+            "CLOUD_URL": rabbitmq_url, "APP_BIND": f"127.0.0.1:{port}",
+            "APP_PASSWORD": PASSWORD, "PORT": str(port)}) as bridge:
         yield Topology(bridge, f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F", rabbitmq_url,
                        tmp)
-    finally:
-        rc = bridge.stop()
-    assert rc == 0, bridge.log()
-    log = bridge.log()
-    assert "event=poison_message" not in log, log
-    assert "level=error" not in log, log
 
 
 def test_celery_with_all_defaults_and_rpc_results(topology: Topology) -> None:

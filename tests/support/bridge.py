@@ -319,6 +319,23 @@ def wait_listening(port: int, bridge: BridgeRun, timeout: float = 20.0) -> None:
     raise AssertionError(f"the façade did not listen on {port}:\n{bridge.log()}")
 
 
+@contextlib.contextmanager
+def recipe_bridge(recipe: str, tmp: Path, env: dict[str, str]) -> Iterator[BridgeRun]:
+    """``amqp-bridge run`` with ``examples/RECIPE`` (its variables from ``env``), once its
+    façade listens on ``env["PORT"]``'s port; stopped gracefully at the end: exit status
+    0, no poison message, no ERROR line."""
+    bridge = BridgeRun((ROOT / "examples" / recipe).read_text(), tmp, env=env).start()
+    try:
+        wait_listening(int(env["PORT"]), bridge)
+        yield bridge
+    finally:
+        rc = bridge.stop()
+    assert rc == 0, bridge.log()
+    log = bridge.log()
+    assert "event=poison_message" not in log, log
+    assert "level=error" not in log, log
+
+
 def free_port() -> int:
     """A loopback port nobody listens on right now."""
     with socket.socket() as s:
