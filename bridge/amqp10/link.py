@@ -188,6 +188,11 @@ class Amqp10Link:
         return not self.closing and self.link is not None
 
     @property
+    def node(self) -> str:
+        """The address as logs name it (a sender to the anonymous terminus: so named)."""
+        return "the anonymous terminus" if self.address is None else repr(self.address)
+
+    @property
     def connection_name(self) -> str:
         """The configured name of the link's connection."""
         return self.handler.name if self.handler is not None else "?"
@@ -197,7 +202,7 @@ class Amqp10Link:
         return {"event": event, "route": self.route, "connection": self.connection_name,
                 "peer": self.handler.peer if self.handler is not None else "",
                 "link": self.name,
-                "address": self.address}
+                "address": self.address or ""}
 
     def send(self, data: bytes) -> Delivery:
         """Send encoded message bytes unsettled (only while :attr:`up`)."""
@@ -244,8 +249,8 @@ class Amqp10Link:
                 self.up_since = time.monotonic()
                 self.last_error = self.last_condition = None
                 self.peer_max_message_size = link.remote_max_message_size or None
-                log.info("route %s: 1.0 link %s attached to %r", self.route, self.name,
-                         self.address, extra=self.log_fields("link_attached"))
+                log.info("route %s: 1.0 link %s attached to %s", self.route, self.name,
+                         self.node, extra=self.log_fields("link_attached"))
                 self.owner.on_link_up(self)
             return
         for stale in self._stale:
@@ -401,7 +406,7 @@ class Amqp10Link:
         # the peer's refusal once at WARNING; the same again (a link it keeps refusing,
         # retried with a growing backoff) at INFO
         log.log(logging.INFO if repeated else logging.WARNING,
-                "1.0 link %s to %r: %s; re-attaching in %.2fs", self.name, self.address,
+                "1.0 link %s to %s: %s; re-attaching in %.2fs", self.name, self.node,
                 reason, delay, extra={**self.log_fields("link_lost"), "error": reason,
                                       "delay": round(delay, 3), "repeated": repeated})
         self._retire(old_link, old_session)

@@ -188,7 +188,7 @@ class FacadeHost(Protocol):
 
 def waiting_for(facade: FacadeHost, links: list[Amqp10Link]) -> list[str]:
     out = [] if facade.listening else [f"façade {facade.name} listening"]
-    out += [f"1.0 link to {link.address!r} on {link.connection_name}"
+    out += [f"1.0 link to {link.node} on {link.connection_name}"
             + (f" (last refused: {link.last_error})" if link.last_error else "")
             for link in links if not link.up]
     return out
