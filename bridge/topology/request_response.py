@@ -12,8 +12,9 @@ protocol's *strategy*: how its two links are attached, how a request is encoded 
 the reply address and an id of ours), how an answer names its request, and what an
 answer means. What is common is here:
 
-* the pair: a sender and a receiver on one session of their own, sends pre-settled,
-  answers accepted and settled; ``up`` once both are attached (the reply address is
+* the pair: a sender and a receiver on one session of their own, both pre-settled
+  (``snd-settle-mode`` settled: RabbitMQ takes no other kind of request, and qpidd
+  then sends its answers settled too); ``up`` once both are attached (the reply address is
   known then);
 * requests are pipelined: at most :attr:`LinkPair.window` unanswered on the pair (the
   receiver's credit) and never beyond the credit the broker gives our sender; the rest
@@ -53,7 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from proton import Delivery, Endpoint, Link, Message
+from proton import Endpoint, Link, Message
 from proton.reactor import Container
 
 from ..amqp10.connection import Amqp10ConnectionHandler
@@ -301,8 +302,6 @@ class RequestClient:
         if delivery.partial:
             return
         data = receiver.recv(delivery.pending)
-        if not delivery.settled:  # qpidd's answers come unsettled (RabbitMQ's settled)
-            delivery.update(Delivery.ACCEPTED)
         delivery.settle()
         receiver.flow(1)
         self._unanswered = max(0, self._unanswered - 1)
