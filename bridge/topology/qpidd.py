@@ -30,13 +30,17 @@ queue purge                  a query (the count), then ``purge`` ``{request: 0}`
 bind / unbind                ``create`` / ``delete binding X/Q/K`` with the binding's
                              arguments (qpidd splits the name at ``/``: names and
                              keys holding one are not-implemented; so are
-                             exchange-to-exchange bindings, which qpidd lacks)
+                             exchange-to-exchange bindings, which qpidd lacks); a
+                             headers binding qpidd refuses for want of ``x-match``
+                             is made again with ``x-match = all``, 0-9-1's default
 ===========================  ======================================================
 
 qpidd's ``_exception`` texts become :class:`~bridge.topology.model.TopologyError`
-kinds in :func:`error_of` ("not-found: …", "No object found" not-found; "Cannot delete
-queue …" precondition-failed; "unauthorized-access: …" / "ACL denied" access-refused;
-"Invalid exchange type" not-implemented; others precondition-failed).
+kinds in :func:`error_of` by how they begin ("not-found: …", "No object found"
+not-found; "unauthorized-access: …" / "ACL denied" access-refused; "Invalid exchange
+type" not-implemented, and the "Duplicate binding key not allowed" of a second headers
+binding with the same key; others, such as "Cannot delete queue …; queue in use",
+precondition-failed).
 
 Exclusive queues: QMF creates no queue owned by a connection, so the backend keeps
 the legacy owner of each (:attr:`QueueSpec.owner`): another owner's declare is
@@ -90,24 +94,30 @@ QmfAnswer = QmfResult | QmfException | TopologyError
 ALREADY_EXISTS = "object already exists"
 
 _TEXTS: tuple[tuple[str, TopologyErrorKind], ...] = (
-    ("not-found", "not-found"),
+    ("not-found: ", "not-found"),
     ("No object found", "not-found"),
-    ("unauthorized-access", "access-refused"),
+    ("unauthorized-access: ", "access-refused"),
     ("ACL denied", "access-refused"),
-    ("resource-locked", "resource-locked"),
+    ("resource-locked: ", "resource-locked"),
     ("Invalid exchange type", "not-implemented"),
-    ("not-implemented", "not-implemented"),
+    ("not-implemented: ", "not-implemented"),
 )
-"""The start (or a phrase) of qpidd's exception texts that say what kind of failure it
-was; any other text is precondition-failed."""
+"""How qpidd's exception texts that say what kind of failure it was begin; any other
+text is precondition-failed (the names a text quotes never decide)."""
+MISSING_X_MATCH = "Invalid or missing x-match value"
+"""qpidd's refusal of a headers binding without ``x-match`` (RabbitMQ takes ``all``)."""
+DUPLICATE_KEY = "Duplicate binding key not allowed"
+"""The end of qpidd's refusal of a second headers binding of a queue with the same key."""
 
 
 def error_of(exception: QmfException) -> TopologyError:
     """The :class:`TopologyError` of qpidd's ``_exception`` answer, with its text."""
-    kind: TopologyErrorKind = next((k for phrase, k in _TEXTS if phrase in exception.text),
+    text = exception.text
+    kind: TopologyErrorKind = next((k for start, k in _TEXTS if text.startswith(start)),
                                    "precondition-failed")
-    return TopologyError(kind, exception.text or f"qpidd refused it (QMF error "
-                                                 f"{exception.code})")
+    if text.rstrip(".").endswith(DUPLICATE_KEY):
+        kind = "not-implemented"
+    return TopologyError(kind, text or f"qpidd refused it (QMF error {exception.code})")
 
 
 def _not_found(exception: QmfException) -> bool:
@@ -209,8 +219,7 @@ class QpiddTopology:
                                    f"it is another connection's exclusive queue"))
             return
         if passive:
-            self._query(queue_object(name), done, lambda found: _queue_info(name, found)
-                        if found is not None else TopologyError("not-found", f"no queue '{name}'"))
+            self._query(queue_object(name), done, partial(self._existing, name))
             return
         properties = amqp_arguments(spec.arguments, "qpidd")
         if isinstance(properties, TopologyError):
@@ -231,18 +240,29 @@ class QpiddTopology:
 
         self._create("queue", name, properties, created)
 
-    @staticmethod
-    def _same_queue(spec: QueueSpec, name: str, found: dict[str, Any] | None
-                    ) -> QueueInfo | TopologyError:
-        if found is None:  # deleted in between
+    def _existing(self, name: str, found: dict[str, Any] | None) -> QueueInfo | TopologyError:
+        """An existing queue as qpidd described it: its counts, unless it is another
+        connection's exclusive queue (resource-locked, as a 0-9-1 passive declare says)."""
+        if found is None:
             return TopologyError("not-found", f"no queue '{name}'")
+        if found.get("exclusive") is True and name not in self.exclusive:
+            return TopologyError("resource-locked",
+                                 f"cannot obtain exclusive access to locked queue '{name}': "
+                                 f"it is another connection's exclusive queue")
+        return _queue_info(name, found)
+
+    def _same_queue(self, spec: QueueSpec, name: str, found: dict[str, Any] | None
+                    ) -> QueueInfo | TopologyError:
+        existing = self._existing(name, found)
+        if isinstance(existing, TopologyError) or found is None:
+            return existing
         for prop, key, declared in (("durable", "durable", spec.durable),
                                     ("auto-delete", "autoDelete", spec.auto_delete)):
             if bool(found.get(key)) != declared:
                 return TopologyError("precondition-failed",
                                      f"queue '{name}' exists with {prop} {bool(found.get(key))}"
                                      f", declared with {prop} {declared}")
-        return _queue_info(name, found)
+        return existing
 
     def delete_queue(self, name: str, if_unused: bool, if_empty: bool,
                      done: Done[int | None]) -> None:
@@ -295,8 +315,17 @@ class QpiddTopology:
         if isinstance(name, TopologyError) or isinstance(arguments, TopologyError):
             self._later(done, name if isinstance(name, TopologyError) else arguments)
             return
-        self._create("binding", name, arguments,
-                     lambda answer: done(self._result(answer, None)))
+
+        def created(answer: QmfAnswer) -> None:
+            if (isinstance(answer, QmfException) and MISSING_X_MATCH in answer.text
+                    and "x-match" not in arguments):
+                # a headers exchange: 0-9-1's default is all, qpidd insists on one
+                self._create("binding", name, {**arguments, "x-match": "all"},
+                             lambda again: done(self._result(again, None)))
+            else:
+                done(self._result(answer, None))
+
+        self._create("binding", name, arguments, created)
 
     def unbind(self, binding: BindingSpec, done: Done[None]) -> None:
         name = self._binding_name(binding)

@@ -170,12 +170,60 @@ def test_exchanges_and_bindings_route_1_0_messages_by_subject(
     send_1_0(qpidd, topology.publish_address(direct, "k2"), "direct-k2", "k2")
     # the default exchange: the queue named by the key
     send_1_0(qpidd, topology.publish_address("", queue), "default", queue)
-    assert look.drain(queue) == ["sport", "direct-k1", "default"]
+    send_1_0(qpidd, topology.publish_address(topic, "news"), "zero-words", "news")
+    assert look.drain(queue) == ["sport", "direct-k1", "default", "zero-words"]
     assert loop.call(topology.unbind, BindingSpec(topic, queue, "news.#")) is None
     assert loop.call(topology.unbind, BindingSpec(topic, queue, "news.#")) is None  # none: ok
     send_1_0(qpidd, topology.publish_address(topic, "news.sport"), "sport", "news.sport")
     assert look.drain(queue) == []
     assert topology.queue_address(queue) == queue
+
+
+def test_headers_bindings_match_application_properties(
+        loop: Loop, topology: QpiddTopology, look: Look, qpidd: Qpidd) -> None:
+    headers, queue = unique("headers"), unique("hq")
+    loop.call(topology.declare_exchange, ExchangeSpec(headers, "headers"), False)
+    loop.call(topology.declare_queue, QueueSpec(queue), False)
+    a = BindingSpec(headers, queue, "a", {"x-match": "all", "a": 1})
+    assert loop.call(topology.bind, a) is None
+    assert loop.call(topology.bind, a) is None  # the same again: as 0-9-1, nothing new
+    assert loop.call(topology.bind, BindingSpec(headers, queue, "b", {"b": 2})) is None
+    # qpidd keys a queue's headers bindings by the binding key alone
+    twice = loop.call(topology.bind, BindingSpec(headers, queue, "a", {"c": 3}))
+    assert error_kind(twice) == "not-implemented" and "Duplicate binding key" in twice.text
+    connection = BlockingConnection(f"127.0.0.1:{qpidd.port}")
+    try:
+        sender = connection.create_sender(topology.publish_address(headers, ""))
+        for body, properties in (("a", {"a": 1}), ("b", {"b": 2}), ("c", {"c": 3})):
+            sender.send(Message(body=body, properties=properties))
+        assert look.drain(queue) == ["a", "b"]
+        assert loop.call(topology.unbind, a) is None
+        sender.send(Message(body="a-again", properties={"a": 1}))
+        assert look.drain(queue) == []
+    finally:
+        connection.close()
+
+
+def test_auto_delete_queues_go_with_their_last_consumer(
+        loop: Loop, topology: QpiddTopology, look: Look) -> None:
+    name = unique("auto")
+    loop.call(topology.declare_queue, QueueSpec(name, auto_delete=True), False)
+    loop.settle(0.5)
+    assert look.exists(name)  # one that never had a consumer stays
+    consumer = loop.receiver(topology.queue_address(name))
+    loop.run_until(lambda: consumer.attached, "the consumer to attach")
+    consumer.link.close()
+    loop.run_until(lambda: not look.exists(name), "qpidd to delete the queue")
+
+
+def test_another_connections_exclusive_queue_is_locked(
+        loop: Loop, topology: QpiddTopology, look: Look) -> None:
+    receiver = look.session.receiver("#")  # qpid.messaging's temporary queue: exclusive
+    name = receiver.source.split(";")[0]
+    for passive in (True, False):
+        locked = loop.call(topology.declare_queue, QueueSpec(name, auto_delete=True), passive)
+        assert error_kind(locked) == "resource-locked", passive
+    receiver.close()
 
 
 def test_exchange_redeclares_passive_declares_and_deletes(
@@ -251,6 +299,9 @@ def test_qpidds_texts_as_error_kinds() -> None:
         "ACL denied queue query request from u": "access-refused",
         "Cannot delete queue q; queue in use": "precondition-failed",
         "Invalid exchange type: nosuch": "not-implemented",
+        "Cannot delete queue not-found: q; queue in use": "precondition-failed",
+        "internal-error: Exchange: h, binding key: a Duplicate binding key not allowed.":
+            "not-implemented",
     }
     for text, kind in texts.items():
         assert error_of(QmfException(7, text)) == TopologyError(kind, text)  # type: ignore[arg-type]
