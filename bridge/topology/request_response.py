@@ -279,6 +279,12 @@ class RequestClient:
         self._retire_pair()
 
     @property
+    def reply_to(self) -> str:
+        """The reply address of the current pair (qpidd's dynamic node; "" until the
+        first pair is attached)."""
+        return self._reply_to
+
+    @property
     def open(self) -> bool:
         """Attached or attaching, and not closed for good (:class:`LinkWatcher`)."""
         return not self.closing and self._session is not None

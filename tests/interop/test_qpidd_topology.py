@@ -22,6 +22,7 @@ from bridge.topology.model import SERVER_NAMED_PREFIX
 from bridge.topology.qmf import QmfException
 from bridge.topology.qpidd import QpiddTopology, error_of
 from tests.interop.peers import Qpidd, import_qpid_messaging
+from tests.support.relay import Relay
 from tests.topology.loop import Loop, error_kind
 
 import_qpid_messaging()
@@ -84,8 +85,10 @@ def send_1_0(qpidd: Qpidd, address: str, body: str, subject: str | None = None) 
 
 
 @contextlib.contextmanager
-def backend(qpidd: Qpidd, **options: Any) -> Iterator[tuple[Loop, QpiddTopology]]:
-    loop = Loop(f"amqp://127.0.0.1:{qpidd.port}")
+def backend(qpidd: Qpidd, relay: Relay | None = None, **options: Any
+            ) -> Iterator[tuple[Loop, QpiddTopology]]:
+    url = f"amqp://127.0.0.1:{qpidd.port}"
+    loop = Loop(relay.url(url) if relay is not None else url)
     topology = QpiddTopology(loop.container, loop.connection, name="test", **options)
     try:
         yield loop, topology
@@ -366,3 +369,36 @@ def test_no_answer_in_time_or_qpidd_stopped_mid_request_is_unavailable(
         again = unique("again")
         assert loop.call(topology.declare_queue, QueueSpec(again), False) == \
             QueueInfo(again, 0, 0)
+
+
+def test_a_dropped_connection_fails_what_is_in_flight_and_keeps_exclusive_queues(
+        qpidd: Qpidd, look: Look) -> None:
+    relay = Relay(("127.0.0.1", qpidd.port))
+    try:
+        with backend(qpidd, relay, request_timeout=30.0) as (loop, topology):
+            info = loop.call(topology.declare_queue,
+                             QueueSpec("", exclusive=True, owner="client-a"), False)
+            first_reply_to = topology.qmf.reply_to
+            relay.pause()
+            results: list[Any] = []
+            topology.declare_queue(QueueSpec(info.name, owner="client-a"), True, results.append)
+            loop.settle()
+            relay.cut()
+            loop.run_until(lambda: bool(results), "the request in flight to fail")
+            assert error_kind(results[0]) == "unavailable" and "lost" in results[0].text
+            waiting: list[Any] = []
+            topology.declare_queue(QueueSpec(info.name, owner="client-a"), True, waiting.append)
+            loop.settle(0.5)
+            assert waiting == []  # it waits for the pair
+            relay.restore()
+            relay.resume()
+            loop.run_until(lambda: bool(waiting), "the waiting request to be answered")
+            # qpidd does not tie a QMF-created queue to the connection: it is still there
+            assert waiting == [QueueInfo(info.name, 0, 0)] and look.exists(info.name)
+            assert topology.qmf.reply_to != first_reply_to  # a fresh dynamic node
+            loop.settle()
+            assert len(results) == 1 and len(waiting) == 1  # each answered once
+            topology.forget_owner("client-a")
+            loop.run_until(lambda: not look.exists(info.name), "the queue to go")
+    finally:
+        relay.close()
