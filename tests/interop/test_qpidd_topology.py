@@ -307,7 +307,7 @@ def test_qpidds_texts_as_error_kinds() -> None:
             "not-implemented",
     }
     for text, kind in texts.items():
-        assert error_of(QmfException(7, text)) == TopologyError(kind, text)  # type: ignore[arg-type]
+        assert error_of(QmfException(7, text)) == TopologyError(kind, text)
 
 
 def test_server_named_exclusive_queues_take_replies_and_go_with_their_owner(
