@@ -19,10 +19,18 @@ Theory of operation
   :class:`Topology` protocol every backend implements. Every operation is
   asynchronous: it is started on the event loop and its ``done`` callback runs later on
   the event loop with the result or a :class:`TopologyError` (never raised).
-- backends, one module each: RabbitMQ 4's management over AMQP 1.0 (``/management``
-  request/response: declares with arguments, bindings, queue depth), and the plain
-  1.0 broker (exchanges emulated as routing tables over plain queues, as kombu's
-  virtual transport does; RabbitMQ 3.x through its address conventions).
+- backends, one module each: RabbitMQ 4's management over AMQP 1.0
+  (:mod:`~bridge.topology.rabbitmq4`: ``/management`` requests, declares with
+  arguments, bindings, queue depth), qpidd's QMF2 over its AMQP 1.0 side
+  (:mod:`~bridge.topology.qpidd`: create / delete / purge / query on qpidd's agent),
+  declares over 0-9-1 for RabbitMQ 3.x (:mod:`~bridge.topology.rabbitmq091`), and
+  exchanges emulated as routing tables over plain queues, as kombu's virtual
+  transport does (:mod:`~bridge.topology.routing`).
+- the management protocols the first two speak are strategies (a
+  :class:`~bridge.topology.request_response.LinkPair`) of one request/response client
+  (:mod:`~bridge.topology.request_response`: pipelining, timeouts, connection loss,
+  each request answered once): HTTP over AMQP (:mod:`~bridge.topology.management`)
+  and QMF2 (:mod:`~bridge.topology.qmf`).
 
 Everything runs on the container's thread.
 """

@@ -1,71 +1,40 @@
-"""HTTP over AMQP 1.0: the request/response client of RabbitMQ 4's ``/management`` node.
+"""HTTP over AMQP 1.0: the request/response client of RabbitMQ 4's ``/management`` node
+(:class:`ManagementClient`), on the machinery of :mod:`~bridge.topology.request_response`.
 
 Theory of operation
 -------------------
 RabbitMQ 4.x serves its management operations (queues, exchanges, bindings) to any
 AMQP 1.0 client as HTTP-style requests (rabbitmq-server's
-``rabbit_amqp_management.erl``). :class:`ManagementClient` speaks it on the bridge's
-event loop, over the 1.0 connection it is given (proton's reconnect keeps that up):
+``rabbit_amqp_management.erl``); :class:`HttpOverAmqp` is that protocol's link pair:
 
-* a *link pair*: a sender to and a receiver from ``/management``, on one session of
-  their own, with the same link name and the link property ``paired = true`` (the
-  OASIS link-pair convention RabbitMQ requires; it pairs the halves by name within a
-  session). Requests go pre-settled (RabbitMQ accepts no other kind), responses come
+* a sender to and a receiver from ``/management``, on one session of their own, with
+  the same link name and the link property ``paired = true`` (the OASIS link-pair
+  convention RabbitMQ requires; it pairs the halves by name within a session).
+  Requests go pre-settled (RabbitMQ accepts no other kind), responses come
   pre-settled;
 * a request is a message with ``subject`` = the HTTP method, ``to`` = the URI path
   (names percent-encoded), ``reply-to`` = ``$me``, a ``message-id`` of ours and an
   amqp-value body (a map, or null: RabbitMQ insists on the null section); the
   response's ``subject`` is the status code, its ``correlation-id`` the request's
   message-id, its amqp-value body the result (or RabbitMQ's explanation);
-* requests are pipelined: at most :data:`WINDOW` unanswered on the pair (RabbitMQ ends
-  the session when a response finds no credit on our receiver) and never beyond the
-  credit RabbitMQ gives our sender; the rest wait in order.
+* at most :data:`WINDOW` requests unanswered on the pair: RabbitMQ ends the session
+  when a response finds no credit on our receiver.
 
-Every request is answered exactly once through its ``done`` callback: a
-:class:`Response`, or a :class:`~bridge.topology.model.TopologyError` when
-
-* it is not answered within ``request_timeout`` (``unavailable``; a late answer is
-  dropped);
-* the 1.0 connection drops while it is in flight (``unavailable``; requests not sent
-  yet wait for the pair to come back, within their timeout);
-* RabbitMQ ends the pair's session because of it: RabbitMQ refuses a request for
-  want of permission (``amqp:unauthorized-access``) by ending the session, not with
-  a status. It handles a session's frames in order and sends each response before it
-  reads the next request, so the oldest unanswered request is the one to blame; the
-  others are sent again on the fresh pair.
-
-A lost pair is replaced by a fresh one (on a fresh session) at once when a request
-was to blame, else after :data:`~bridge.amqp10.link.RELINK`'s backoff, and when the
-connection comes back. :meth:`ManagementClient.probe` checks that a 1.0 address can be
-attached (RabbitMQ 4 has no management request that tells whether an exchange exists;
-a sender link to ``/exchanges/X`` is refused with ``amqp:not-found`` when it does not).
-
-Sessions are retired in the order proton needs (:class:`_Retiring`): a session is ended
-only once the peer has answered its begin and detached its links, and freed once the
-peer has ended it too (ending it earlier makes proton fail the whole connection).
+RabbitMQ refuses a request for want of permission by ending the pair's session with
+``amqp:unauthorized-access`` (the request client blames the oldest unanswered request).
 """
 
 from __future__ import annotations
 
-import itertools
-import logging
-import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from proton import Endpoint, Link, Message, symbol, ulong
+from proton import Message, symbol, ulong
 from proton.reactor import Container
 
-from ..amqp10.connection import Amqp10ConnectionHandler
-from ..amqp10.link import RELINK, STABLE_LINK, send_raw
-from ..amqp10.outcomes import condition_text
-from ..runtime import Timer
-from ..runtime.containment import Part, contain
-from .model import TopologyError, TopologyErrorKind
-
-log = logging.getLogger("bridge.topology")
+from .model import TopologyError
+from .request_response import LinkPair, RequestClient
 
 MANAGEMENT_NODE = "/management"
 WINDOW = 8
@@ -73,15 +42,6 @@ WINDOW = 8
 NULL_BODY = b"\x00\x53\x77\x40"
 """An amqp-value section holding null: the body of a request without one (proton
 writes no body section for ``None``, and RabbitMQ's GET and DELETE match on null)."""
-
-CONDITION_KINDS: dict[str, TopologyErrorKind] = {
-    "amqp:unauthorized-access": "access-refused",
-    "amqp:not-found": "not-found",
-    "amqp:resource-locked": "resource-locked",
-    "amqp:not-implemented": "not-implemented",
-}
-"""The error kind of a request (or probe) whose session RabbitMQ ended with this
-condition; any other condition makes it ``unavailable``."""
 
 
 @dataclass(frozen=True)
@@ -95,467 +55,67 @@ class Response:
 ResponseDone = Callable[[Response | TopologyError], None]
 
 
-@dataclass(eq=False)
-class _Pending:
-    """What waits for an answer: a request, or a probe."""
+@dataclass(frozen=True)
+class HttpRequest:
+    """One request: the HTTP method, the URI path and the amqp-value body (None: null)."""
 
-    done: Callable[[Any], None]
-    timer: Any = field(default=None, init=False)
-    answered: bool = field(default=False, init=False)
-
-    def describe(self) -> str:
-        raise NotImplementedError
+    method: str
+    path: str
+    body: Any
 
 
-@dataclass(eq=False)
-class _Request(_Pending):
-    method: str = ""
-    path: str = ""
-    id: int = 0
-    data: bytes = b""
+class HttpOverAmqp(LinkPair):
+    """RabbitMQ 4's paired links to ``/management`` (see the module's docstring)."""
 
-    def describe(self) -> str:
-        return f"{self.method} {self.path}"
+    peer = "RabbitMQ"
+    node = MANAGEMENT_NODE
+    window = WINDOW
 
-
-@dataclass(eq=False)
-class _Probe(_Pending):
-    address: str = ""
-    session: Any = field(default=None, init=False)
-    link: Any = field(default=None, init=False)
-
-    def describe(self) -> str:
-        return f"the attach to {self.address!r}"
-
-
-@dataclass(eq=False)
-class _Retiring:
-    """A session and its links on their way out (see the module's docstring)."""
-
-    session: Any
-    links: list[Any] = field(default_factory=list)
-
-    def advance(self) -> bool:
-        """Take the next step the peer's state allows; True once the session is freed."""
-        session = self.session
-        if session.state & Endpoint.REMOTE_CLOSED:
-            if session.state & Endpoint.LOCAL_ACTIVE:
-                session.close()
-            session.free()
-            return True
-        for link in self.links:
-            # a link is detached once its attach is answered (on this transport)
-            if link.state & Endpoint.LOCAL_ACTIVE and not link.state & Endpoint.REMOTE_UNINIT:
-                link.close()
-        if (session.state & Endpoint.LOCAL_ACTIVE and session.state & Endpoint.REMOTE_ACTIVE
-                and all(link.state & Endpoint.REMOTE_CLOSED for link in self.links)):
-            session.close()
-        return False
-
-    @property
-    def ending(self) -> bool:
-        """We ended the session and the peer has not yet: its channel is not free."""
-        state = self.session.state
-        return bool(state & Endpoint.LOCAL_CLOSED and not state & Endpoint.REMOTE_CLOSED)
-
-    def owns(self, endpoint: Any) -> bool:
-        return endpoint == self.session or any(endpoint == link for link in self.links)
-
-
-class ManagementClient:
-    """Requests to RabbitMQ 4's ``/management`` node over one link pair on ``connection``
-    (the proton connection of a configured 1.0 connection), on the event loop.
-
-    ``name`` names the pair's links and the log lines. Everything runs on the
-    container's thread; ``done`` callbacks run later on it, never within the call.
-    """
-
-    def __init__(self, container: Container, connection: Any, *, name: str,
-                 request_timeout: float = 10.0) -> None:
-        self.container = container
-        self.connection = connection
-        self.name = name
-        self.request_timeout = request_timeout
-        handler = connection.handler
-        self.handler: Amqp10ConnectionHandler | None = \
-            handler if isinstance(handler, Amqp10ConnectionHandler) else None
-        self.up = False
-        """Both halves of the link pair are attached."""
-        self.closing = False
-        self.requests = 0
-        """Requests answered by RabbitMQ (any status)."""
-        self.failures: dict[str, int] = {}
-        """Requests and probes failed without a response, by :class:`TopologyError` kind."""
-        self._ids = itertools.count(1)
-        self._waiting: deque[_Request] = deque()
-        """Requests not sent yet, in order."""
-        self._in_flight: dict[int, _Request] = {}
-        """Requests sent on the current pair and not answered, by message-id (in order)."""
-        self._unanswered = 0
-        """Requests sent on the current pair whose response has not come (timed-out ones
-        too: their responses still take our receiver's credit)."""
-        self._probes: list[_Probe] = []
-        self._retiring: list[_Retiring] = []
-        self._deferred: list[Callable[[], None]] = []
-        """Session begins waiting for a channel we ended to be free (_when_channels_free)."""
-        self._session: Any = None
-        self._sender: Any = None
-        self._receiver: Any = None
-        self._generation = 0
-        self.on_restored: Callable[[], None] | None = None
-        """Called when the pair is attached again after the 1.0 connection dropped
-        (what RabbitMQ deleted with the connection may be declared again)."""
-        self._connection_lost = False
-        self._up_since = 0.0
-        self._losses = 0
-        if self.handler is not None:
-            self.handler.watch(self)
-        self._open()
-
-    # -- the API -------------------------------------------------------------------------
-
-    def request(self, method: str, path: str, body: Any, done: ResponseDone) -> None:
-        """Send ``method path`` with ``body`` (an amqp-value: a dict, or None for null);
-        ``done`` gets the :class:`Response` or a :class:`TopologyError`."""
-        message = Message(body=body, inferred=False, address=path, subject=method,
-                          reply_to="$me")
-        request = _Request(done, method, path, next(self._ids))
-        message.id = ulong(request.id)
-        data = bytes(message.encode())
-        request.data = data + NULL_BODY if body is None else data
-        if self.closing:
-            self._later(request.done, TopologyError("unavailable", "the bridge is stopping"))
-            return
-        request.timer = self.container.schedule(
-            self.request_timeout, Timer(lambda: self._timed_out(request)))
-        self._waiting.append(request)
-        self._send_waiting()
-
-    def probe(self, address: str, done: Callable[[bool | TopologyError], None]) -> None:
-        """Attach a sender to ``address`` on a session of its own and detach it again;
-        ``done`` gets True when RabbitMQ attached it, or why not (``not-found`` for a
-        node that does not exist, ``access-refused``, ``unavailable``)."""
-        if self.closing:
-            self._later(done, TopologyError("unavailable", "the bridge is stopping"))
-            return
-        probe = _Probe(done, address)
-        probe.timer = self.container.schedule(
-            self.request_timeout, Timer(lambda: self._probe_failed(probe, TopologyError(
-                "unavailable", f"RabbitMQ did not answer the attach to {address!r} within "
-                               f"{self.request_timeout:g} s"))))
-        self._probes.append(probe)
-        self._when_channels_free(lambda: self._attach_probe(probe))
-
-    def _attach_probe(self, probe: _Probe) -> None:
-        if probe.answered or self.closing:
-            return
-        probe.session = self._new_session()
-        probe.link = probe.session.sender(f"amqp-bridge.{self.name}.probe.{time.time_ns():x}")
-        probe.link.target.address = probe.address
-        probe.link.handler = self
-        probe.link.open()
-
-    def close(self) -> None:
-        """Detach for good; whatever is pending fails ``unavailable``."""
-        if self.closing:
-            return
-        self.closing = True
-        self._fail_all("the bridge is stopping", waiting_too=True)
-        if self.handler is not None:
-            self.handler.unwatch(self)
-        self._retire_pair()
-
-    @property
-    def open(self) -> bool:
-        """Attached or attaching, and not closed for good (:class:`LinkWatcher`)."""
-        return not self.closing and self._session is not None
-
-    # -- requests ------------------------------------------------------------------------
-
-    def _send_waiting(self) -> None:
-        while (self._waiting and self.up and self._sender.credit > 0
-               and self._unanswered < WINDOW):
-            request = self._waiting.popleft()
-            if request.answered:
-                continue
-            # pre-settled: RabbitMQ takes no other kind of request
-            send_raw(self._sender, request.data).settle()
-            self._in_flight[request.id] = request
-            self._unanswered += 1
-
-    def _response(self, delivery: Any) -> None:
-        receiver = self._receiver
-        if delivery.partial:
-            return
-        data = receiver.recv(delivery.pending)
-        delivery.settle()
-        receiver.flow(1)
-        self._unanswered = max(0, self._unanswered - 1)
-        message = Message()
-        message.decode(data)
-        correlation = message.correlation_id
-        request = self._in_flight.pop(int(correlation), None) \
-            if isinstance(correlation, int) else None
-        if request is not None:
-            self.requests += 1
-            subject = message.subject
-            if subject is not None and subject.isdigit():
-                self._finish(request, Response(int(subject), message.body))
-            else:
-                self._finish(request, TopologyError(
-                    "unavailable", f"RabbitMQ answered {request.describe()} without a "
-                                   f"status code (subject {subject!r})"))
-        self._send_waiting()
-
-    def _timed_out(self, request: _Request) -> None:
-        if request.answered:
-            return
-        self._in_flight.pop(request.id, None)
-        self._finish(request, TopologyError(
-            "unavailable", f"RabbitMQ did not answer {request.describe()} within "
-                           f"{self.request_timeout:g} s"))
-
-    def _finish(self, pending: _Pending, result: Any) -> None:
-        """Answer a request or probe (once); a fault in its callback is its owner's."""
-        if pending.answered:
-            return
-        pending.answered = True
-        if pending.timer is not None:
-            pending.timer.cancel()
-        if isinstance(result, TopologyError):
-            self.failures[result.kind] = self.failures.get(result.kind, 0) + 1
-            log.log(logging.WARNING if result.kind == "unavailable" else logging.INFO,
-                    "management %s: %s failed: %s: %s", self.name, pending.describe(),
-                    result.kind, result.text,
-                    extra={"event": "management_request_failed", "topology": self.name,
-                           "kind": result.kind, "error": result.text})
-        try:
-            pending.done(result)
-        except Exception as exc:
-            contain(self.container, exc, entry="event")
-
-    def _later(self, done: Callable[[Any], None], result: Any) -> None:
-        self.container.schedule(0, Timer(lambda: done(result)))
-
-    def _fail_all(self, why: str, *, waiting_too: bool, stale: bool = False) -> None:
-        error = TopologyError("unavailable", why)
-        in_flight = list(self._in_flight.values())
-        self._in_flight.clear()
-        waiting = list(self._waiting) if waiting_too else []
-        if waiting_too:
-            self._waiting.clear()
-        probes, self._probes = self._probes, []
-        for request in [*in_flight, *waiting]:
-            self._finish(request, error)
-        for probe in probes:
-            self._finish(probe, error)
-            if probe.session is not None:
-                self._retire(probe.session, [probe.link], stale=stale)
-
-    # -- probes --------------------------------------------------------------------------
-
-    def _probe_of(self, endpoint: Any) -> _Probe | None:
-        for probe in self._probes:
-            if probe.session is not None and (endpoint == probe.link
-                                              or endpoint == probe.session):
-                return probe
-        return None
-
-    def _probe_failed(self, probe: _Probe, error: TopologyError) -> None:
-        if probe in self._probes:
-            self._probes.remove(probe)
-            self._finish(probe, error)
-            if probe.session is not None:
-                self._retire(probe.session, [probe.link])
-
-    # -- proton events (this object handles the pair's and the probes' endpoints) --------
-
-    def on_link_remote_open(self, event: Any) -> None:
-        link = event.link
-        if link == self._sender or link == self._receiver:
-            if (self._sender.state & Endpoint.REMOTE_ACTIVE
-                    and self._receiver.state & Endpoint.REMOTE_ACTIVE and not self.up):
-                self.up = True
-                self._up_since = time.monotonic()
-                log.info("management %s: link pair attached to %s", self.name,
-                         MANAGEMENT_NODE, extra={"event": "management_up", "topology": self.name})
-                if self._connection_lost:
-                    self._connection_lost = False
-                    if self.on_restored is not None:
-                        self.on_restored()
-                self._send_waiting()
-            return
-        probe = self._probe_of(link)
-        if probe is not None:
-            self._probes.remove(probe)
-            self._finish(probe, link.remote_target is not None
-                               and link.remote_target.address is not None)
-            self._retire(probe.session, [probe.link])
-            return
-        self._advance(link)
-
-    def on_link_flow(self, event: Any) -> None:
-        if event.link == self._sender:
-            self._send_waiting()
-
-    def on_delivery(self, event: Any) -> None:
-        if event.link == self._receiver and self._receiver is not None:
-            self._response(event.delivery)
-
-    def on_link_remote_close(self, event: Any) -> None:
-        self._remote_end(event.link, event.link.remote_condition, "link closed by RabbitMQ")
-
-    def on_link_remote_detach(self, event: Any) -> None:
-        self._remote_end(event.link, event.link.remote_condition, "link detached by RabbitMQ")
-
-    def on_session_remote_open(self, event: Any) -> None:
-        self._advance(event.session)
-
-    def on_session_remote_close(self, event: Any) -> None:
-        self._remote_end(event.session, event.session.remote_condition,
-                         "session ended by RabbitMQ")
-
-    def on_disconnected(self) -> None:
-        """The connection's transport is gone (:class:`LinkWatcher`): what was in flight
-        fails; a fresh pair waits for proton's reconnect."""
-        if self.closing:
-            return
-        self._connection_lost = True
-        self._fail_all("the AMQP 1.0 connection to RabbitMQ was lost", waiting_too=False,
-                       stale=True)
-        deferred, self._deferred = self._deferred, []
-        for fn in deferred:  # the next transport numbers its channels afresh
-            fn()
-        if not self.up:
-            return  # the pair was not attached on that transport: proton attaches it anew
-        log.info("management %s: link pair detached: connection lost", self.name,
-                 extra={"event": "management_down", "topology": self.name})
-        self._retire_pair(stale=True)
-        self._unanswered = 0
-        self.container.schedule(0, Timer(self._reopen))
-
-    def _remote_end(self, endpoint: Any, condition: Any, what: str) -> None:
-        if endpoint == self._session or endpoint == self._sender or endpoint == self._receiver:
-            self._pair_lost(what, condition)
-            return
-        probe = self._probe_of(endpoint)
-        if probe is not None:
-            kind = CONDITION_KINDS.get(str(condition.name) if condition else "", "unavailable")
-            text = condition.description if condition is not None and condition.description \
-                else f"{what} ({condition_text(condition)})"
-            self._probe_failed(probe, TopologyError(kind, text))
-        self._advance(endpoint)
-
-    # -- the link pair -------------------------------------------------------------------
-
-    def _new_session(self) -> Any:
-        session = self.connection.session()
-        session.handler = self
-        session.open()
-        return session
-
-    def _when_channels_free(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` (which begins a session) once no session we ended waits for the
-        peer's end: proton gives a new session the lowest free channel at once, and
-        RabbitMQ ignores a begin on a channel whose end it has not finished."""
-        if any(entry.ending for entry in self._retiring):
-            self._deferred.append(fn)
-        else:
-            fn()
-
-    def _open(self) -> None:
-        if self.closing or self._session is not None:
-            return
-        self._generation += 1
-        name = f"amqp-bridge.{self.name}.management.{self._generation}.{time.time_ns():x}"
-        session = self._new_session()
+    def attach(self, session: Any, name: str) -> tuple[Any, Any]:
         sender = session.sender(name)
         sender.target.address = MANAGEMENT_NODE
         receiver = session.receiver(name)
         receiver.source.address = MANAGEMENT_NODE
         for link in (sender, receiver):
-            link.snd_settle_mode = Link.SND_SETTLED
-            link.rcv_settle_mode = Link.RCV_FIRST
             link.properties = {symbol("paired"): True}
-            link.handler = self
-            link.open()
-        receiver.flow(WINDOW)
-        self._session, self._sender, self._receiver = session, sender, receiver
+        return sender, receiver
 
-    def _reopen(self) -> None:
-        if (not self.closing and self._session is None
-                and self.connection.state & Endpoint.LOCAL_ACTIVE):
-            self._when_channels_free(self._open)
+    def reply_to(self, receiver: Any) -> str:
+        return "$me"
 
-    def _pair_lost(self, what: str, condition: Any) -> None:
-        """RabbitMQ ended the pair's session or detached a half: the oldest unanswered
-        request is to blame when RabbitMQ gave an error, the others go again."""
-        if self.closing or self._session is None:
-            return
-        reason = f"{what}: {condition_text(condition)}"
-        culprit = next(iter(self._in_flight.values()), None) if condition is not None else None
-        if culprit is not None:
-            del self._in_flight[culprit.id]
-        again = [r for r in self._in_flight.values() if not r.answered]
-        self._in_flight.clear()
-        self._waiting.extendleft(reversed(again))
-        lived = time.monotonic() - self._up_since if self.up else 0.0
-        self._retire_pair()
-        self._unanswered = 0
-        if culprit is not None:
-            delay = 0.0
-            kind = CONDITION_KINDS.get(str(condition.name), "unavailable")
-            self._finish(culprit, TopologyError(kind, condition.description or reason))
-        else:
-            self._losses = 0 if lived >= STABLE_LINK else self._losses + 1
-            delay = RELINK.delay(self._losses - 1) if self._losses else 0.0
-            log.warning("management %s: %s; re-attaching in %.2fs", self.name, reason, delay,
-                        extra={"event": "management_lost", "topology": self.name,
-                               "error": reason, "delay": round(delay, 3)})
-        self.container.schedule(delay, Timer(self._reopen))
+    def encode(self, request: HttpRequest, message_id: int, reply_to: str) -> bytes:
+        message = Message(body=request.body, inferred=False, address=request.path,
+                          subject=request.method, reply_to=reply_to)
+        message.id = ulong(message_id)
+        data = bytes(message.encode())
+        return data + NULL_BODY if request.body is None else data
 
-    def _retire_pair(self, *, stale: bool = False) -> None:
-        self.up = False
-        if self._session is not None:
-            self._retire(self._session, [self._sender, self._receiver], stale=stale)
-        self._session = self._sender = self._receiver = None
+    def correlation(self, message: Message) -> int | None:
+        correlation = message.correlation_id
+        return int(correlation) if isinstance(correlation, int) else None
 
-    def _retire(self, session: Any, links: list[Any], *, stale: bool = False) -> None:
-        """Close ``session`` and ``links`` in the safe order; ``stale`` ones (of a dead
-        transport, which proton re-attaches on the next) wait for the peer's answers
-        on the new transport before anything is closed."""
-        entry = _Retiring(session, links)
-        if stale or not entry.advance():
-            self._retiring.append(entry)
-
-    def _advance(self, endpoint: Any) -> None:
-        for entry in self._retiring:
-            if entry.owns(endpoint):
-                if entry.advance():
-                    self._retiring.remove(entry)
-                break
-        if self._deferred and not any(entry.ending for entry in self._retiring):
-            deferred, self._deferred = self._deferred, []
-            for fn in deferred:
-                fn()
-
-    def fault_part(self, method: str, event: Any) -> Part | None:
-        """A fault here is treated as the link pair lost (requests in flight go again on
-        a fresh one); a fault in a request's ``done`` callback is its owner's."""
-        if method == "_finish":
-            return None
-
-        def recover(reason: str) -> Callable[[], bool] | None:
-            if self.closing:
-                return None
-            if self._session is not None:
-                self._pair_lost(reason, None)
-            return lambda: self.up or self.closing
-
-        return Part("amqp10_link", f"management link pair {self.name}",
-                    {"link": self.name, "address": MANAGEMENT_NODE},
-                    "link pair lost, re-attaching", recover,
-                    back=lambda: self.up or self.closing)
+    def answer(self, message: Message, what: str) -> Response | TopologyError:
+        subject = message.subject
+        if subject is not None and subject.isdigit():
+            return Response(int(subject), message.body)
+        return TopologyError("unavailable", f"RabbitMQ answered {what} without a status "
+                                            f"code (subject {subject!r})")
 
 
-__all__ = ["MANAGEMENT_NODE", "WINDOW", "ManagementClient", "Response", "ResponseDone"]
+class ManagementClient(RequestClient):
+    """Requests to RabbitMQ 4's ``/management`` node over one link pair on ``connection``
+    (the proton connection of a configured 1.0 connection), on the event loop."""
+
+    def __init__(self, container: Container, connection: Any, *, name: str,
+                 request_timeout: float = 10.0) -> None:
+        super().__init__(container, connection, HttpOverAmqp(), name=name,
+                         request_timeout=request_timeout)
+
+    def request(self, method: str, path: str, body: Any, done: ResponseDone) -> None:
+        """Send ``method path`` with ``body`` (an amqp-value: a dict, or None for null);
+        ``done`` gets the :class:`Response` or a :class:`TopologyError`."""
+        self.call(HttpRequest(method, path, body), f"{method} {path}", done)
+
+
+__all__ = ["MANAGEMENT_NODE", "WINDOW", "HttpOverAmqp", "HttpRequest", "ManagementClient",
+           "Response", "ResponseDone"]

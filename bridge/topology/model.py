@@ -3,6 +3,8 @@ protocol its backends implement (see the package's docstring)."""
 
 from __future__ import annotations
 
+import base64
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
@@ -73,6 +75,36 @@ class QueueInfo:
     name: str
     message_count: int | None = None
     consumer_count: int | None = None
+
+
+SERVER_NAMED_PREFIX = "amqp-bridge.gen-"
+"""The name prefix of a queue declared without a name (RabbitMQ's own ``amq.gen-`` is
+reserved: a client may not declare it, not even through RabbitMQ 4's management)."""
+
+
+def server_name() -> str:
+    """A fresh name for a server-named queue, as RabbitMQ makes them (128 random bits)."""
+    return SERVER_NAMED_PREFIX + base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+
+
+def amqp_arguments(arguments: dict[str, Any], broker: str) -> dict[str, Any] | TopologyError:
+    """``arguments`` as the AMQP 1.0 map ``broker`` reads (or why one cannot be sent)."""
+    for key, value in arguments.items():
+        if not _encodable(value):
+            return TopologyError("precondition-failed",
+                                 f"argument {key!r}: a {type(value).__name__} value cannot "
+                                 f"be passed on to {broker}")
+    return dict(arguments)
+
+
+def _encodable(value: Any) -> bool:
+    if value is None or isinstance(value, bool | int | float | str | bytes):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_encodable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _encodable(v) for k, v in value.items())
+    return False
 
 
 T = TypeVar("T")

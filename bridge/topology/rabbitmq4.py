@@ -51,9 +51,7 @@ bindings) once it is back.
 
 from __future__ import annotations
 
-import base64
 import logging
-import os
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -64,6 +62,7 @@ from proton.reactor import Container
 from ..runtime import Timer
 from .management import ManagementClient, Response
 from .model import (
+    SERVER_NAMED_PREFIX,
     BindingSpec,
     Done,
     ExchangeSpec,
@@ -72,13 +71,11 @@ from .model import (
     Topology,
     TopologyError,
     TopologyErrorKind,
+    amqp_arguments,
+    server_name,
 )
 
 log = logging.getLogger("bridge.topology")
-
-SERVER_NAMED_PREFIX = "amqp-bridge.gen-"
-"""The name prefix of a queue declared without a name (RabbitMQ's own ``amq.gen-`` is
-reserved: a client may not declare it, not even through the management node)."""
 
 R = TypeVar("R")
 
@@ -114,31 +111,6 @@ def error_of(response: Response) -> TopologyError:
     else:
         kind = "unavailable"
     return TopologyError(kind, text)
-
-
-def server_name() -> str:
-    """A fresh name for a server-named queue, as RabbitMQ makes them (128 random bits)."""
-    return SERVER_NAMED_PREFIX + base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
-
-
-def _amqp_arguments(arguments: dict[str, Any]) -> dict[str, Any] | TopologyError:
-    """``arguments`` as the amqp-value map RabbitMQ reads (or why one cannot be sent)."""
-    for key, value in arguments.items():
-        if not _encodable(value):
-            return TopologyError("precondition-failed",
-                                 f"argument {key!r}: a {type(value).__name__} value cannot "
-                                 f"be passed on to RabbitMQ 4")
-    return dict(arguments)
-
-
-def _encodable(value: Any) -> bool:
-    if value is None or isinstance(value, bool | int | float | str | bytes):
-        return True
-    if isinstance(value, list | tuple):
-        return all(_encodable(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _encodable(v) for k, v in value.items())
-    return False
 
 
 def _queue_info(body: Any, name: str) -> QueueInfo:
@@ -186,7 +158,7 @@ class RabbitMQ4Topology:
                 spec if result is True else result if isinstance(result, TopologyError)
                 else TopologyError("not-found", f"no exchange '{spec.name}'")))
             return
-        arguments = _amqp_arguments(spec.arguments)
+        arguments = amqp_arguments(spec.arguments, "RabbitMQ 4")
         if isinstance(arguments, TopologyError):
             self._later(done, arguments)
             return
@@ -217,7 +189,7 @@ class RabbitMQ4Topology:
         if passive:
             self._request("GET", path, None, done, partial(self._existing, name))
             return
-        arguments = _amqp_arguments(spec.arguments)
+        arguments = amqp_arguments(spec.arguments, "RabbitMQ 4")
         if isinstance(arguments, TopologyError):
             self._later(done, arguments)
             return
@@ -345,7 +317,7 @@ class RabbitMQ4Topology:
     # -- bindings ------------------------------------------------------------------------
 
     def bind(self, binding: BindingSpec, done: Done[None]) -> None:
-        arguments = _amqp_arguments(binding.arguments)
+        arguments = amqp_arguments(binding.arguments, "RabbitMQ 4")
         if isinstance(arguments, TopologyError):
             self._later(done, arguments)
             return
