@@ -150,28 +150,26 @@ class RabbitMQ091Topology:
         self._submit(C.Queue.Purge(queue=name), C.Queue.PurgeOk, finish, done)
 
     def bind(self, binding: BindingSpec, done: Done[None]) -> None:
-        args = binding.arguments or None
-        if binding.to_exchange:
-            self._submit(C.Exchange.Bind(destination=binding.destination,
-                                         source=binding.source, routing_key=binding.key,
-                                         arguments=args), C.Exchange.BindOk,
-                         lambda _: None, done)
-        else:
-            self._submit(C.Queue.Bind(queue=binding.destination, exchange=binding.source,
-                                      routing_key=binding.key, arguments=args),
-                         C.Queue.BindOk, lambda _: None, done)
+        self._binding(binding, done, unbind=False)
 
     def unbind(self, binding: BindingSpec, done: Done[None]) -> None:
+        self._binding(binding, done, unbind=True)
+
+    def _binding(self, binding: BindingSpec, done: Done[None], *, unbind: bool) -> None:
+        """queue.bind / unbind, or exchange.bind / unbind for an exchange destination."""
         args = binding.arguments or None
+        method: Frame
         if binding.to_exchange:
-            self._submit(C.Exchange.Unbind(destination=binding.destination,
-                                           source=binding.source, routing_key=binding.key,
-                                           arguments=args), C.Exchange.UnbindOk,
-                         lambda _: None, done)
+            kind = C.Exchange.Unbind if unbind else C.Exchange.Bind
+            method = kind(destination=binding.destination, source=binding.source,
+                          routing_key=binding.key, arguments=args)
+            reply: type[Frame] = C.Exchange.UnbindOk if unbind else C.Exchange.BindOk
         else:
-            self._submit(C.Queue.Unbind(queue=binding.destination, exchange=binding.source,
-                                        routing_key=binding.key, arguments=args),
-                         C.Queue.UnbindOk, lambda _: None, done)
+            qkind = C.Queue.Unbind if unbind else C.Queue.Bind
+            method = qkind(queue=binding.destination, exchange=binding.source,
+                           routing_key=binding.key, arguments=args)
+            reply = C.Queue.UnbindOk if unbind else C.Queue.BindOk
+        self._submit(method, reply, lambda _: None, done)
 
     def forget_owner(self, owner: str) -> None:
         for queue in sorted(self._owned.pop(owner, ())):

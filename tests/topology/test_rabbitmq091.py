@@ -202,3 +202,26 @@ def test_a_request_while_rabbitmq_is_unreachable_fails_unavailable() -> None:
         assert "did not answer Queue.Declare within 0.5s" in result.text
     finally:
         down.stop()
+
+
+def test_exchange_to_exchange_bindings(backend: Backend, rabbitmq_url: str) -> None:
+    tag = uuid.uuid4().hex[:8]
+    t = backend.topology
+    upstream, downstream, queue = f"test.up.{tag}", f"test.down.{tag}", f"test.eq.{tag}"
+    for name, kind in ((upstream, "topic"), (downstream, "fanout")):
+        backend.call(t.declare_exchange, ExchangeSpec(name, kind, auto_delete=True), False)
+    backend.call(t.declare_queue, QueueSpec(queue, auto_delete=True,
+                                            arguments={"x-expires": 60_000}), False)
+    backend.call(t.bind, BindingSpec(downstream, queue))
+    e2e = BindingSpec(upstream, downstream, "a.*", to_exchange=True)
+    assert backend.call(t.bind, e2e) is None
+    channel = pika_channel(rabbitmq_url)
+    channel.basic_publish(upstream, "a.b", b"routed")
+    channel.basic_publish(upstream, "b.b", b"not routed")
+    channel.connection.close()
+    assert backend.call(t.declare_queue, QueueSpec(queue), True).message_count == 1
+    assert backend.call(t.unbind, e2e) is None
+    channel = pika_channel(rabbitmq_url)
+    channel.basic_publish(upstream, "a.c", b"unbound")
+    channel.connection.close()
+    assert backend.call(t.declare_queue, QueueSpec(queue), True).message_count == 1
