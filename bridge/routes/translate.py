@@ -101,8 +101,9 @@ class Translator:
         """A received 1.0 message as the 0-9-1 properties, delivery and body to publish;
         the delivery's routing key is the route's (``routing_key``, else the target
         queue; not with ``own_routing_key``: a façade delivers with the key the message
-        was published with), else the message's own (its ``x-routing-key`` annotation,
-        else its subject, else ''). A subject the route's key replaces travels in the
+        was published with), else the message's own (the mapping's: its
+        ``x-amqp-0-9-1.routing-key`` annotation, else its subject, else RabbitMQ's
+        ``x-routing-key``), else ''. A subject the route's key replaces travels in the
         mapping's subject header, as the message's own key would."""
         if self.cloudevents is not None:
             message = self.cloudevents.render(message)
@@ -121,12 +122,14 @@ def _keyed(message: AmqpMessage, key: str) -> AmqpMessage:
     """``message`` annotated with routing key ``key`` unless its subject already implies it
     (the 0-9-1 mapping then keeps a different subject in a header: nothing is lost)."""
     annotations = message.message_annotations
-    annotated = annotations.get(amqp091.A_ROUTING_KEY, _ABSENT)
+    annotated = annotations.get(amqp091.A_PUBLISHED_ROUTING_KEY, _ABSENT)
     subject = message.properties.subject
     if annotated == key or (annotated is _ABSENT and subject is not None
                             and amqp091.cut_shortstr(subject) == key):
         return message
-    return replace(message, message_annotations={**annotations, amqp091.A_ROUTING_KEY: key})
+    keyed = dict(annotations)
+    amqp091.annotate_routing_key(keyed, key)
+    return replace(message, message_annotations=keyed)
 
 
 _ABSENT = object()
