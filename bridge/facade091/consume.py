@@ -358,7 +358,8 @@ class Consumer091:
         wanted = not self.closed and self.ch.live and (self.adopted or bool(self.gets))
         taken = route.take_delivery(self, link, delivery, wanted,
                                     lambda m: route.translator.amqp10_to_legacy091(
-                                        m, own_routing_key=True))
+                                        m, own_routing_key=True,
+                                        published_exchange_only=self.temporary is not None))
         if taken is None:
             return
         data, (properties, where, body) = taken
