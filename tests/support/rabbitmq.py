@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import pika
 from proton import Array, Condition, Data, Delivery, Described, Message, ulong
@@ -452,6 +452,23 @@ def exchange_address(exchange: str, key: str | None = None) -> str:
         return f"/exchange/{exchange}" + (f"/{key}" if key is not None else "")
     return f"/exchanges/{quote(exchange, safe='')}" + (
         f"/{quote(key, safe='')}" if key is not None else "")
+
+
+def rabbitmq_routing(url: str, sent_to: str, written: tuple[Any, Any] = (None, None)
+                     ) -> tuple[Any, Any]:
+    """The annotations ``(x-exchange, x-routing-key)`` (None: absent) of a message sent to
+    the 1.0 address ``sent_to`` with ``written`` in them, as the node at ``url`` delivers
+    it: RabbitMQ 3.10 keeps what was written; RabbitMQ 4 writes the routing it did itself
+    (``/queues/Q``, ``/queue/Q``, ``/amq/queue/Q``: ``''`` and Q; ``/exchanges/X/K``,
+    ``/exchange/X/K``: X and K)."""
+    if version_of(url) == 3:
+        return written
+    parts = [unquote(part) for part in sent_to.split("/")[1:]]
+    if parts[0] in ("queues", "queue") or parts[:2] == ["amq", "queue"]:
+        return "", parts[-1]
+    if parts[0] in ("exchanges", "exchange") and len(parts) == 3:
+        return parts[1], parts[2]
+    raise ValueError(f"no routing known for the address {sent_to!r}")
 
 
 def _declare_091(url: str, name: str) -> None:
