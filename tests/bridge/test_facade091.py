@@ -31,6 +31,10 @@ from tests.support.rabbitmq import (
     send_messages,
 )
 
+# RabbitMQ 3.10 coverage: every test here runs against both nodes (docs/testing.md)
+pytestmark = pytest.mark.rabbitmq(3, 4)
+
+
 MAX_MESSAGE = 1 << 20
 """The listener's max_message_size (and max_buffered_per_connection)."""
 ROLES = ("orders", "urgent", "audit", "jobs", "fetch", "outcomes", "outcomes_dlq", "leave")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pika
+import pytest
 from pamqp.commands import Basic
 from proton import Message, int32, symbol
 
@@ -30,6 +31,10 @@ from tests.support.rabbitmq import (
     send_messages,
     unique_queue,
 )
+
+# RabbitMQ 3.10 coverage: every test here runs against both nodes (docs/testing.md)
+pytestmark = pytest.mark.rabbitmq(3, 4)
+
 
 WHEN = dt.datetime(2021, 5, 6, 7, 8, 9, tzinfo=dt.UTC)
 

@@ -170,7 +170,7 @@ def ensure_rabbitmq4() -> str:
 #: Picks the RabbitMQ the broker-facing tests use: 3 (the 3.10 node) or 4 (the 4.0
 #: node). ``scripts/rabbitmq`` reads the same variable to pick the node it manages.
 VERSION_VARIABLE = "AMQP_BRIDGE_RABBITMQ_VERSION"
-DEFAULT_VERSION = 3
+DEFAULT_VERSION = 4
 VERSIONS = (3, 4)
 
 _node_versions: dict[int, int] = {}  # AMQP port -> version, of the nodes started here
@@ -445,9 +445,9 @@ def existing_queue_address(name: str) -> str:
 
 
 def exchange_address(exchange: str, key: str | None = None) -> str:
-    """The AMQP 1.0 target address of ``exchange`` (with routing key ``key``, or the
-    message's subject without one) on the node in use: ``/exchange/X[/KEY]`` on 3.10,
-    ``/exchanges/X[/KEY]`` on 4.0."""
+    """The AMQP 1.0 target address of ``exchange`` with routing key ``key`` on the node in
+    use: ``/exchange/X[/KEY]`` on 3.10, ``/exchanges/X[/KEY]`` on 4.0. Without a key 3.10
+    routes by the message's subject, 4.0's v2 form by the key ``''``."""
     if version_in_use() == 3:
         return f"/exchange/{exchange}" + (f"/{key}" if key is not None else "")
     return f"/exchanges/{quote(exchange, safe='')}" + (
