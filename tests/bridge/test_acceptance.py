@@ -303,11 +303,28 @@ def test_rejected_and_unmappable_messages_are_dead_lettered_with_the_reason(
 # --- RabbitMQ refusing a publish ------------------------------------------------------------
 
 
-def limit_maxlen_queues(rabbitmq_url: str) -> None:
-    """The node's ``test.maxlen.*`` queues hold 20 messages and refuse more publishes."""
+FULL_AT = 20  # messages a test.maxlen.* queue holds
+
+
+def into_full_queue(broker: Broker, rabbitmq_url: str, source: str, count: int,
+                    dead_letter: str | None = None) -> tuple[str, list[str], str]:
+    """A route ``into-full`` from the 0-10 queue ``source`` (``count`` messages preloaded)
+    to a fresh 1.0 queue that holds :data:`FULL_AT` and refuses more publishes (the
+    node's ``test.maxlen.*`` policy): the queue, the message ids and the route."""
     rabbitmqctl(rabbitmq_url, "set_policy", "--apply-to", "queues", "--priority", "1",
                 "amqp-bridge-test-maxlen", r"^test\.maxlen\.",
-                '{"max-length": 20, "overflow": "reject-publish", "expires": 600000}')
+                f'{{"max-length": {FULL_AT}, "overflow": "reject-publish", "expires": 600000}}')
+    target = unique_queue("maxlen")
+    ids = preload(broker, source, count, body=b"m")
+    dlq = "" if dead_letter is None else \
+        f"\n    dead_letter: {{connection: cloud, address: {queue_address(dead_letter)}}}"
+    route = f"""
+  - name: into-full
+    from: {{connection: legacy, queue: {source}}}
+    to:   {{connection: cloud, address: {queue_address(target)}}}{dlq}
+    max_in_flight: {{messages: 10}}
+"""
+    return target, ids, route
 
 
 @pytest.mark.rabbitmq(3)
@@ -319,16 +336,8 @@ def test_rabbitmq_reject_publish_crashes_its_session_and_nothing_is_lost(
     unsettled messages back to the source and reconnects, and they go through once
     the queue has room."""
     broker, server = legacy
-    limit_maxlen_queues(rabbitmq_url)
-    target = unique_queue("maxlen")
     count = 60
-    ids = preload(broker, "full", count, body=b"m")
-    route = f"""
-  - name: into-full
-    from: {{connection: legacy, queue: full}}
-    to:   {{connection: cloud, address: {queue_address(target)}}}
-    max_in_flight: {{messages: 10}}
-"""
+    target, ids, route = into_full_queue(broker, rabbitmq_url, "full", count)
     got: list[Message] = []
     with BridgeRun(bridge_config(server.url, rabbitmq_url, route), tmp_path) as bridge:
         # let the queue fill up, then consume slowly while the bridge retries
@@ -350,26 +359,17 @@ def test_rabbitmq_4_rejects_publishes_to_a_full_queue_and_they_are_dead_lettered
     outcome (3.10 crashed its session instead, above): the bridge dead-letters exactly the
     refused messages with that reason, and every message is in one queue or the other."""
     broker, server = legacy
-    limit_maxlen_queues(rabbitmq_url)
-    target, dlq = unique_queue("maxlen"), unique_queue("maxlen-dlq")
-    count = 60
-    ids = preload(broker, "full4", count, body=b"m")
-    route = f"""
-  - name: into-full
-    from: {{connection: legacy, queue: full4}}
-    to:   {{connection: cloud, address: {queue_address(target)}}}
-    dead_letter: {{connection: cloud, address: {queue_address(dlq)}}}
-    max_in_flight: {{messages: 10}}
-"""
+    count, dlq = 60, unique_queue("maxlen-dlq")
+    target, ids, route = into_full_queue(broker, rabbitmq_url, "full4", count, dead_letter=dlq)
     with BridgeRun(bridge_config(server.url, rabbitmq_url, route), tmp_path) as bridge:
-        dead = receive_messages(rabbitmq_url, queue_address(dlq), count - 20, timeout=60)
+        dead = receive_messages(rabbitmq_url, queue_address(dlq), count - FULL_AT, timeout=60)
         wait_for(lambda: legacy_backlog(broker, "full4") == 0, 10, "the source settled", bridge)
-        kept = receive_messages(rabbitmq_url, queue_address(target), 20, timeout=30)
+        kept = receive_messages(rabbitmq_url, queue_address(target), FULL_AT, timeout=30)
     assert sorted(legacy_ids([r.message for r in kept + dead])) == sorted(ids)
     assert {r.message.annotations[ROUTE] for r in dead} == {"into-full"}
     assert all("rejected" in r.message.annotations[REASON] for r in dead)
     stats = route_stats(bridge.log(), "into-full")
-    assert (stats["delivered"], stats["dead_lettered"]) == (20, count - 20)
+    assert (stats["delivered"], stats["dead_lettered"]) == (FULL_AT, count - FULL_AT)
 
 
 def test_structured_mode_renders_whole_events(
