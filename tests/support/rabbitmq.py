@@ -327,9 +327,13 @@ class PrivateNode:
         return f"amqp://guest:guest@127.0.0.1:{self.port}"
 
     @property
+    def version(self) -> int:
+        return int(self.env[VERSION_VARIABLE])
+
+    @property
     def name(self) -> str:
-        """The Erlang node name, for :func:`rabbitmqctl_on`."""
-        return self.env["AMQP_BRIDGE_RABBITMQ_NODENAME"]
+        """The Erlang node name, for :func:`rabbitmqctl_on` (3.10 nodes)."""
+        return self.env[f"{_env_prefix(self.version)}_NODENAME"]
 
     def script(self, command: str) -> str:
         """``scripts/rabbitmq COMMAND`` for this node; its last line of output."""
@@ -348,23 +352,32 @@ class PrivateNode:
         self.script("stop")
 
 
+def _env_prefix(version: int) -> str:
+    """The prefix of ``scripts/rabbitmq``'s settings for a ``version`` node."""
+    return "AMQP_BRIDGE_RABBITMQ" if version == 3 else "AMQP_BRIDGE_RABBITMQ4"
+
+
 @contextmanager
-def private_rabbitmq(state_dir: Path, **env: str) -> Iterator[PrivateNode]:
-    """Start a :class:`PrivateNode` on free ports with its state in ``state_dir``; stop it
-    when the block ends. ``env`` adds ``scripts/rabbitmq`` settings (a TLS listener:
-    ``AMQP_BRIDGE_RABBITMQ_TLS_DIR``; its port is the AMQP port + 1, checked free)."""
-    port = _free_node_port()
+def private_rabbitmq(state_dir: Path, *, version: int = 3, **env: str) -> Iterator[PrivateNode]:
+    """Start a :class:`PrivateNode` of RabbitMQ ``version`` (3.10 unless 4) on free ports
+    with its state in ``state_dir``; stop it when the block ends. ``env`` adds
+    ``scripts/rabbitmq`` settings (a TLS listener: ``AMQP_BRIDGE_RABBITMQ_TLS_DIR``; its
+    port is the AMQP port + 1, checked free). :func:`rabbitmqctl` reaches either."""
+    port = _free_node_port() if version == 3 else _free_node4_port()
+    prefix = _env_prefix(version)
     node = PrivateNode(port, {**os.environ,
-                              "AMQP_BRIDGE_RABBITMQ_PORT": str(port),
-                              "AMQP_BRIDGE_RABBITMQ_NODENAME": f"amqp_bridge_{port}@localhost",
-                              "AMQP_BRIDGE_RABBITMQ_DIR": str(state_dir),
-                              "AMQP_BRIDGE_RABBITMQ_VERSION": "3",  # private nodes: 3.10
+                              f"{prefix}_PORT": str(port),
+                              f"{prefix}_NODENAME": f"amqp_bridge_{port}@localhost",
+                              f"{prefix}_DIR": str(state_dir),
+                              VERSION_VARIABLE: str(version),
                               **env})
     try:
+        _node_versions[port] = version
         node.start()
         yield node
     finally:
         node.stop()
+        _node_versions.pop(port, None)
 
 
 def _port_free(port: int) -> bool:
@@ -382,6 +395,19 @@ def _ephemeral_high() -> int:
         return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[1])
     except (OSError, IndexError, ValueError):
         return 60999  # Linux's default
+
+
+def _free_node4_port() -> int:
+    """A port P for a private 4.0 node: P+20000 (the Erlang distribution) and
+    P+30100..P+30109 (its CLI tools, ``scripts/rabbitmq``) free too, P at most 5326 so
+    that they stay below 35436."""
+    pick = random.SystemRandom()
+    for _ in range(200):
+        port = pick.randint(2000, 5326)
+        ports = [port, port + 1, port + 20000, *range(port + 30100, port + 30110)]
+        if all(_port_free(p) for p in ports):
+            return port
+    raise RuntimeError("no free ports for a private RabbitMQ 4.0 node")
 
 
 def _free_node_port() -> int:
