@@ -16,7 +16,8 @@ travel in annotations of the bridge's own, ``x-amqp-0-9-1.exchange`` / ``.routin
 beside RabbitMQ's ``x-exchange`` / ``x-routing-key`` with the same values: RabbitMQ 4
 replaces its own names with the routing it did on every delivery and keeps ours, so
 ours are read first; RabbitMQ's are read only without ours (a message RabbitMQ
-converted from 0-9-1), ``x-routing-key`` only without a subject. Header
+converted from 0-9-1), ``x-routing-key`` only without a subject (and then the key
+comes back as the subject). Header
 values keep their 0-9-1 type (:mod:`mappings.amqp091_values`); tables and arrays
 go in the annotation ``x-amqp-0-9-1.headers``.
 
@@ -547,7 +548,10 @@ def from_amqp10(
     name, annotated = _shortstr_annotation(
         ours, A_PUBLISHED_ROUTING_KEY, A_ROUTING_KEY, use_theirs=props.subject is None
     )
-    routing_key = _routing_from_amqp10(props.subject, name, annotated, headers)
+    if name == A_ROUTING_KEY:  # RabbitMQ's alone: the key, which comes back as the subject
+        routing_key = annotated if annotated is not _MISSING else None
+    else:
+        routing_key = _routing_from_amqp10(props.subject, name, annotated, headers)
 
     body = _body_from_amqp10(message, p, headers, rest)
     if property_types:

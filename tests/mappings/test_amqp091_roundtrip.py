@@ -329,7 +329,7 @@ def test_routing_key_is_the_subject_both_ways(legacy: Any, amqp10: Any) -> None:
     message.message_annotations.update({A_EXCHANGE: "", A_ROUTING_KEY: "Q"})
     p, delivery, _body = from_amqp10(_wire(message))
     if amqp10 == (None, _):
-        assert (delivery.routing_key, p.headers) == ("Q", {"x-amqp-1.0.subject": None})
+        assert (delivery.routing_key, p.headers) == ("Q", None)
     else:
         assert (delivery.routing_key, p.headers) == (key, headers)
 
@@ -373,20 +373,20 @@ def test_a_10_messages_subject_comes_before_the_brokers_routing_key() -> None:
     assert (delivery.exchange, delivery.routing_key, p.headers) == ("", "eu.new", None)
 
 
-def test_rabbitmqs_own_annotations_alone_are_read_and_come_back_beside_ours() -> None:
-    """RabbitMQ 4's conversion of a 0-9-1 publish (no subject, x-exchange, x-routing-key),
-    or a bridge before the x-amqp-0-9-1 names: read as the exchange and routing key; the
-    way back writes both names."""
+def test_rabbitmqs_own_annotations_alone_are_read_and_come_back_as_ours() -> None:
+    """RabbitMQ 4's conversion of a 0-9-1 publish, or any 1.0 message without a subject
+    that RabbitMQ 4 delivers (x-exchange, x-routing-key), or a bridge before the
+    x-amqp-0-9-1 names: read as the exchange and routing key, with no header added (a
+    0-9-1 consumer sees only what was sent); the way back writes the key as the subject,
+    the exchange under both names."""
     message = AmqpMessage()
     message.message_annotations.update({A_EXCHANGE: "orders", A_ROUTING_KEY: "eu.new"})
     p, delivery, body = from_amqp10(_wire(message))
     assert (delivery.exchange, delivery.routing_key) == ("orders", "eu.new")
-    assert p.headers == {"x-amqp-1.0.subject": None}
+    assert p.headers is None
     back = to_amqp10(p, delivery, body)
-    assert back.properties.subject is None
-    assert back.message_annotations == {A_EXCHANGE: "orders", A_ROUTING_KEY: "eu.new",
-                                        A_PUBLISHED_EXCHANGE: "orders",
-                                        A_PUBLISHED_ROUTING_KEY: "eu.new"}
+    assert back.properties.subject == "eu.new"
+    assert back.message_annotations == {A_EXCHANGE: "orders", A_PUBLISHED_EXCHANGE: "orders"}
 
 
 @pytest.mark.parametrize("name", [A_PUBLISHED_EXCHANGE, A_PUBLISHED_ROUTING_KEY])
