@@ -176,6 +176,7 @@ VERSIONS = (3, 4)
 _node_versions: dict[int, int] = {}  # AMQP port -> version, of the nodes started here
 _version_in_use: int | None = None
 _declared: set[tuple[int, str]] = set()  # (port, queue) declared by queue_address
+_node_urls: dict[int, str] = {}  # version -> URL of the shared node, once started here
 
 
 def default_version() -> int:
@@ -188,8 +189,13 @@ def default_version() -> int:
 
 
 def ensure_node(version: int) -> str:
-    """The AMQP URL of the project's RabbitMQ ``version`` node (started if needed)."""
-    return ensure_rabbitmq4() if version == 4 else ensure_rabbitmq()
+    """The AMQP URL of the project's RabbitMQ ``version`` node (started if needed), once
+    per process: ``scripts/rabbitmq start`` boots Erlang's CLI to check a running node
+    (1.5 s quiet, several under load), and :func:`queue_address` asks for every queue."""
+    url = _node_urls.get(version)
+    if url is None:
+        url = _node_urls[version] = ensure_rabbitmq4() if version == 4 else ensure_rabbitmq()
+    return url
 
 
 def version_of(url: str) -> int:
