@@ -8,11 +8,16 @@ Every rule is in ``docs/mapping.md`` ("AMQP 0-9-1"). Fields both models have
 map to each other, following RabbitMQ's own conversion (``mc_amqpl``) where it
 is lossless: delivery-mode ⇄ durable, expiration ⇄ ttl, timestamp (seconds) ⇄
 creation-time (ms), user-id ⇄ binary user-id, app-id ⇄ group-id, type ⇄
-annotation ``x-basic-type``, exchange ⇄ annotation ``x-exchange``, routing key ⇄
-subject (RabbitMQ 3.x's rule: its ``/exchange/X`` addresses route by the subject;
-annotation ``x-routing-key`` and header ``x-amqp-1.0.subject`` only when the two
-differ), redelivered ⇄ first-acquirer false (the other 1.0 header fields only when
-the flag does not imply them). Header
+annotation ``x-basic-type``, routing key ⇄ subject (RabbitMQ's rule: its v1
+``/exchange/X`` addresses route by the subject), redelivered ⇄ first-acquirer false
+(the other 1.0 header fields only when the flag does not imply them). The exchange,
+and the routing key where the subject does not say it (header ``x-amqp-1.0.subject``),
+travel in annotations of the bridge's own, ``x-amqp-0-9-1.exchange`` / ``.routing-key``,
+beside RabbitMQ's ``x-exchange`` / ``x-routing-key`` with the same values: RabbitMQ 4
+replaces its own names with the routing it did on every delivery and keeps ours, so
+ours are read first; RabbitMQ's are read only without ours (a message RabbitMQ
+converted from 0-9-1), ``x-routing-key`` only without a subject (and then the key
+comes back as the subject). Header
 values keep their 0-9-1 type (:mod:`mappings.amqp091_values`); tables and arrays
 go in the annotation ``x-amqp-0-9-1.headers``.
 
@@ -54,6 +59,8 @@ __all__ = [
     "AMQP10_BODY_TYPE",
     "Delivery091",
     "USER_ID_RULES",
+    "annotate_exchange",
+    "annotate_routing_key",
     "cut_shortstr",
     "from_amqp10",
     "to_amqp10",
@@ -75,6 +82,11 @@ AMQP10_BODY_TYPE = "amqp-1.0"
 # 0-9-1 data in 1.0 message annotations (RabbitMQ's names where it has them)
 A_EXCHANGE = symbol("x-exchange")
 A_ROUTING_KEY = symbol("x-routing-key")
+# The exchange and routing key under the bridge's own names, written beside RabbitMQ's
+# and read first: RabbitMQ 4 replaces x-exchange / x-routing-key on every delivery with
+# the routing it did itself (a message sent to /queues/Q: '' and Q) and keeps these.
+A_PUBLISHED_EXCHANGE = symbol("x-amqp-0-9-1.exchange")
+A_PUBLISHED_ROUTING_KEY = symbol("x-amqp-0-9-1.routing-key")
 A_TYPE = symbol("x-basic-type")
 A_HEADERS = symbol("x-amqp-0-9-1.headers")
 A_HEADER_TYPES = symbol("x-amqp-0-9-1.header-types")
@@ -83,8 +95,8 @@ A_EXPIRATION = symbol("x-amqp-0-9-1.expiration")
 A_CLUSTER_ID = symbol("x-amqp-0-9-1.cluster-id")
 A_USER_ID = symbol("x-amqp-0-9-1.user-id")
 ANNOTATIONS = frozenset({
-    A_EXCHANGE, A_ROUTING_KEY, A_TYPE, A_HEADERS, A_HEADER_TYPES, A_DELIVERY_MODE, A_EXPIRATION,
-    A_CLUSTER_ID, A_USER_ID,
+    A_EXCHANGE, A_ROUTING_KEY, A_PUBLISHED_EXCHANGE, A_PUBLISHED_ROUTING_KEY, A_TYPE, A_HEADERS,
+    A_HEADER_TYPES, A_DELIVERY_MODE, A_EXPIRATION, A_CLUSTER_ID, A_USER_ID,
 })  # fmt: skip
 
 # 1.0 data in 0-9-1 headers
@@ -136,6 +148,17 @@ def cut_shortstr(value: str) -> str:
     if _fits_shortstr(value):
         return value
     return value.encode("utf-8")[:_SHORTSTR].decode("utf-8", "ignore")
+
+
+def annotate_exchange(annotations: dict[Any, Any], exchange: str | None) -> None:
+    """Put a 0-9-1 exchange in ``annotations`` under both names (ours and RabbitMQ's)."""
+    annotations[A_PUBLISHED_EXCHANGE] = annotations[A_EXCHANGE] = exchange
+
+
+def annotate_routing_key(annotations: dict[Any, Any], routing_key: str | None) -> None:
+    """Put a 0-9-1 routing key in ``annotations`` under both names (ours and RabbitMQ's):
+    the key the message goes on with, whatever its subject says."""
+    annotations[A_PUBLISHED_ROUTING_KEY] = annotations[A_ROUTING_KEY] = routing_key
 
 
 def _symbol(value: str, field: str) -> symbol:
@@ -225,7 +248,7 @@ def to_amqp10(
     if p.cluster_id:  # pamqp's default is "": an empty cluster-id is no cluster-id
         annotations[A_CLUSTER_ID] = p.cluster_id
     if d.exchange is not None:
-        annotations[A_EXCHANGE] = d.exchange
+        annotate_exchange(annotations, d.exchange)
     _routing_to_amqp10(d.routing_key, side.pop(H_SUBJECT, _MISSING), props, annotations)
 
     uid: Any = p.user_id.encode("utf-8") if p.user_id else None
@@ -261,13 +284,14 @@ def _routing_to_amqp10(
     routing_key: str | None, carried: Any, props: Properties, annotations: dict[Any, Any]
 ) -> None:
     """The subject is the routing key, or the ``x-amqp-1.0.subject`` header when present
-    (void: no subject); ``x-routing-key`` holds the key when the subject does not imply it."""
+    (void: no subject); the routing-key annotations hold the key when the subject does not
+    imply it."""
     if carried is _MISSING:
         props.subject = routing_key
         return
     props.subject = carried
     if carried is None or routing_key != cut_shortstr(carried) or routing_key == carried:
-        annotations[A_ROUTING_KEY] = routing_key  # None (null): there was no routing key
+        annotate_routing_key(annotations, routing_key)  # None (null): there was no routing key
 
 
 def _redelivered(first_acquirer: Any, delivery_count: Any) -> bool:
@@ -517,14 +541,17 @@ def from_amqp10(
         p.cluster_id = cluster
     elif cluster is not _MISSING:
         rest[A_CLUSTER_ID] = cluster
-    exchange = ours.pop(A_EXCHANGE, None)
-    routing_key = _routing_from_amqp10(props.subject, ours.pop(A_ROUTING_KEY, _MISSING), headers)
-    for key, value in ((A_EXCHANGE, exchange), (A_ROUTING_KEY, routing_key)):
-        if value is not None and (type(value) is not str or not _fits_shortstr(value)):
-            raise MappingError(
-                "expected a string of at most 255 octets",
-                field=f"message_annotations[{str(key)!r}]",
-            )
+    # Ours first: RabbitMQ 4 replaced x-exchange / x-routing-key with its own routing.
+    _, exchange = _shortstr_annotation(ours, A_PUBLISHED_EXCHANGE, A_EXCHANGE, use_theirs=True)
+    if exchange is _MISSING:
+        exchange = None
+    name, annotated = _shortstr_annotation(
+        ours, A_PUBLISHED_ROUTING_KEY, A_ROUTING_KEY, use_theirs=props.subject is None
+    )
+    if name == A_ROUTING_KEY:  # RabbitMQ's alone: the key, which comes back as the subject
+        routing_key = annotated if annotated is not _MISSING else None
+    else:
+        routing_key = _routing_from_amqp10(props.subject, name, annotated, headers)
 
     body = _body_from_amqp10(message, p, headers, rest)
     if property_types:
@@ -548,10 +575,30 @@ def from_amqp10(
     return p, Delivery091(exchange, routing_key, redelivered), body
 
 
-def _routing_from_amqp10(subject: str | None, annotated: Any, headers: dict[str, Any]) -> Any:
-    """The routing key: ``x-routing-key`` when annotated, else the subject (cut to 255
-    octets); the subject goes in the ``x-amqp-1.0.subject`` header when the key does not
-    say it."""
+def _shortstr_annotation(
+    ours: dict[Any, Any], own: symbol, theirs: symbol, *, use_theirs: bool
+) -> tuple[symbol, Any]:
+    """Which of the annotations ``own`` (the bridge's) and ``theirs`` (RabbitMQ's, used only
+    when ``use_theirs`` and ours is absent) holds the value, and the value (None: null,
+    ``_MISSING``: neither); both are consumed, the one not used being the 1.0 broker's
+    routing (RabbitMQ 4 writes its own there on every delivery)."""
+    mine, other = ours.pop(own, _MISSING), ours.pop(theirs, _MISSING)
+    name, value = (own, mine) if mine is not _MISSING or not use_theirs else (theirs, other)
+    if value is not _MISSING and value is not None and (
+        type(value) is not str or not _fits_shortstr(value)
+    ):
+        raise MappingError(
+            "expected a string of at most 255 octets", field=f"message_annotations[{str(name)!r}]"
+        )
+    return name, value
+
+
+def _routing_from_amqp10(
+    subject: str | None, name: symbol, annotated: Any, headers: dict[str, Any]
+) -> Any:
+    """The routing key: the annotated one (``name``) when there is one, else the subject
+    (cut to 255 octets); the subject goes in the ``x-amqp-1.0.subject`` header when the
+    key does not say it."""
     if annotated is _MISSING:
         if subject is None:
             return None
@@ -567,7 +614,7 @@ def _routing_from_amqp10(subject: str | None, annotated: Any, headers: dict[str,
         raise MappingError(
             "the routing key is the subject cut to 255 octets, which is how the bridge writes "
             "a message without this annotation; remove it or change it",
-            field=f"message_annotations[{str(A_ROUTING_KEY)!r}]",
+            field=f"message_annotations[{str(name)!r}]",
         )
     headers[H_SUBJECT] = subject  # None (void): there was no subject
     return annotated

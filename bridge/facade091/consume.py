@@ -48,6 +48,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass
+from functools import partial
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -357,7 +358,9 @@ class Consumer091:
     def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
         route = self.route
         wanted = not self.closed and self.ch.live and (self.adopted or bool(self.gets))
-        taken = route.take_delivery(self, link, delivery, wanted, route.to_legacy091)
+        taken = route.take_delivery(self, link, delivery, wanted,
+                                    partial(route.to_legacy091,
+                                            published_exchange_only=self.temporary is not None))
         if taken is None:
             return
         data, (properties, where, body) = taken
@@ -470,10 +473,14 @@ class Consume091(FacadeConsume):
         """The façade queue the route serves."""
         return self.route.target.queue or ""
 
-    def to_legacy091(self, message: AmqpMessage) -> tuple[Basic.Properties, Delivery091, bytes]:
+    def to_legacy091(self, message: AmqpMessage, *, published_exchange_only: bool = False
+                     ) -> tuple[Basic.Properties, Delivery091, bytes]:
         """What a consumer is sent for a 1.0 message (the route's translation; the routing
-        key the message was published with)."""
-        return self.translator.amqp10_to_legacy091(message, own_routing_key=True)
+        key the message was published with; ``published_exchange_only``: a temporary
+        queue's consumer, delivered with the exchange the message was published to through
+        the bridge, else its façade exchange)."""
+        return self.translator.amqp10_to_legacy091(
+            message, own_routing_key=True, published_exchange_only=published_exchange_only)
 
     def forget(self, consumer: Consumer091) -> None:
         """``consumer`` has detached its link for good."""

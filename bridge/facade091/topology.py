@@ -164,10 +164,12 @@ class TopologyConsume091(Consume091):
         super().__init__(container, route, facade, amqp10, None, register=False)
         self.mode = mode
 
-    def to_legacy091(self, message: AmqpMessage) -> Any:
+    def to_legacy091(self, message: AmqpMessage, *, published_exchange_only: bool = False
+                     ) -> Any:
         """The route's translation, less the ``to`` a topology-mode publish carries; a
         ``reply_to`` that is a queue's 1.0 address becomes the queue's name."""
-        properties, where, body = super().to_legacy091(message)
+        properties, where, body = super().to_legacy091(
+            message, published_exchange_only=published_exchange_only)
         backend = self.mode.backend
         headers = properties.headers
         if headers:

@@ -89,8 +89,8 @@ def plain_copy_091(properties: Basic.Properties, delivery: amqp091.Delivery091, 
         plain.body_kind = BodyKind.DATA
         if properties.message_id is not None:
             plain.properties.message_id = properties.message_id
-        plain.message_annotations[amqp091.A_EXCHANGE] = delivery.exchange
-        plain.message_annotations[amqp091.A_ROUTING_KEY] = delivery.routing_key
+        amqp091.annotate_exchange(plain.message_annotations, delivery.exchange)
+        amqp091.annotate_routing_key(plain.message_annotations, delivery.routing_key)
         plain.message_annotations[PROPERTIES_ANNOTATION] = repr(
             {name: value for name, value in properties if value is not None})[:4096]
         return plain

@@ -96,37 +96,46 @@ class Translator:
             message = self.cloudevents.render(message)
         return message
 
-    def amqp10_to_legacy091(self, message: AmqpMessage, *, own_routing_key: bool = False
+    def amqp10_to_legacy091(self, message: AmqpMessage, *, own_routing_key: bool = False,
+                            published_exchange_only: bool = False
                             ) -> tuple[Basic.Properties, amqp091.Delivery091, bytes]:
         """A received 1.0 message as the 0-9-1 properties, delivery and body to publish;
         the delivery's routing key is the route's (``routing_key``, else the target
         queue; not with ``own_routing_key``: a façade delivers with the key the message
-        was published with), else the message's own (its ``x-routing-key`` annotation,
-        else its subject, else ''). A subject the route's key replaces travels in the
-        mapping's subject header, as the message's own key would."""
+        was published with), else the message's own (the mapping's: its
+        ``x-amqp-0-9-1.routing-key`` annotation, else its subject, else RabbitMQ's
+        ``x-routing-key``), else ''. A subject the route's key replaces travels in the
+        mapping's subject header, as the message's own key would. With
+        ``published_exchange_only`` the delivery's exchange is only one the message was
+        published to through the bridge (``x-amqp-0-9-1.exchange``), else None, never the
+        1.0 broker's ``x-exchange`` (RabbitMQ 4 writes its own routing there)."""
         if self.cloudevents is not None:
             message = self.cloudevents.render(message)
         if self.routing_key is not None and not own_routing_key:
             message = _keyed(message, self.routing_key)
         subject = message.properties.subject
+        published = amqp091.A_PUBLISHED_EXCHANGE in message.message_annotations
         properties, delivery, body = amqp091.from_amqp10(message, user_id=self.user_id,
                                                          login_user=self.login_user)
         key = self.routing_key if self.routing_key is not None and not own_routing_key else \
             delivery.routing_key if delivery.routing_key is not None else \
             subject if subject is not None else ""
-        return properties, amqp091.Delivery091(delivery.exchange, key, delivery.redelivered), body
+        exchange = delivery.exchange if published or not published_exchange_only else None
+        return properties, amqp091.Delivery091(exchange, key, delivery.redelivered), body
 
 
 def _keyed(message: AmqpMessage, key: str) -> AmqpMessage:
     """``message`` annotated with routing key ``key`` unless its subject already implies it
     (the 0-9-1 mapping then keeps a different subject in a header: nothing is lost)."""
     annotations = message.message_annotations
-    annotated = annotations.get(amqp091.A_ROUTING_KEY, _ABSENT)
+    annotated = annotations.get(amqp091.A_PUBLISHED_ROUTING_KEY, _ABSENT)
     subject = message.properties.subject
     if annotated == key or (annotated is _ABSENT and subject is not None
                             and amqp091.cut_shortstr(subject) == key):
         return message
-    return replace(message, message_annotations={**annotations, amqp091.A_ROUTING_KEY: key})
+    keyed = dict(annotations)
+    amqp091.annotate_routing_key(keyed, key)
+    return replace(message, message_annotations=keyed)
 
 
 _ABSENT = object()

@@ -32,7 +32,7 @@ ROUTING_KEY_ANNOTATION = "x-amqp-0-10.routing-key"
 """Message annotation holding the AMQP 0-10 routing key (``{routing_key}``)."""
 ROUTING_KEY_ANNOTATION_091 = "x-routing-key"
 """Message annotation holding the AMQP 0-9-1 routing key (RabbitMQ's name; ``{routing_key}``
-when the 0-10 one is absent)."""
+when neither the 0-10 one, the 0-9-1 mapping's own nor a 0-9-1 message's subject says it)."""
 TEXT_CONTENT_TYPE = "text/plain; charset=utf-8"
 JSON_CONTENT_TYPE = "application/json"
 
@@ -47,22 +47,29 @@ def _annotation(key: symbol, message: AmqpMessage) -> Any:
     return message.message_annotations.get(key)
 
 
-_ROUTING_KEYS = (symbol(ROUTING_KEY_ANNOTATION), symbol(ROUTING_KEY_ANNOTATION_091))
-_EXCHANGE_091 = symbol("x-exchange")
+_ROUTING_KEY_010 = symbol(ROUTING_KEY_ANNOTATION)
+_ROUTING_KEY_091 = symbol(ROUTING_KEY_ANNOTATION_091)
+# the 0-9-1 mapping's own names, which RabbitMQ 4 keeps (it replaces x-exchange / x-routing-key
+# with the routing it did itself on every delivery)
+_PUBLISHED_ROUTING_KEY_091 = symbol("x-amqp-0-9-1.routing-key")
+_EXCHANGES_091 = (symbol("x-amqp-0-9-1.exchange"), symbol("x-exchange"))
 
 
 def _routing_key(message: AmqpMessage) -> Any:
-    """The legacy routing key a message came with: 0-10's annotation, else 0-9-1's, else
-    the subject of a 0-9-1 message (annotation ``x-exchange``: the 0-9-1 mapping leaves
-    out ``x-routing-key`` when the subject is the routing key)."""
+    """The legacy routing key a message came with: 0-10's annotation, else the 0-9-1
+    mapping's rule — its ``x-amqp-0-9-1.routing-key`` (null: none), else the subject of a
+    0-9-1 message (one with an exchange annotation: the mapping writes the key as the
+    subject), else RabbitMQ's ``x-routing-key``."""
     annotations = message.message_annotations
-    for key in _ROUTING_KEYS:
-        value = annotations.get(key)
-        if value is not None:
-            return value
-    if _EXCHANGE_091 in annotations and _ROUTING_KEYS[1] not in annotations:
-        return message.properties.subject
-    return None
+    value = annotations.get(_ROUTING_KEY_010)
+    if value is not None:
+        return value
+    if _PUBLISHED_ROUTING_KEY_091 in annotations:
+        return annotations[_PUBLISHED_ROUTING_KEY_091]
+    subject = message.properties.subject
+    if subject is not None and any(key in annotations for key in _EXCHANGES_091):
+        return subject
+    return annotations.get(_ROUTING_KEY_091)
 
 
 def _application_property(key: str, message: AmqpMessage) -> Any:

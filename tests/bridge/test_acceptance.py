@@ -72,6 +72,7 @@ from tests.support.rabbitmq import (
     receive_messages,
     send_messages,
     unique_queue,
+    version_of,
 )
 from tests.support.typed import typed_sections
 
@@ -173,6 +174,7 @@ def test_10000_messages_amqp10_to_legacy_every_field_and_cloudevents_attribute(
                 got += batch
             client.sync()
             assert_no_message(rabbitmq_url, queue_address(source))  # every source settled
+    rabbitmq4 = version_of(rabbitmq_url) == 4
     for i, ev in enumerate(got):  # in order, every field mapped
         dp, mp = ev.delivery_properties, ev.message_properties
         headers = mp.application_headers
@@ -180,7 +182,8 @@ def test_10000_messages_amqp10_to_legacy_every_field_and_cloudevents_attribute(
         assert dp.routing_key == "replies" and dp.exchange == "amq.direct"
         # priority 4 is AMQP 1.0's default, which proton leaves out
         assert dp.priority == (None if i % 10 == 4 else i % 10)
-        assert dp.delivery_mode == (2 if i % 2 == 0 else 1)
+        # proton leaves durable=false out, which RabbitMQ 4 reads as durable (3.10: not)
+        assert dp.delivery_mode == (2 if i % 2 == 0 or rabbitmq4 else 1)
         assert dp.timestamp == CREATED + i
         assert headers["x-amqp-1.0.message-id"] == f"r-{i}"
         assert mp.message_id == message_id_uuid(f"r-{i}")  # the same id always: uuid5
@@ -300,6 +303,31 @@ def test_rejected_and_unmappable_messages_are_dead_lettered_with_the_reason(
 # --- RabbitMQ refusing a publish ------------------------------------------------------------
 
 
+FULL_AT = 20  # messages a test.maxlen.* queue holds
+
+
+def into_full_queue(broker: Broker, rabbitmq_url: str, source: str, count: int,
+                    dead_letter: str | None = None) -> tuple[str, list[str], str]:
+    """A route ``into-full`` from the 0-10 queue ``source`` (``count`` messages preloaded)
+    to a fresh 1.0 queue that holds :data:`FULL_AT` and refuses more publishes (the
+    node's ``test.maxlen.*`` policy): the queue, the message ids and the route."""
+    rabbitmqctl(rabbitmq_url, "set_policy", "--apply-to", "queues", "--priority", "1",
+                "amqp-bridge-test-maxlen", r"^test\.maxlen\.",
+                f'{{"max-length": {FULL_AT}, "overflow": "reject-publish", "expires": 600000}}')
+    target = unique_queue("maxlen")
+    ids = preload(broker, source, count, body=b"m")
+    dlq = "" if dead_letter is None else \
+        f"\n    dead_letter: {{connection: cloud, address: {queue_address(dead_letter)}}}"
+    route = f"""
+  - name: into-full
+    from: {{connection: legacy, queue: {source}}}
+    to:   {{connection: cloud, address: {queue_address(target)}}}{dlq}
+    max_in_flight: {{messages: 10}}
+"""
+    return target, ids, route
+
+
+@pytest.mark.rabbitmq(3)
 def test_rabbitmq_reject_publish_crashes_its_session_and_nothing_is_lost(
         legacy: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
     """RabbitMQ 3.10's 1.0 plugin has no answer to the queue's basic.nack: instead of a
@@ -308,18 +336,8 @@ def test_rabbitmq_reject_publish_crashes_its_session_and_nothing_is_lost(
     unsettled messages back to the source and reconnects, and they go through once
     the queue has room."""
     broker, server = legacy
-    rabbitmqctl(rabbitmq_url, "set_policy", "--apply-to", "queues", "--priority", "1",
-                "amqp-bridge-test-maxlen", r"^test\.maxlen\.",
-                '{"max-length": 20, "overflow": "reject-publish", "expires": 600000}')
-    target = unique_queue("maxlen")
     count = 60
-    ids = preload(broker, "full", count, body=b"m")
-    route = f"""
-  - name: into-full
-    from: {{connection: legacy, queue: full}}
-    to:   {{connection: cloud, address: {queue_address(target)}}}
-    max_in_flight: {{messages: 10}}
-"""
+    target, ids, route = into_full_queue(broker, rabbitmq_url, "full", count)
     got: list[Message] = []
     with BridgeRun(bridge_config(server.url, rabbitmq_url, route), tmp_path) as bridge:
         # let the queue fill up, then consume slowly while the bridge retries
@@ -332,6 +350,26 @@ def test_rabbitmq_reject_publish_crashes_its_session_and_nothing_is_lost(
     stats = route_stats(bridge.log(), "into-full")
     assert stats["delivered"] == len(got) and stats["rejected"] == stats["dead_lettered"] == 0
     assert len(got) - count <= stats["released"]  # only what was given back came twice
+
+
+@pytest.mark.rabbitmq(4)
+def test_rabbitmq_4_rejects_publishes_to_a_full_queue_and_they_are_dead_lettered(
+        legacy: tuple[Broker, EngineServer], rabbitmq_url: str, tmp_path: Path) -> None:
+    """RabbitMQ 4 answers a publish to a full ``reject-publish`` queue with a ``rejected``
+    outcome (3.10 crashed its session instead, above): the bridge dead-letters exactly the
+    refused messages with that reason, and every message is in one queue or the other."""
+    broker, server = legacy
+    count, dlq = 60, unique_queue("maxlen-dlq")
+    target, ids, route = into_full_queue(broker, rabbitmq_url, "full4", count, dead_letter=dlq)
+    with BridgeRun(bridge_config(server.url, rabbitmq_url, route), tmp_path) as bridge:
+        dead = receive_messages(rabbitmq_url, queue_address(dlq), count - FULL_AT, timeout=60)
+        wait_for(lambda: legacy_backlog(broker, "full4") == 0, 10, "the source settled", bridge)
+        kept = receive_messages(rabbitmq_url, queue_address(target), FULL_AT, timeout=30)
+    assert sorted(legacy_ids([r.message for r in kept + dead])) == sorted(ids)
+    assert {r.message.annotations[ROUTE] for r in dead} == {"into-full"}
+    assert all("rejected" in r.message.annotations[REASON] for r in dead)
+    stats = route_stats(bridge.log(), "into-full")
+    assert (stats["delivered"], stats["dead_lettered"]) == (FULL_AT, count - FULL_AT)
 
 
 def test_structured_mode_renders_whole_events(

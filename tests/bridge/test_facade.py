@@ -44,6 +44,10 @@ from tests.support.rabbitmq import (
     unique_queue,
 )
 
+# RabbitMQ 3.10 coverage: every test here runs against both nodes (docs/testing.md)
+pytestmark = pytest.mark.rabbitmq(3, 4)
+
+
 COUNT = 10_000
 """Messages per direction in the bulk tests (the issue's acceptance figure)."""
 USER, PASSWORD = "app", "s3cret"

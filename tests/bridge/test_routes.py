@@ -8,6 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
 from proton import Message, symbol
 
 from amqp010.spec import DeliveryProperties, MessageProperties
@@ -15,6 +16,9 @@ from amqp010.testing.broker import Broker
 from amqp010.testing.server import EngineServer
 from tests.support.bridge import BridgeRun, bridge_config, legacy_client
 from tests.support.rabbitmq import queue_address, receive_messages, send_messages, unique_queue
+
+# RabbitMQ 3.10 coverage: every test here runs against both nodes (docs/testing.md)
+pytestmark = pytest.mark.rabbitmq(3, 4)
 
 
 def test_legacy_queue_to_amqp10_address_with_cloudevents(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pika
+import pytest
 from pamqp.commands import Basic
 from proton import Message, int32, symbol
 
@@ -25,10 +26,15 @@ from tests.support.bridge import BridgeRun, collect, config091, wait_for
 from tests.support.rabbitmq import (
     assert_no_message,
     queue_address,
+    rabbitmq_routing,
     receive_messages,
     send_messages,
     unique_queue,
 )
+
+# RabbitMQ 3.10 coverage: every test here runs against both nodes (docs/testing.md)
+pytestmark = pytest.mark.rabbitmq(3, 4)
+
 
 WHEN = dt.datetime(2021, 5, 6, 7, 8, 9, tzinfo=dt.UTC)
 
@@ -122,6 +128,7 @@ def test_091_queue_to_amqp10_keeps_every_property_and_header_type_in_order(
     with BridgeRun(config091(rabbitmq_url, route), tmp_path) as bridge:
         received = receive_messages(rabbitmq_url, queue_address(target), count + 1, timeout=60)
         wait_for(lambda: depth(rabbitmq_url, source) == 0, 10, "the source acked", bridge)
+    broker_routing = rabbitmq_routing(rabbitmq_url, queue_address(target), ("", None))
     for i, r in enumerate(received[:count]):  # order kept, the mapping applied
         m = r.message
         expected = to_amqp10(
@@ -137,7 +144,9 @@ def test_091_queue_to_amqp10_keeps_every_property_and_header_type_in_order(
         assert m.user_id == b"guest" and m.group_id == "shop"
         assert m.properties == expected.application_properties
         assert m.properties["neg"] == -i - 1 and m.properties["big"] == -(2**40) - i
-        assert m.subject == source and symbol("x-routing-key") not in m.annotations
+        assert m.subject == source and "x-amqp-0-9-1.routing-key" not in m.annotations
+        assert m.annotations["x-amqp-0-9-1.exchange"] == ""
+        assert (m.annotations.get("x-exchange"), m.annotations.get("x-routing-key")) == broker_routing
         assert m.annotations[symbol("x-basic-type")] == "order"
         assert m.annotations[A_HEADERS] == expected.message_annotations[A_HEADERS]
     typed = AmqpMessage.decode(received[count].raw)

@@ -43,9 +43,10 @@ holds between all phases: the process is alive, ``/healthz`` answers, RSS is und
 their resting values. A phase that fails leaves the process to the next ones, so one
 run shows every phase's fate.
 
-Phase 6 restarts the RabbitMQ app (the OS process stays) of a node of the module's own
-(``own_rabbitmq``: ``private_rabbitmq`` on free ports, its state in the module's
-temporary directory), so the shared node that other tests use at the same moment (other
+Every phase runs twice, against RabbitMQ 3.10 and then 4.0. Phase 6 restarts the
+RabbitMQ app (the OS process stays) of a node of the module's own (``own_rabbitmq``:
+``private_rabbitmq`` of that version on free ports, its state in the module's temporary
+directory), so the shared node that other tests use at the same moment (other
 pytest-xdist workers, other test runs) is never disturbed, and what phase 1 counts on
 the node (every connection's heartbeat timeout) is the bridge's alone.
 """
@@ -76,7 +77,7 @@ from tests.support.bridge import (
 )
 from tests.support.logs import records
 from tests.support.metrics import Scrape, http_get, metrics_port, poll, scrape
-from tests.support.rabbitmq import private_rabbitmq, rabbitmqctl
+from tests.support.rabbitmq import VERSIONS, private_rabbitmq, rabbitmqctl
 from tests.support.relay import Relay
 
 from .peers import (
@@ -317,10 +318,13 @@ def declare_durable(url: str, names: list[str]) -> None:
                              f'true, false, [], none, <<"guest">>) || Q <- [{binaries}]].')
 
 
-@pytest.fixture(scope="module")
-def own_rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The URL of a RabbitMQ node for this module alone: phase 6 restarts it."""
-    with private_rabbitmq(tmp_path_factory.mktemp("rabbitmq-life")) as node:
+@pytest.fixture(scope="module", params=VERSIONS, ids=[f"rabbitmq{v}" for v in VERSIONS])
+def own_rabbitmq(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a RabbitMQ node for this module alone, 3.10 then 4.0 (every phase runs
+    against each): phase 6 restarts it."""
+    with private_rabbitmq(tmp_path_factory.mktemp(f"rabbitmq{request.param}-life"),
+                          version=request.param) as node:
         yield node.url
 
 

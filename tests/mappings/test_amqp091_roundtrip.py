@@ -22,6 +22,8 @@ from proton import byte, float32, int32, short, symbol, timestamp, ubyte, uint, 
 from mappings.amqp091 import (
     A_EXCHANGE,
     A_HEADERS,
+    A_PUBLISHED_EXCHANGE,
+    A_PUBLISHED_ROUTING_KEY,
     A_ROUTING_KEY,
     A_TYPE,
     AMQP10_BODY_TYPE,
@@ -281,17 +283,18 @@ def test_nested_tables_and_arrays_are_maps_and_lists() -> None:
 
 def test_exchange_routing_key_and_redelivered() -> None:
     message = to_amqp10(None, Delivery091("orders", "eu.new", True), b"x")
-    assert message.message_annotations[A_EXCHANGE] == "orders"
+    annotations = message.message_annotations
+    assert annotations[A_PUBLISHED_EXCHANGE] == annotations[A_EXCHANGE] == "orders"
     assert message.properties.subject == "eu.new"  # RabbitMQ's /exchange/X routes by it
-    assert A_ROUTING_KEY not in message.message_annotations
+    assert A_ROUTING_KEY not in annotations and A_PUBLISHED_ROUTING_KEY not in annotations
     assert message.header.first_acquirer is False
     p, delivery, _ = from_amqp10(message)
     assert delivery == Delivery091("orders", "eu.new", True) and p.headers is None
 
 
 LONG = "é" * 200  # 400 octets: no routing key can hold it
-# (0-9-1 routing key, header x-amqp-1.0.subject) ⇄ (1.0 subject, annotation x-routing-key);
-# _ is absent
+# (0-9-1 routing key, header x-amqp-1.0.subject) ⇄ (1.0 subject, annotations
+# x-amqp-0-9-1.routing-key and x-routing-key, written with the same value); _ is absent
 _ = object()
 SUBJECT_RULES = [
     (("k", _), ("k", _)),
@@ -310,22 +313,89 @@ def test_routing_key_is_the_subject_both_ways(legacy: Any, amqp10: Any) -> None:
     key, carried = legacy
     headers = None if carried is _ else {"x-amqp-1.0.subject": carried}
     message = to_amqp10(Basic.Properties(headers=headers), Delivery091("x", key), b"")
-    annotation = message.message_annotations.get(A_ROUTING_KEY, _)
+    annotations = message.message_annotations
+    annotation = annotations.get(A_PUBLISHED_ROUTING_KEY, _)
+    assert annotations.get(A_ROUTING_KEY, _) == annotation
     assert (message.properties.subject, annotation) == amqp10
     subject, annotated = amqp10
+    # read back from our annotation alone (RabbitMQ 4 replaced its x-routing-key) ...
     message = AmqpMessage(properties=Properties(subject=subject))
     if annotated is not _:
-        message.message_annotations[A_ROUTING_KEY] = annotated
+        message.message_annotations[A_PUBLISHED_ROUTING_KEY] = annotated
     p, delivery, _body = from_amqp10(_wire(message))
     assert (delivery.routing_key, p.headers) == (key, headers)
+    # ... and beside the routing RabbitMQ 4 writes on every delivery (/queues/Q: '' and Q),
+    # which is the key only of a message that says none (neither subject nor annotation)
+    message.message_annotations.update({A_EXCHANGE: "", A_ROUTING_KEY: "Q"})
+    p, delivery, _body = from_amqp10(_wire(message))
+    if amqp10 == (None, _):
+        assert (delivery.routing_key, p.headers) == ("Q", None)
+    else:
+        assert (delivery.routing_key, p.headers) == (key, headers)
 
 
 def test_a_routing_key_that_is_the_subject_cut_short_is_refused() -> None:
     message = AmqpMessage(properties=Properties(subject=LONG))
-    message.message_annotations[A_ROUTING_KEY] = LONG.encode()[:255].decode("utf-8", "ignore")
+    message.message_annotations[A_PUBLISHED_ROUTING_KEY] = LONG.encode()[:255].decode(
+        "utf-8", "ignore"
+    )
     with pytest.raises(MappingError) as caught:
         from_amqp10(message)
-    assert caught.value.field == "message_annotations['x-routing-key']"
+    assert caught.value.field == "message_annotations['x-amqp-0-9-1.routing-key']"
+
+
+@pytest.mark.parametrize(
+    ("published", "header"),
+    [(("orders", "eu.new"), None), (("orders", "eu.new"), "a subject"), ((None, "k"), None),
+     (("", None), "a subject")],
+)  # fmt: skip
+def test_rabbitmq_4s_routing_does_not_replace_the_published_exchange_and_key(
+    published: tuple[Any, Any], header: str | None
+) -> None:
+    """RabbitMQ 4 replaces x-exchange / x-routing-key with its own routing on every delivery
+    (a message sent to /queues/Q: '' and Q) and keeps ours: the 0-9-1 delivery is the
+    published one, with nothing added."""
+    exchange, key = published
+    headers = None if header is None else {"x-amqp-1.0.subject": header}
+    message = _wire(to_amqp10(Basic.Properties(headers=headers), Delivery091(exchange, key), b""))
+    message.message_annotations.update({A_EXCHANGE: "", A_ROUTING_KEY: "test.backing-queue"})
+    p, delivery, _body = from_amqp10(message)
+    assert (delivery.exchange, delivery.routing_key, p.headers) == (
+        exchange if exchange is not None else "", key, headers)
+
+
+def test_a_10_messages_subject_comes_before_the_brokers_routing_key() -> None:
+    """A 1.0 producer's message delivered by RabbitMQ 4 from /queues/Q: the routing key is
+    its subject, not the queue's name the broker wrote in x-routing-key."""
+    message = AmqpMessage(properties=Properties(subject="eu.new"))
+    message.message_annotations.update({A_EXCHANGE: "", A_ROUTING_KEY: "test.q"})
+    p, delivery, _body = from_amqp10(_wire(message))
+    assert (delivery.exchange, delivery.routing_key, p.headers) == ("", "eu.new", None)
+
+
+def test_rabbitmqs_own_annotations_alone_are_read_and_come_back_as_ours() -> None:
+    """RabbitMQ 4's conversion of a 0-9-1 publish, or any 1.0 message without a subject
+    that RabbitMQ 4 delivers (x-exchange, x-routing-key), or a bridge before the
+    x-amqp-0-9-1 names: read as the exchange and routing key, with no header added (a
+    0-9-1 consumer sees only what was sent); the way back writes the key as the subject,
+    the exchange under both names."""
+    message = AmqpMessage()
+    message.message_annotations.update({A_EXCHANGE: "orders", A_ROUTING_KEY: "eu.new"})
+    p, delivery, body = from_amqp10(_wire(message))
+    assert (delivery.exchange, delivery.routing_key) == ("orders", "eu.new")
+    assert p.headers is None
+    back = to_amqp10(p, delivery, body)
+    assert back.properties.subject == "eu.new"
+    assert back.message_annotations == {A_EXCHANGE: "orders", A_PUBLISHED_EXCHANGE: "orders"}
+
+
+@pytest.mark.parametrize("name", [A_PUBLISHED_EXCHANGE, A_PUBLISHED_ROUTING_KEY])
+def test_our_exchange_and_routing_key_annotations_must_be_short_strings(name: Any) -> None:
+    message = AmqpMessage(properties=Properties(subject="s"))
+    message.message_annotations.update({name: 7, A_EXCHANGE: "", A_ROUTING_KEY: "q"})
+    with pytest.raises(MappingError) as caught:
+        from_amqp10(message)
+    assert caught.value.field == f"message_annotations[{str(name)!r}]"
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pydantic
 import pytest
+from pamqp.commands import Basic
 from proton import symbol, timestamp, ulong
 
 from mappings import amqp091
@@ -285,8 +286,10 @@ def test_template_pickles_after_compiling() -> None:
 
 def test_routing_key_placeholder_reads_the_0_10_or_the_0_9_1_annotation() -> None:
     template = EventTemplate(source="/s", type="com.example.{routing_key}")
+    # RabbitMQ 4's conversion of a 0-9-1 publish: no subject, its x-exchange / x-routing-key
     amqp091 = plain(message_annotations={symbol("x-routing-key"): "eu.new",
-                                         symbol("x-exchange"): "orders"})
+                                         symbol("x-exchange"): "orders"},
+                    properties=Properties(message_id="m-1"))
     assert template.build(amqp091, now=NOW).type == "com.example.eu.new"
     both = plain(message_annotations={symbol("x-amqp-0-10.routing-key"): "from-0-10",
                                       symbol("x-routing-key"): "from-0-9-1"})
@@ -299,7 +302,22 @@ def test_routing_key_placeholder_reads_a_0_9_1_messages_subject() -> None:
     template = EventTemplate(source="/s", type="com.example.{routing_key}")
     message = amqp091.to_amqp10(None, amqp091.Delivery091("orders", "eu.new"), b"")
     assert template.build(message, now=NOW).type == "com.example.eu.new"
-    keyless = plain(message_annotations={symbol("x-exchange"): "", symbol("x-routing-key"): None})
-    keyless.properties.subject = "a 1.0 subject"
+    keyless = amqp091.to_amqp10(Basic.Properties(headers={"x-amqp-1.0.subject": "a 1.0 subject"}),
+                                amqp091.Delivery091("", None), b"")
     with pytest.raises(CloudEventError):
         template.build(keyless, now=NOW)
+
+
+def test_routing_key_placeholder_reads_past_rabbitmq_4s_routing() -> None:
+    """RabbitMQ 4 writes its own routing in x-exchange / x-routing-key on every delivery (from
+    /queues/Q: '' and Q): the 0-9-1 key is the mapping's annotation or the subject."""
+    template = EventTemplate(source="/s", type="com.example.{routing_key}")
+    rabbitmq4 = {symbol("x-exchange"): "", symbol("x-routing-key"): "test.q"}
+    keyed = amqp091.to_amqp10(Basic.Properties(headers={"x-amqp-1.0.subject": "other"}),
+                              amqp091.Delivery091("orders", "eu.new"), b"")
+    plain_subject = amqp091.to_amqp10(None, amqp091.Delivery091("orders", "eu.new"), b"")
+    native = plain(message_annotations={})
+    native.properties.subject = "eu.new"
+    for message in (keyed, plain_subject, native):
+        message.message_annotations.update(rabbitmq4)
+        assert template.build(message, now=NOW).type == "com.example.eu.new"

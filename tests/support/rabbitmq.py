@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import pika
 from proton import Array, Condition, Data, Delivery, Described, Message, ulong
@@ -170,12 +170,13 @@ def ensure_rabbitmq4() -> str:
 #: Picks the RabbitMQ the broker-facing tests use: 3 (the 3.10 node) or 4 (the 4.0
 #: node). ``scripts/rabbitmq`` reads the same variable to pick the node it manages.
 VERSION_VARIABLE = "AMQP_BRIDGE_RABBITMQ_VERSION"
-DEFAULT_VERSION = 3
+DEFAULT_VERSION = 4
 VERSIONS = (3, 4)
 
 _node_versions: dict[int, int] = {}  # AMQP port -> version, of the nodes started here
 _version_in_use: int | None = None
 _declared: set[tuple[int, str]] = set()  # (port, queue) declared by queue_address
+_node_urls: dict[int, str] = {}  # version -> URL of the shared node, once started here
 
 
 def default_version() -> int:
@@ -188,8 +189,13 @@ def default_version() -> int:
 
 
 def ensure_node(version: int) -> str:
-    """The AMQP URL of the project's RabbitMQ ``version`` node (started if needed)."""
-    return ensure_rabbitmq4() if version == 4 else ensure_rabbitmq()
+    """The AMQP URL of the project's RabbitMQ ``version`` node (started if needed), once
+    per process: ``scripts/rabbitmq start`` boots Erlang's CLI to check a running node
+    (1.5 s quiet, several under load), and :func:`queue_address` asks for every queue."""
+    url = _node_urls.get(version)
+    if url is None:
+        url = _node_urls[version] = ensure_rabbitmq4() if version == 4 else ensure_rabbitmq()
+    return url
 
 
 def version_of(url: str) -> int:
@@ -327,9 +333,13 @@ class PrivateNode:
         return f"amqp://guest:guest@127.0.0.1:{self.port}"
 
     @property
+    def version(self) -> int:
+        return int(self.env[VERSION_VARIABLE])
+
+    @property
     def name(self) -> str:
-        """The Erlang node name, for :func:`rabbitmqctl_on`."""
-        return self.env["AMQP_BRIDGE_RABBITMQ_NODENAME"]
+        """The Erlang node name, for :func:`rabbitmqctl_on` (3.10 nodes)."""
+        return self.env[f"{_env_prefix(self.version)}_NODENAME"]
 
     def script(self, command: str) -> str:
         """``scripts/rabbitmq COMMAND`` for this node; its last line of output."""
@@ -348,23 +358,32 @@ class PrivateNode:
         self.script("stop")
 
 
+def _env_prefix(version: int) -> str:
+    """The prefix of ``scripts/rabbitmq``'s settings for a ``version`` node."""
+    return "AMQP_BRIDGE_RABBITMQ" if version == 3 else "AMQP_BRIDGE_RABBITMQ4"
+
+
 @contextmanager
-def private_rabbitmq(state_dir: Path, **env: str) -> Iterator[PrivateNode]:
-    """Start a :class:`PrivateNode` on free ports with its state in ``state_dir``; stop it
-    when the block ends. ``env`` adds ``scripts/rabbitmq`` settings (a TLS listener:
-    ``AMQP_BRIDGE_RABBITMQ_TLS_DIR``; its port is the AMQP port + 1, checked free)."""
-    port = _free_node_port()
+def private_rabbitmq(state_dir: Path, *, version: int = 3, **env: str) -> Iterator[PrivateNode]:
+    """Start a :class:`PrivateNode` of RabbitMQ ``version`` (3.10 unless 4) on free ports
+    with its state in ``state_dir``; stop it when the block ends. ``env`` adds
+    ``scripts/rabbitmq`` settings (a TLS listener: ``AMQP_BRIDGE_RABBITMQ_TLS_DIR``; its
+    port is the AMQP port + 1, checked free). :func:`rabbitmqctl` reaches either."""
+    port = _free_node_port() if version == 3 else _free_node4_port()
+    prefix = _env_prefix(version)
     node = PrivateNode(port, {**os.environ,
-                              "AMQP_BRIDGE_RABBITMQ_PORT": str(port),
-                              "AMQP_BRIDGE_RABBITMQ_NODENAME": f"amqp_bridge_{port}@localhost",
-                              "AMQP_BRIDGE_RABBITMQ_DIR": str(state_dir),
-                              "AMQP_BRIDGE_RABBITMQ_VERSION": "3",  # private nodes: 3.10
+                              f"{prefix}_PORT": str(port),
+                              f"{prefix}_NODENAME": f"amqp_bridge_{port}@localhost",
+                              f"{prefix}_DIR": str(state_dir),
+                              VERSION_VARIABLE: str(version),
                               **env})
     try:
+        _node_versions[port] = version
         node.start()
         yield node
     finally:
         node.stop()
+        _node_versions.pop(port, None)
 
 
 def _port_free(port: int) -> bool:
@@ -382,6 +401,19 @@ def _ephemeral_high() -> int:
         return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[1])
     except (OSError, IndexError, ValueError):
         return 60999  # Linux's default
+
+
+def _free_node4_port() -> int:
+    """A port P for a private 4.0 node: P+20000 (the Erlang distribution) and
+    P+30100..P+30109 (its CLI tools, ``scripts/rabbitmq``) free too, P at most 5326 so
+    that they stay below 35436."""
+    pick = random.SystemRandom()
+    for _ in range(200):
+        port = pick.randint(2000, 5326)
+        ports = [port, port + 1, port + 20000, *range(port + 30100, port + 30110)]
+        if all(_port_free(p) for p in ports):
+            return port
+    raise RuntimeError("no free ports for a private RabbitMQ 4.0 node")
 
 
 def _free_node_port() -> int:
@@ -445,13 +477,30 @@ def existing_queue_address(name: str) -> str:
 
 
 def exchange_address(exchange: str, key: str | None = None) -> str:
-    """The AMQP 1.0 target address of ``exchange`` (with routing key ``key``, or the
-    message's subject without one) on the node in use: ``/exchange/X[/KEY]`` on 3.10,
-    ``/exchanges/X[/KEY]`` on 4.0."""
+    """The AMQP 1.0 target address of ``exchange`` with routing key ``key`` on the node in
+    use: ``/exchange/X[/KEY]`` on 3.10, ``/exchanges/X[/KEY]`` on 4.0. Without a key 3.10
+    routes by the message's subject, 4.0's v2 form by the key ``''``."""
     if version_in_use() == 3:
         return f"/exchange/{exchange}" + (f"/{key}" if key is not None else "")
     return f"/exchanges/{quote(exchange, safe='')}" + (
         f"/{quote(key, safe='')}" if key is not None else "")
+
+
+def rabbitmq_routing(url: str, sent_to: str, written: tuple[Any, Any] = (None, None)
+                     ) -> tuple[Any, Any]:
+    """The annotations ``(x-exchange, x-routing-key)`` (None: absent) of a message sent to
+    the 1.0 address ``sent_to`` with ``written`` in them, as the node at ``url`` delivers
+    it: RabbitMQ 3.10 keeps what was written; RabbitMQ 4 writes the routing it did itself
+    (``/queues/Q``, ``/queue/Q``, ``/amq/queue/Q``: ``''`` and Q; ``/exchanges/X/K``,
+    ``/exchange/X/K``: X and K)."""
+    if version_of(url) == 3:
+        return written
+    parts = [unquote(part) for part in sent_to.split("/")[1:]]
+    if parts[0] in ("queues", "queue") or parts[:2] == ["amq", "queue"]:
+        return "", parts[-1]
+    if parts[0] in ("exchanges", "exchange") and len(parts) == 3:
+        return parts[1], parts[2]
+    raise ValueError(f"no routing known for the address {sent_to!r}")
 
 
 def _declare_091(url: str, name: str) -> None:

@@ -7,12 +7,16 @@ from typing import Any
 from mappings.message import AmqpMessage, Header, Properties
 
 
-def typed_value(value: Any) -> Any:
-    """``value`` with the type of every part, so that ``ulong(1)`` differs from ``1``."""
+def typed_value(value: Any, *, ordered: bool = True) -> Any:
+    """``value`` with the type of every part, so that ``ulong(1)`` differs from ``1``; with
+    ``ordered=False`` the order of map entries does not count (RabbitMQ 4 re-encodes
+    message annotations, not always in their order)."""
     if isinstance(value, dict):
-        return ("map", [(typed_value(k), typed_value(v)) for k, v in value.items()])
+        pairs = [(typed_value(k, ordered=ordered), typed_value(v, ordered=ordered))
+                 for k, v in value.items()]
+        return ("map", pairs if ordered else sorted(pairs, key=repr))
     if isinstance(value, list):
-        return ("list", [typed_value(v) for v in value])
+        return ("list", [typed_value(v, ordered=ordered) for v in value])
     return (type(value).__name__, value)
 
 
