@@ -121,9 +121,9 @@ class TopologyPublish091(Publish091):
     sender (module docstring, "Publishes")."""
 
     def __init__(self, container: Container, route: Route, facade: Facade091, amqp10: Any,
-                 mode: TopologyMode) -> None:
+                 mode: TopologyMode, *, anonymous: bool = True) -> None:
         super().__init__(container, route, facade, amqp10, None, register=False,
-                         anonymous=True)
+                         anonymous=anonymous)
         self.mode = mode
 
     def to_amqp10(self, ev: MessageReceived, where: Delivery091) -> AmqpMessage:
@@ -197,7 +197,10 @@ class TopologyMode:
     _owners = itertools.count(1)
 
     def __init__(self, facade: Facade091, container: Container, backend: Topology,
-                 amqp10: Any, settings: ListenerTopology, login_user: str | None) -> None:
+                 amqp10: Any, settings: ListenerTopology, login_user: str | None,
+                 publisher: Callable[..., Any] | None = None) -> None:
+        """``publisher`` makes the route of the publishes no route takes (default: one
+        anonymous-terminus sender, :class:`TopologyPublish091`)."""
         self.facade = facade
         self.container = container
         self.backend = backend
@@ -209,7 +212,8 @@ class TopologyMode:
             "to": {"connection": settings.connection, "address": "(anonymous terminus)"}})
         template._target_login_user = login_user
         self.template = template
-        self.publisher = TopologyPublish091(container, template, facade, amqp10, self)
+        self.publisher = (publisher or TopologyPublish091)(container, template, facade,
+                                                           amqp10, self)
         self.queues: dict[str, TopologyConsume091] = {}
         """The consume routes of broker queues that have consumers or getters, by queue."""
         self.exclusive: dict[str, Client091] = {}
