@@ -285,7 +285,7 @@ class ListenerTopology(_Model):
     max_publish_links: int = Field(
         100, ge=1, le=10_000,
         description="rabbitmq3: AMQP 1.0 senders the listener's publishes may use at once "
-                    "(one per exchange and routing key, made on first use, shared by the "
+                    "(one per exchange, made on first use, shared by the "
                     "clients; idle ones are closed). Past it, when none is idle, a publish "
                     "to another address is refused (basic.nack in confirm mode, else "
                     "channel.close 406).")

@@ -4,7 +4,11 @@ RabbitMQ 3.x's AMQP 1.0 plugin never answers an attach to the anonymous terminus
 topology-mode listener in front of it (``broker: rabbitmq3``) cannot publish as on 4.x
 (one sender, each message's ``to`` its address). :class:`AddressPublishers` sends each
 publish on a sender to the backend's ``publish_address(exchange, routing key)``
-(``/exchange/X/K``; ``/amq/queue/Q`` for the default exchange).
+(``/exchange/X``, ``/queue`` for the default exchange: RabbitMQ 3.x routes them by the
+message's subject, which the mapping makes the routing key). So there is one sender per
+exchange, and a channel's publishes to one exchange keep their order, as over 0-9-1.
+A message whose subject is not its key (a header ``x-amqp-1.0.subject``) goes to the
+key's own address (``/exchange/X/K``, ``/amq/queue/K``).
 
 Theory of operation
 -------------------
@@ -33,9 +37,10 @@ What RabbitMQ 3.x answers (tested against 3.10):
   on it is answered as RabbitMQ answers a publish to a missing exchange — its channel
   closed with 404 — and the sender is dropped (the next publish attaches afresh);
   ``amqp:unauthorized-access`` likewise closes the channels with 403;
-- a name or key holding ``/`` cannot be written in a v1 address (RabbitMQ refuses
-  the attach, ``amqp:invalid-field``): such a publish is refused at once, like one
-  past the cap; a publish to the default exchange with an empty key is unroutable.
+- an exchange name holding ``/`` cannot be written in a v1 address (RabbitMQ refuses
+  the attach, ``amqp:invalid-field``), nor, in the key's own address, a key holding
+  ``/`` or an empty one: such a publish is refused at once, like one past the cap; a
+  publish to the default exchange with an empty key is unroutable.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from amqp091.events import MessageReceived
 from amqp091.methods import ReplyCode
+from mappings.amqp091 import H_SUBJECT
 
 from ..amqp10.link import Amqp10Link
 from ..config import Route
@@ -54,6 +60,7 @@ from ..facade.state import waiting_for
 from ..routes.stats import RouteStats
 from ..runtime import Timer
 from ..runtime.containment import Part
+from ..topology.rabbitmq091 import RabbitMQ091Topology
 from .state import Channel091
 from .topology import TopologyMode, TopologyPublish091
 
@@ -135,6 +142,9 @@ class AddressPublishers:
         self.facade = facade
         self.amqp10 = amqp10
         self.mode = mode
+        backend = mode.backend
+        assert isinstance(backend, RabbitMQ091Topology)
+        self.backend = backend
         self.stats = RouteStats()
         self.limit_messages = route.max_in_flight.messages
         self.max_links = settings.max_publish_links
@@ -150,15 +160,17 @@ class AddressPublishers:
         """Send a client's publish on its address's sender (made now if there is none)."""
         method: Any = ev.method
         exchange, key = method.exchange or "", method.routing_key or ""
-        if "/" in exchange or "/" in key:
-            self._refuse(ch, ev, f"exchange {exchange!r} routing key {key!r}: a name or key "
-                                 f"holding '/' cannot be addressed at RabbitMQ 3.x's AMQP 1.0")
-            return
         if exchange == "" and key == "":
             self.facade.unroutable(ch, method, ev.publish_tag or 0,
                                    ev if method.mandatory else None)
             return
-        address = self.mode.backend.publish_address(exchange, key)
+        address = self._address(exchange, key, ev)
+        if address is None:
+            self._refuse(ch, ev, f"exchange {exchange!r} routing key {key!r}: cannot be "
+                                 f"addressed at RabbitMQ 3.x's AMQP 1.0 (an exchange name "
+                                 f"holding '/', or an x-amqp-1.0.subject header other than "
+                                 f"an addressable key)")
+            return
         sender = self.senders.pop(address, None)
         if sender is None:
             sender = self._new_sender(address)
@@ -170,6 +182,16 @@ class AddressPublishers:
         self.senders[address] = sender  # (now the most recently used)
         sender.last_used = time.monotonic()
         sender.publish091(ch, ev)
+
+    def _address(self, exchange: str, key: str, ev: MessageReceived) -> str | None:
+        """The address of a publish: the exchange's (its key travels as the subject), or
+        the key's own when the message carries another subject (header
+        ``x-amqp-1.0.subject``); None when RabbitMQ 3.x cannot be told."""
+        if "/" in exchange:
+            return None
+        if H_SUBJECT not in (ev.properties.headers or {}):
+            return self.backend.publish_address(exchange, key)
+        return self.backend.keyed_publish_address(exchange, key)
 
     def _new_sender(self, address: str) -> AddressPublish091 | None:
         """A sender to ``address``; None past ``max_publish_links`` with none idle."""

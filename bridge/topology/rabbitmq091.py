@@ -5,7 +5,9 @@ addresses only name them: ``/exchange/X/K``, ``/amq/queue/Q``), so a topology-mo
 listener in front of RabbitMQ 3.x carries out its applications' declares over the
 node's own protocol: :class:`RabbitMQ091Topology` uses one channel of a configured
 ``amqp0-9-1`` connection to that node (:class:`~bridge.legacy.amqp091.Amqp091Connection`)
-and the 1.0 addresses of the node's version for publishes and consumes. It works on
+and the 1.0 addresses of the node's version for publishes and consumes (v1: a publish
+goes to ``/exchange/X`` or ``/queue`` with its routing key as the message's subject,
+RabbitMQ 3.x's rule; a consumer takes from ``/amq/queue/Q``). It works on
 RabbitMQ 4.x as well (where RabbitMQ's management over AMQP 1.0 is the first choice).
 
 Theory of operation
@@ -182,6 +184,21 @@ class RabbitMQ091Topology:
             if exchange == "":
                 return f"/queues/{quote(routing_key, safe='')}"
             return f"/exchanges/{quote(exchange, safe='')}/{quote(routing_key, safe='')}"
+        # v1: the key travels as the message's subject (the mapping puts it there), by
+        # which RabbitMQ 3.x routes what is sent to /exchange/X and /queue: one address per
+        # exchange, so a channel's publishes to one exchange keep their order
+        if exchange == "":
+            return "/queue"
+        return f"/exchange/{exchange}"
+
+    def keyed_publish_address(self, exchange: str, routing_key: str) -> str | None:
+        """The address naming the routing key itself (for a message whose subject is not
+        its key), or None where the node's addresses cannot (v1: an empty key, or one
+        holding ``/``)."""
+        if self.address_style == "v2":
+            return self.publish_address(exchange, routing_key)
+        if routing_key == "" or "/" in routing_key:
+            return None
         if exchange == "":
             return f"/amq/queue/{routing_key}"
         return f"/exchange/{exchange}/{routing_key}"
