@@ -83,6 +83,7 @@ from ..topology import (
     Topology,
     TopologyError,
 )
+from ..topology.rabbitmq091 import RabbitMQ091Topology
 from .consume import Consume091
 from .publish import Publish091
 from .state import Channel091, ChannelRefused, Client091, ConnectionRefused
@@ -237,7 +238,13 @@ class TopologyMode:
     # -- names ---------------------------------------------------------------------------
 
     def queue_named_by(self, address: str) -> str | None:
-        """The queue whose 1.0 address ``address`` is (None: not a queue's address)."""
+        """The queue whose 1.0 address ``address`` is (None: not a queue's address); on
+        RabbitMQ 3.x also ``/queue/Q``, the ``reply_to`` Q of a message published to it
+        over 0-9-1 as its AMQP 1.0 plugin shows it (and takes it back)."""
+        backend = self.backend
+        if isinstance(backend, RabbitMQ091Topology) and backend.address_style == "v1" \
+                and address.startswith("/queue/") and len(address) > len("/queue/"):
+            return address[len("/queue/"):]
         prefix, suffix = self._queue_address_form
         if not (address.startswith(prefix) and address.endswith(suffix)) \
                 or len(address) <= len(prefix) + len(suffix):

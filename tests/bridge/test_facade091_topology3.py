@@ -207,3 +207,49 @@ def _exists(facade: Running, queue: str) -> bool:
     except pika.exceptions.ChannelClosedByBroker:
         return False
     return True
+
+
+def test_a_requester_straight_on_rabbitmq_gets_the_reply_of_a_responder_through_the_facade(
+        facade: Running) -> None:
+    """RabbitMQ 3.x shows a 1.0 consumer the reply_to Q of a 0-9-1 publish as '/queue/Q';
+    the façade's 0-9-1 consumer sees Q again (as RabbitMQ's own 0-9-1 consumers would), so
+    its reply to the default exchange reaches the requester's queue."""
+    requests = name("requests")
+    direct = facade.broker()
+    responder = facade.connect()
+    try:
+        dch = direct.channel()
+        dch.queue_declare(requests)
+        reply_queue = dch.queue_declare("", exclusive=True).method.queue
+        dch.basic_publish("", requests, b"ping", pika.BasicProperties(
+            reply_to=reply_queue, correlation_id="c1"))
+        rch = responder.channel()
+        rch.confirm_delivery()
+        seen: list[str] = []
+
+        def answer(c: object, m: object, p: pika.BasicProperties, b: bytes) -> None:
+            seen.append(p.reply_to)
+            rch.basic_publish("", p.reply_to, b"pong",
+                              pika.BasicProperties(correlation_id=p.correlation_id))
+
+        rch.basic_consume(requests, answer, auto_ack=True)
+        while not seen:
+            responder.process_data_events(0.2)
+        assert seen == [reply_queue]
+        for _ in range(100):
+            method, props, body = dch.basic_get(reply_queue, auto_ack=True)
+            if method is not None:
+                break
+            direct.sleep(0.1)
+        assert (body, props.correlation_id) == (b"pong", "c1")
+        rch.basic_cancel(rch.consumer_tags[0])
+    finally:
+        responder.close()
+        wait_for(lambda: _consumers(direct, requests) == 0, 20,  # (RabbitMQ 3.10 cannot
+                 "the façade's consumer gone", facade.bridge)   # delete under it)
+        direct.channel().queue_delete(requests)
+        direct.close()
+
+
+def _consumers(conn: pika.BlockingConnection, queue: str) -> int:
+    return int(conn.channel().queue_declare(queue, passive=True).method.consumer_count)
