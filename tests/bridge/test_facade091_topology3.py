@@ -16,12 +16,13 @@ from collections.abc import Iterator
 
 import pika
 import pytest
+from pamqp import commands as C
 
+from amqp091.framing import encode_method
 from tests.support.bridge import BridgeRun, free_port, wait_for, wait_listening
+from tests.support.facade091 import PASSWORD, USER, RawClient, publish_frames
 
 pytestmark = pytest.mark.rabbitmq(3)
-
-USER, PASSWORD = "app", "topology3-s3cret"
 
 
 class Running:
@@ -253,3 +254,36 @@ def test_a_requester_straight_on_rabbitmq_gets_the_reply_of_a_responder_through_
 
 def _consumers(conn: pika.BlockingConnection, queue: str) -> int:
     return int(conn.channel().queue_declare(queue, passive=True).method.consumer_count)
+
+
+def test_past_the_cap_with_no_idle_sender_a_publish_is_nacked(facade: Running) -> None:
+    """max_publish_links 2: three publishes to three new exchanges read at once — the
+    first two senders are still attaching (not idle) when the third comes: it is
+    refused with basic.nack (confirm mode), the others are confirmed."""
+    exchanges = [name(f"cap{i}") for i in range(3)]
+    direct = facade.broker()
+    client = RawClient(facade.port)
+    try:
+        ch = direct.channel()
+        for exchange in exchanges:
+            ch.exchange_declare(exchange, "fanout")
+        client.login()
+        client.open_channel(1)
+        client.sock.sendall(encode_method(1, C.Confirm.Select()))
+        assert isinstance(client.read(), C.Confirm.SelectOk)
+        client.sock.sendall(b"".join(publish_frames(1, exchange, "", b"m")
+                                     for exchange in exchanges))
+        answers = {}
+        while len(answers) < 3:
+            frame = client.read()
+            if isinstance(frame, C.Basic.Ack | C.Basic.Nack):
+                first = 1 if frame.multiple else frame.delivery_tag
+                for tag in range(first, frame.delivery_tag + 1):
+                    answers.setdefault(tag, type(frame).__name__)
+        assert answers == {1: "Ack", 2: "Ack", 3: "Nack"}
+        assert "already publishes to 2 AMQP 1.0 addresses" in facade.bridge.log()
+    finally:
+        client.sock.close()
+        for exchange in exchanges:
+            ch.exchange_delete(exchange)
+        direct.close()
