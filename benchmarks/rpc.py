@@ -1,9 +1,10 @@
 """RPC round trips per second through a topology-mode 0-9-1 façade, against the same
-programs straight to RabbitMQ 4, in the same run; and Celery tasks per second with the
-``rpc://`` result backend the same way.
+programs straight to RabbitMQ 4 (or 3.10), in the same run; and Celery tasks per second
+with the ``rpc://`` result backend the same way.
 
-Run: ``.venv/bin/python benchmarks/rpc.py [--calls N] [--tasks T] [--rounds R]``
-(needs the project's RabbitMQ 4.0 node: it is started like the tests start it).
+Run: ``.venv/bin/python benchmarks/rpc.py [--calls N] [--tasks T] [--rounds R]
+[--rabbitmq 3|4]`` (needs the project's RabbitMQ 4.0 node, or with ``--rabbitmq 3`` its
+3.10 node and ``examples/topology-rabbitmq3.yaml``: started like the tests start them).
 
 Set-up: the unchanged programs of the real-application tests — the RabbitMQ tutorial's
 RPC server and client in pika (``tests/apps/programs/pika_rpc_*.py``: one call at a
@@ -30,7 +31,7 @@ from _timing import ROOT
 from tests.apps.test_topology091 import empty_celery_queue
 from tests.support.apps import AppProcess, run_program
 from tests.support.bridge import BridgeRun, free_port, wait_listening
-from tests.support.rabbitmq import ensure_rabbitmq4
+from tests.support.rabbitmq import ensure_rabbitmq, ensure_rabbitmq4
 
 PASSWORD = "bench-s3cret"
 
@@ -78,15 +79,18 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rabbitmq", type=int, choices=(3, 4), default=4)
     args = parser.parse_args()
 
-    rabbitmq_url = ensure_rabbitmq4()
+    rabbitmq_url = ensure_rabbitmq4() if args.rabbitmq == 4 else ensure_rabbitmq()
+    recipe = "topology.yaml" if args.rabbitmq == 4 else "topology-rabbitmq3.yaml"
     empty_celery_queue(rabbitmq_url)
     workdir = Path(tempfile.mkdtemp(prefix="bench-rpc-"))
     port = free_port()
-    bridge = BridgeRun((ROOT / "examples" / "topology.yaml").read_text(), workdir,
+    bridge = BridgeRun((ROOT / "examples" / recipe).read_text(), workdir,
                        log_level="warning",
-                       env={"CLOUD_URL": rabbitmq_url, "APP_BIND": f"127.0.0.1:{port}",
+                       env={"CLOUD_URL": rabbitmq_url, "RABBIT_URL": rabbitmq_url,
+                            "APP_BIND": f"127.0.0.1:{port}",
                             "APP_PASSWORD": PASSWORD}).start()
     sides = {"direct": rabbitmq_url + "/%2F",
              "façade": f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F"}

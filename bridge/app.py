@@ -46,6 +46,7 @@ from .runtime.containment import Part, faults_of
 from .security.tls import PERMANENT_EXIT_CODE, proton_domain
 from .taps import BridgeTaps
 from .topology import Topology
+from .topology.rabbitmq091 import RabbitMQ091Topology
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                          settings: ListenerTopology) -> None:
         """Give a topology-mode listener its broker kind's backend (docs/topology.md)."""
         amqp10 = self.amqp10[settings.connection]
-        backend = topology_backend(container, amqp10, settings, name=facade.name)
+        via = self.legacy[settings.declare_via] if settings.declare_via is not None else None
+        backend = topology_backend(container, amqp10, settings, name=facade.name,
+                                   declare_via=via)
         login_user = self.config.connections[settings.connection].login_user
         facade.enable_topology(backend, amqp10, login_user)
 
@@ -392,10 +395,16 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
 
 def topology_backend(container: Container, amqp10: Any, settings: ListenerTopology, *,
-                     name: str) -> Topology:
+                     name: str, declare_via: Any = None) -> Topology:
     """The :class:`~bridge.topology.Topology` backend of ``settings.broker`` on the 1.0
     connection ``amqp10`` (the one the listener's links use: an exclusive queue is its
-    declaring connection's at the broker)."""
+    declaring connection's at the broker), or declaring over the 0-9-1 connection
+    ``declare_via`` (``settings.declare_via``; RabbitMQ 3.x's AMQP 1.0 cannot declare)."""
+    if declare_via is not None:
+        return RabbitMQ091Topology(container, declare_via, name=name,
+                                   request_timeout=settings.request_timeout,
+                                   address_style="v1" if settings.broker == "rabbitmq3"
+                                   else "v2")
     if settings.broker == "rabbitmq4":
         try:
             from .topology.rabbitmq4 import RabbitMQ4Topology

@@ -20,8 +20,10 @@ def describe(cfg: BridgeConfig) -> list[str]:
         if lst.topology is not None:
             lines.append(f"listener {name} topology: names no route configures are the "
                          f"{lst.topology.broker} broker's of connection "
-                         f"{lst.topology.connection} (requests time out after "
-                         f"{lst.topology.request_timeout:g}s)")
+                         f"{lst.topology.connection}"
+                         + (f", declared over connection {lst.topology.declare_via}"
+                            if lst.topology.declare_via else "")
+                         + f" (requests time out after {lst.topology.request_timeout:g}s)")
     for route in cfg.routes:
         text = f"route {route.name}: {_endpoint(cfg, route.source)} -> {_endpoint(cfg, route.target)}"
         if route.cloudevents is not None:

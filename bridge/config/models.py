@@ -259,7 +259,7 @@ class UserPermissions(PermissionPatterns):
 
 
 ListenerProtocol = Literal["amqp0-10", "amqp0-9-1"]
-TopologyBroker = Literal["rabbitmq4"]
+TopologyBroker = Literal["rabbitmq4", "rabbitmq3"]
 
 
 class ListenerTopology(_Model):
@@ -273,7 +273,26 @@ class ListenerTopology(_Model):
     broker: TopologyBroker = Field(description="What that broker is, so how declares reach "
                                                "it: rabbitmq4 (RabbitMQ 4.x: its management "
                                                "over AMQP 1.0, its v2 addresses and "
-                                               "anonymous-terminus publishing).")
+                                               "anonymous-terminus publishing); rabbitmq3 "
+                                               "(RabbitMQ 3.x: declares over declare_via, "
+                                               "its v1 addresses, a sender per address).")
+    declare_via: str | None = Field(
+        None, description="An amqp0-9-1 connection (one of ``connections``) to the same "
+                          "RabbitMQ node, over whose channel the declares, bindings, deletes "
+                          "and purges go (RabbitMQ 3.x's AMQP 1.0 cannot make them). Required "
+                          "for rabbitmq3; with rabbitmq4 it replaces the management over "
+                          "AMQP 1.0.")
+    max_publish_links: int = Field(
+        100, ge=1, le=10_000,
+        description="rabbitmq3: AMQP 1.0 senders the listener's publishes may use at once "
+                    "(one per exchange, made on first use, shared by the "
+                    "clients; idle ones are closed). Past it, when none is idle, a publish "
+                    "to another address is refused (basic.nack in confirm mode, else "
+                    "channel.close 406).")
+    publish_link_idle_timeout: float = Field(
+        60.0, gt=0, le=86_400,
+        description="rabbitmq3: seconds a sender with nothing in flight stays attached "
+                    "after its last publish.")
     request_timeout: float = Field(
         10.0, gt=0, le=300,
         description="Seconds a declare, bind, delete or purge waits for the broker's "
@@ -800,6 +819,18 @@ def _check_topologies(cfg: BridgeConfig) -> list[str]:
         elif conn.protocol != "amqp1.0":
             out.append(f"{where}: {topology.connection!r} is an {conn.protocol} connection; "
                        f"the topology mode needs an amqp1.0 one")
+        via = topology.declare_via
+        where = f"listeners.{name}.topology.declare_via"
+        if via is None:
+            if topology.broker == "rabbitmq3":
+                out.append(f"{where}: required for broker rabbitmq3 (RabbitMQ 3.x's AMQP 1.0 "
+                           f"cannot declare): an amqp0-9-1 connection to the same node")
+        elif via not in cfg.connections:
+            out.append(f"{where}: no connection named {via!r} "
+                       f"(defined: {', '.join(sorted(cfg.connections)) or 'none'})")
+        elif cfg.connections[via].protocol != "amqp0-9-1":
+            out.append(f"{where}: {via!r} is an {cfg.connections[via].protocol} connection; "
+                       f"declares go over an amqp0-9-1 one")
     if not cfg.routes and not any(lst.topology for lst in cfg.listeners.values()):
         out.append("routes: at least one route is required (or a listener with a topology)")
     return out

@@ -35,6 +35,8 @@ One module one job, dependencies one way (each imports only those before it):
   RabbitMQ's refusal texts;
 - :mod:`~bridge.facade091.topology`: :class:`TopologyMode`, a listener's topology mode
   (names no route configures are the 1.0 broker's: ``listeners.<name>.topology``);
+- :mod:`~bridge.facade091.address_publish`: its publishes on RabbitMQ 3.x, a 1.0
+  sender per address (RabbitMQ 3.x answers no attach to the anonymous terminus);
 - :mod:`~bridge.facade091.commands`: :class:`Commands091`, the method model (each method
   checked against the user's permissions first);
 - :mod:`~bridge.facade091.listener`: :class:`Facade091`, the listener (on the

@@ -52,6 +52,7 @@ from ..facade.base import ListenerCore
 from ..legacy.amqp091 import FIELD_TYPES
 from ..runtime import EngineSocket
 from ..topology import Topology
+from .address_publish import AddressPublishers
 from .commands import Commands091
 from .consume import Consume091
 from .method_access import publish_checks, refusal, user_id_refusal
@@ -104,9 +105,12 @@ class Facade091(ListenerCore):
     def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None) -> None:
         """Serve every name no route configures from the 1.0 broker of ``amqp10`` through
         ``backend`` (:mod:`~bridge.facade091.topology`)."""
-        assert self.settings.topology is not None
-        self.topology = TopologyMode(self, self.container, backend, amqp10,
-                                     self.settings.topology, login_user)
+        settings = self.settings.topology
+        assert settings is not None
+        # (RabbitMQ 3.x never answers an attach to the anonymous terminus)
+        publisher = AddressPublishers if settings.broker == "rabbitmq3" else None
+        self.topology = TopologyMode(self, self.container, backend, amqp10, settings,
+                                     login_user, publisher)
 
     def bound(self, client: Client091) -> None:
         """A temporary queue's binding exists now (or failed): publishes held for it go on."""

@@ -83,6 +83,7 @@ from ..topology import (
     Topology,
     TopologyError,
 )
+from ..topology.rabbitmq091 import RabbitMQ091Topology
 from .consume import Consume091
 from .publish import Publish091
 from .state import Channel091, ChannelRefused, Client091, ConnectionRefused
@@ -121,9 +122,9 @@ class TopologyPublish091(Publish091):
     sender (module docstring, "Publishes")."""
 
     def __init__(self, container: Container, route: Route, facade: Facade091, amqp10: Any,
-                 mode: TopologyMode) -> None:
+                 mode: TopologyMode, *, anonymous: bool = True) -> None:
         super().__init__(container, route, facade, amqp10, None, register=False,
-                         anonymous=True)
+                         anonymous=anonymous)
         self.mode = mode
 
     def to_amqp10(self, ev: MessageReceived, where: Delivery091) -> AmqpMessage:
@@ -199,7 +200,10 @@ class TopologyMode:
     _owners = itertools.count(1)
 
     def __init__(self, facade: Facade091, container: Container, backend: Topology,
-                 amqp10: Any, settings: ListenerTopology, login_user: str | None) -> None:
+                 amqp10: Any, settings: ListenerTopology, login_user: str | None,
+                 publisher: Callable[..., Any] | None = None) -> None:
+        """``publisher`` makes the route of the publishes no route takes (default: one
+        anonymous-terminus sender, :class:`TopologyPublish091`)."""
         self.facade = facade
         self.container = container
         self.backend = backend
@@ -211,7 +215,8 @@ class TopologyMode:
             "to": {"connection": settings.connection, "address": "(anonymous terminus)"}})
         template._target_login_user = login_user
         self.template = template
-        self.publisher = TopologyPublish091(container, template, facade, amqp10, self)
+        self.publisher = (publisher or TopologyPublish091)(container, template, facade,
+                                                           amqp10, self)
         self.queues: dict[str, TopologyConsume091] = {}
         """The consume routes of broker queues that have consumers or getters, by queue."""
         self.exclusive: dict[str, Client091] = {}
@@ -235,7 +240,13 @@ class TopologyMode:
     # -- names ---------------------------------------------------------------------------
 
     def queue_named_by(self, address: str) -> str | None:
-        """The queue whose 1.0 address ``address`` is (None: not a queue's address)."""
+        """The queue whose 1.0 address ``address`` is (None: not a queue's address); on
+        RabbitMQ 3.x also ``/queue/Q``, the ``reply_to`` Q of a message published to it
+        over 0-9-1 as its AMQP 1.0 plugin shows it (and takes it back)."""
+        backend = self.backend
+        if isinstance(backend, RabbitMQ091Topology) and backend.address_style == "v1" \
+                and address.startswith("/queue/") and len(address) > len("/queue/"):
+            return address[len("/queue/"):]
         prefix, suffix = self._queue_address_form
         if not (address.startswith(prefix) and address.endswith(suffix)) \
                 or len(address) <= len(prefix) + len(suffix):

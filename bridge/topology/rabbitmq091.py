@@ -5,7 +5,9 @@ addresses only name them: ``/exchange/X/K``, ``/amq/queue/Q``), so a topology-mo
 listener in front of RabbitMQ 3.x carries out its applications' declares over the
 node's own protocol: :class:`RabbitMQ091Topology` uses one channel of a configured
 ``amqp0-9-1`` connection to that node (:class:`~bridge.legacy.amqp091.Amqp091Connection`)
-and the 1.0 addresses of the node's version for publishes and consumes. It works on
+and the 1.0 addresses of the node's version for publishes and consumes (v1: a publish
+goes to ``/exchange/X`` or ``/queue`` with its routing key as the message's subject,
+RabbitMQ 3.x's rule; a consumer takes from ``/amq/queue/Q``). It works on
 RabbitMQ 4.x as well (where RabbitMQ's management over AMQP 1.0 is the first choice).
 
 Theory of operation
@@ -26,8 +28,10 @@ and the façade's consumers of it are 1.0 links on another connection, which Rab
 would refuse (405). So the backend declares it non-exclusive, with ``x-expires``
 (:data:`ORPHAN_EXPIRES`, unless the client gave one) so that the queue still goes
 if the bridge dies, and deletes it when its owner's connection ends
-(:meth:`RabbitMQ091Topology.forget_owner`); the façade itself keeps other clients
-from it. Auto-delete queues are RabbitMQ's: they go with their last consumer.
+(:meth:`RabbitMQ091Topology.forget_owner`; on RabbitMQ 3.x ``if_unused``, tried again
+until the bridge's own consumers of it are gone: deleting a queue under an AMQP 1.0
+consumer makes RabbitMQ 3.10's plugin fail that whole 1.0 connection); the façade
+itself keeps other clients from it. Auto-delete queues are RabbitMQ's: they go with their last consumer.
 """
 
 from __future__ import annotations
@@ -62,6 +66,11 @@ log = logging.getLogger("bridge.topology")
 ORPHAN_EXPIRES = 600_000
 """``x-expires`` (ms) of a client's exclusive queue, declared non-exclusive: it goes ten
 unused minutes after a bridge that died could not delete it."""
+
+ORPHAN_DELETE_ATTEMPTS = 20
+ORPHAN_DELETE_RETRY = 0.5
+"""RabbitMQ 3.x: times, and seconds apart, the delete of a client's exclusive queue is
+tried while the bridge's own consumers of it are still detaching (then x-expires)."""
 
 REPLY_CODES: dict[int, TopologyErrorKind] = {
     403: "access-refused", 404: "not-found", 405: "resource-locked",
@@ -173,13 +182,45 @@ class RabbitMQ091Topology:
 
     def forget_owner(self, owner: str) -> None:
         for queue in sorted(self._owned.pop(owner, ())):
-            self.delete_queue(queue, False, False, self._after_delete(queue))
+            self._delete_orphan(queue, ORPHAN_DELETE_ATTEMPTS)
+
+    def _delete_orphan(self, queue: str, attempts: int) -> None:
+        """Delete a client's exclusive queue once nobody consumes it: RabbitMQ 3.x's AMQP
+        1.0 plugin fails the whole 1.0 connection when a queue is deleted under one of
+        its consumers (the bridge's, still detaching: they go over another connection),
+        so the delete is ``if_unused`` there, tried again while the queue is in use."""
+        if_unused = self.address_style == "v1"
+
+        def done(result: int | TopologyError | None) -> None:
+            if isinstance(result, TopologyError) and result.kind == "precondition-failed" \
+                    and attempts > 1:
+                self.container.schedule(ORPHAN_DELETE_RETRY, Timer(
+                    lambda: self._delete_orphan(queue, attempts - 1)))
+                return
+            self._deleted(queue, result)
+
+        self.delete_queue(queue, if_unused, False, done)
 
     def publish_address(self, exchange: str, routing_key: str) -> str:
         if self.address_style == "v2":
             if exchange == "":
                 return f"/queues/{quote(routing_key, safe='')}"
             return f"/exchanges/{quote(exchange, safe='')}/{quote(routing_key, safe='')}"
+        # v1: the key travels as the message's subject (the mapping puts it there), by
+        # which RabbitMQ 3.x routes what is sent to /exchange/X and /queue: one address per
+        # exchange, so a channel's publishes to one exchange keep their order
+        if exchange == "":
+            return "/queue"
+        return f"/exchange/{exchange}"
+
+    def keyed_publish_address(self, exchange: str, routing_key: str) -> str | None:
+        """The address naming the routing key itself (for a message whose subject is not
+        its key), or None where the node's addresses cannot (v1: an empty key, or one
+        holding ``/``)."""
+        if self.address_style == "v2":
+            return self.publish_address(exchange, routing_key)
+        if routing_key == "" or "/" in routing_key:
+            return None
         if exchange == "":
             return f"/amq/queue/{routing_key}"
         return f"/exchange/{exchange}/{routing_key}"
@@ -264,9 +305,6 @@ class RabbitMQ091Topology:
     def _answer(request: _Request, result: Any) -> None:
         request.over = True
         request.done(result)
-
-    def _after_delete(self, queue: str) -> Done[int | None]:
-        return lambda result: self._deleted(queue, result)
 
     def _deleted(self, queue: str, result: int | TopologyError | None) -> None:
         if isinstance(result, TopologyError) and result.kind != "not-found":

@@ -1,6 +1,8 @@
 """Unchanged RabbitMQ applications through a topology-mode 0-9-1 listener in front of
-RabbitMQ 4's AMQP 1.0, configured as ``examples/topology.yaml``: no route, nothing
-configured per name (docs/topology.md). Celery with ALL defaults and the ``rpc://``
+RabbitMQ 4's AMQP 1.0, configured as ``examples/topology.yaml``, and in front of RabbitMQ
+3.10's (declares over 0-9-1, a sender per address), configured as
+``examples/topology-rabbitmq3.yaml``: no route, nothing configured per name
+(docs/topology.md). Celery with ALL defaults and the ``rpc://``
 result backend, the RabbitMQ tutorial's RPC in pika with both reply styles, aio-pika's
 RPC pattern, kombu topic routing by patterns — each as subprocesses of their own,
 exactly as a user runs them.
@@ -24,8 +26,9 @@ import pytest
 from tests.apps.test_celery import CeleryBridge, assert_clean
 from tests.support.apps import AppProcess, run_program
 from tests.support.bridge import BridgeRun, free_port, recipe_bridge
+from tests.support.rabbitmq import version_of
 
-pytestmark = pytest.mark.rabbitmq(4)
+pytestmark = pytest.mark.rabbitmq(3, 4)
 
 PASSWORD = "topology-s3cret"
 TASKS = 200
@@ -67,8 +70,9 @@ def topology(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory
     empty_celery_queue(rabbitmq_url)
     tmp = tmp_path_factory.mktemp("topology")
     port = free_port()
-    with recipe_bridge("topology.yaml", tmp, {
-            "CLOUD_URL": rabbitmq_url, "APP_BIND": f"127.0.0.1:{port}",
+    recipe = {3: "topology-rabbitmq3.yaml", 4: "topology.yaml"}[version_of(rabbitmq_url)]
+    with recipe_bridge(recipe, tmp, {
+            "CLOUD_URL": rabbitmq_url, "RABBIT_URL": rabbitmq_url, "APP_BIND": f"127.0.0.1:{port}",
             "APP_PASSWORD": PASSWORD, "PORT": str(port)}) as bridge:
         yield Topology(bridge, f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F", rabbitmq_url,
                        tmp)

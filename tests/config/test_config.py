@@ -398,3 +398,32 @@ listeners:
     assert "only for an amqp0-9-1 listener" in problems(
         text.replace("protocol: amqp0-9-1, bind", "protocol: amqp0-10, bind").replace(
             "users: {a: b}", "allow_anonymous: true"))[0]
+
+
+def test_a_rabbitmq3_topology_declares_via_an_amqp091_connection() -> None:
+    text = """
+connections:
+  cloud: {protocol: amqp1.0, url: "amqp://127.0.0.1:5672"}
+  rabbit: {protocol: amqp0-9-1, url: "amqp://u:p@127.0.0.1:5672"}
+listeners:
+  app: {protocol: amqp0-9-1, bind: "127.0.0.1:5673", users: {a: b},
+        topology: {connection: cloud, broker: rabbitmq3, declare_via: rabbit}}
+"""
+    cfg = parse_config(text, env={})
+    topology = cfg.listeners["app"].topology
+    assert topology is not None and topology.declare_via == "rabbit"
+    assert (topology.max_publish_links, topology.publish_link_idle_timeout) == (100, 60.0)
+    assert ("listener app topology: names no route configures are the rabbitmq3 broker's "
+            "of connection cloud, declared over connection rabbit (requests time out after "
+            "10s)") in describe(cfg)
+    assert problems(text.replace(", declare_via: rabbit", "")) \
+        == ["listeners.app.topology.declare_via: required for broker rabbitmq3 (RabbitMQ "
+            "3.x's AMQP 1.0 cannot declare): an amqp0-9-1 connection to the same node"]
+    assert problems(text.replace("declare_via: rabbit", "declare_via: cloud")) \
+        == ["listeners.app.topology.declare_via: 'cloud' is an amqp1.0 connection; declares "
+            "go over an amqp0-9-1 one"]
+    assert problems(text.replace("declare_via: rabbit", "declare_via: nope")) \
+        == ["listeners.app.topology.declare_via: no connection named 'nope' (defined: cloud, "
+            "rabbit)"]
+    # RabbitMQ 4 may declare over 0-9-1 too (instead of its management over AMQP 1.0)
+    assert parse_config(text.replace("rabbitmq3", "rabbitmq4"), env={}).listeners["app"].topology

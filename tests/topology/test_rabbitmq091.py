@@ -11,6 +11,7 @@ from typing import Any
 
 import pika
 import pytest
+from proton import Message
 from proton.reactor import Container
 
 from bridge.config import Connection
@@ -18,7 +19,7 @@ from bridge.legacy.amqp091 import Amqp091Connection
 from bridge.runtime.loop import LoopCalls
 from bridge.topology import BindingSpec, ExchangeSpec, QueueInfo, QueueSpec, TopologyError
 from bridge.topology.rabbitmq091 import ORPHAN_EXPIRES, AddressStyle, RabbitMQ091Topology
-from tests.support.rabbitmq import version_of
+from tests.support.rabbitmq import receive_messages, send_messages, version_of
 
 pytestmark = pytest.mark.rabbitmq(3, 4)
 
@@ -186,10 +187,44 @@ def test_addresses_are_the_nodes_form(backend: Backend, rabbitmq_url: str) -> No
         assert t.publish_address("x y", "a/b") == "/exchanges/x%20y/a%2Fb"
         assert t.publish_address("", "q") == "/queues/q"
         assert t.queue_address("amq.gen-1") == "/queues/amq.gen-1"
-    else:
-        assert t.publish_address("x", "a.b") == "/exchange/x/a.b"
-        assert t.publish_address("", "q") == "/amq/queue/q"
+    else:  # the key travels as the subject (RabbitMQ 3.x routes by it), unless keyed
+        assert t.publish_address("x", "a.b") == "/exchange/x"
+        assert t.publish_address("", "q") == "/queue"
+        assert t.keyed_publish_address("x", "a.b") == "/exchange/x/a.b"
+        assert t.keyed_publish_address("", "q") == "/amq/queue/q"
+        assert t.keyed_publish_address("x", "a/b") is None
+        assert t.keyed_publish_address("x", "") is None
         assert t.queue_address("q") == "/amq/queue/q"
+
+
+@pytest.mark.rabbitmq(3)
+def test_rabbitmq3_routes_a_publish_address_by_the_subject(rabbitmq_url: str) -> None:
+    """What is sent to publish_address(X, K) with subject K (as the mapping writes it)
+    reaches the queues X routes K to, also a key holding '/'; the keyed address
+    routes by its own key, whatever the subject."""
+    t = RabbitMQ091Topology(Container(), Amqp091Connection(  # (addresses only: not started)
+        Container(), "rabbit", Connection(protocol="amqp0-9-1", url=rabbitmq_url)), name="t")
+    token = uuid.uuid4().hex[:8]
+    exchange, queue = f"test.t3.{token}", f"test.t3q.{token}"
+    ch = pika_channel(rabbitmq_url)
+    try:
+        ch.exchange_declare(exchange, "topic")
+        ch.queue_declare(queue)
+        ch.queue_bind(queue, exchange, "a.*")
+        for key in ["a.b", "a.b/c", "z.z"]:
+            send_messages(rabbitmq_url, t.publish_address(exchange, key),
+                          [Message(body=key, subject=key)])
+        send_messages(rabbitmq_url, t.publish_address("", queue),
+                      [Message(body="default", subject=queue)])
+        keyed = t.keyed_publish_address(exchange, "a.c")
+        assert keyed is not None
+        send_messages(rabbitmq_url, keyed, [Message(body="keyed", subject="not.the.key")])
+        got = [r.message.body for r in receive_messages(rabbitmq_url, t.queue_address(queue), 4)]
+        assert got == ["a.b", "a.b/c", "default", "keyed"]  # z.z: unroutable
+    finally:
+        ch.queue_delete(queue)
+        ch.exchange_delete(exchange)
+        ch.connection.close()
 
 
 def test_a_request_while_rabbitmq_is_unreachable_fails_unavailable() -> None:
