@@ -32,6 +32,16 @@ bridge's own work on the message.
 The same global handler tells the container's :class:`~bridge.runtime.EndOfBurst` when
 a round of events is over (``reactor_quiesced``): the bridge's per-burst work and
 writes run then, once, before the loop waits for I/O again.
+
+Two more changes are for latency, the bridge's share of a request/response round trip
+(an RPC through a façade crosses the bridge four times): :class:`ReadAheadIO` writes
+what the AMQP 1.0 transports have to send at the end of each burst, as the hosted
+legacy sockets do, where proton waited for ``select`` to report the socket writable —
+one more loop round, a ``select`` that returns at once, on every hop; and it tells the
+selector only what changed (:func:`~bridge.runtime.sockets.set_interest`), where
+proton sent a ``selectable_updated`` event through every handler after each transport
+event. With the hosted sockets doing the same, an RPC through the 0-9-1 façade went
+from about 40 to about 20 loop events, and from about 7 to about 5 loop rounds.
 """
 
 from __future__ import annotations
@@ -49,12 +59,13 @@ from cproton import (
     pn_event_delivery,
     pn_event_type,
 )
-from proton import Delivery, Event, Handler, Link
+from proton import Delivery, Event, Handler, Link, ProtonException
 from proton.handlers import IOHandler
 from proton.reactor import Container
 
 from .containment import ContainedContainer, contain
 from .loop import EndOfBurst, Timer
+from .sockets import set_interest
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +74,85 @@ READ_SIZE = 256 * 1024
 
 
 class ReadAheadIO(IOHandler):  # type: ignore[misc]
-    """proton's IO handler, reading :data:`READ_SIZE` octets per readable event."""
+    """proton's IO handler, reading :data:`READ_SIZE` octets per readable event, writing
+    at the end of each burst and telling the selector only what changed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._writers: set[Any] = set()
+        """Selectables whose AMQP 1.0 transport has output pending (as last updated)."""
+
+    def update(self, transport: Any, selectable: Any, now: float) -> None:  # type: ignore[override]
+        """proton's update (the selectable watches for what its transport can take and
+        has to send, and for its next tick), through
+        :func:`~bridge.runtime.sockets.set_interest`: the selector hears of a change only."""
+        self._watch(transport, selectable, now, None)
+
+    def _watch(self, transport: Any, selectable: Any, now: float,
+               tell: Callable[[Any], None] | None) -> None:
+        reading, writing = selectable.reading, selectable.writing
+        try:
+            reading = transport.capacity() > 0
+        except ProtonException:
+            self._drop_closed(transport, selectable)
+        try:
+            writing = transport.pending() > 0
+        except ProtonException:
+            self._drop_closed(transport, selectable)
+        if writing:
+            self._writers.add(selectable)
+        else:
+            self._writers.discard(selectable)
+        set_interest(selectable, reading, writing, transport.tick(now), tell=tell)
+
+    @staticmethod
+    def _drop_closed(transport: Any, selectable: Any) -> None:
+        if transport.closed:  # (as proton does)
+            selectable.terminate()
+            selectable._transport = None
+            transport._selectable = None
+
+    def on_reactor_quiesced(self, event: Any) -> None:
+        """The burst is over: write what the AMQP 1.0 transports have to send now, then
+        wait in ``select`` as proton does (:meth:`write_pending`)."""
+        reactor = event.reactor
+        if self._writers and reactor.quiesced:
+            self.write_pending(reactor.now)
+        super().on_reactor_quiesced(event)
+
+    def write_pending(self, now: float) -> None:
+        """Send each AMQP 1.0 transport's pending output now, as far as its socket takes it.
+
+        proton writes only when ``select`` reports the socket writable: a frame made in a
+        burst (a transfer, a disposition, credit) went out one more loop round later — a
+        ``select`` that returns at once, its events dispatched — on every hop of a
+        request/response exchange. A socket whose kernel buffer is full keeps its
+        writing interest and is written when ``select`` says it can be."""
+        for selectable in list(self._writers):
+            transport = selectable._transport
+            if not transport or selectable.is_terminal:
+                self._writers.discard(selectable)
+                continue
+            try:
+                pending = transport.pending()
+            except ProtonException:  # (closed: dropped by _watch as proton drops it)
+                pending = 0
+            if pending > 0:
+                try:
+                    sent = selectable.send(transport.peek(pending))
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError as exc:
+                    log.error("AMQP 1.0 socket: cannot send: %r", exc)
+                    transport.close_head()
+                else:
+                    transport.pop(sent)
+            # (the selector watches it already: told directly, no event to dispatch)
+            self._watch(transport, selectable, now, self._selector.update)
+
+    def on_selectable_final(self, event: Any) -> None:
+        self._writers.discard(event.selectable)
+        super().on_selectable_final(event)
 
     def on_selectable_readable(self, event: Any) -> None:
         selectable = event.selectable

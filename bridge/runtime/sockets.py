@@ -448,17 +448,14 @@ class EngineSocket(Generic[E]):
     def _update(self) -> None:
         if self.closed:
             return
-        sel = self.selectable
-        sel.reading = not self._connecting and not self.reading_paused
-        sel.writing = self._connecting or bool(self._out)
         deadline = self.engine.next_deadline()
         if self.handshake_deadline:
             if self.engine.is_open:
                 self.handshake_deadline = 0.0
             elif deadline is None or self.handshake_deadline < deadline:
                 deadline = self.handshake_deadline
-        sel.deadline = deadline if deadline is not None else 0
-        sel.update()
+        set_interest(self.selectable, not self._connecting and not self.reading_paused,
+                     self._connecting or bool(self._out), deadline)
 
     def fault_part(self, method: str, event: Any) -> Part:
         """A fault here is its owner's (a legacy connection, a façade client), else
@@ -470,6 +467,34 @@ class EngineSocket(Generic[E]):
             return part
         return Part("handler", f"connection {self.peer}", {"peer": self.peer},
                     "connection closed", lambda reason: self.abort(reason))
+
+
+def set_interest(sel: Any, reading: bool, writing: bool, deadline: float | None, *,
+                 tell: Callable[[Any], None] | None = None) -> bool:
+    """Set what the loop's ``select`` watches ``sel`` for (readable, writable, a deadline:
+    None or 0 for none), and tell the container's selector only when it must know.
+
+    Telling it is an event (``selectable_updated``) dispatched through every handler of
+    the container, and most calls change nothing it watches: a hosted socket after each
+    read and write, an AMQP 1.0 transport after each of its events. So it is told when
+    reading or writing changed (or ``sel`` is ending) or the deadline came earlier; a
+    deadline moved later or dropped is not told, as the selector reads every deadline
+    afresh after each ``select`` (what it still holds is earlier: at worst one early
+    wake-up, which changes nothing). ``tell`` tells it without the event (the IO
+    handler's own selector, for a selectable it already watches). Returns True if it
+    was told."""
+    before = sel.deadline  # (None: none)
+    sel.reading, sel.writing, sel.deadline = reading, writing, deadline or 0
+    watched = (reading, writing)
+    if getattr(sel, "told", None) == watched and not sel.is_terminal \
+            and (not deadline or (before is not None and deadline >= before)):
+        return False
+    sel.told = watched
+    if tell is None or sel.is_terminal:
+        sel.update()
+    else:
+        tell(sel)
+    return True
 
 
 def register_selectable(container: Container, handler: Any, sock: socket.socket) -> Any:
@@ -501,4 +526,4 @@ def connect(container: Container, host: str, port: int, engine: E,
 
 
 __all__ = ["CONNECTION_FORCED", "Engine", "EngineSocket", "EventHandler", "SocketOwner",
-           "TlsLayer", "connect", "register_selectable"]
+           "TlsLayer", "connect", "register_selectable", "set_interest"]

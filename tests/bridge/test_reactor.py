@@ -1,18 +1,22 @@
 """The bridge's container: read-ahead IO (whole bursts of AMQP 1.0 frames per socket
-read), deliveries spared the global handler, and watched links' deliveries handed over
+read), output written at each burst's end, the selector told only what changed,
+deliveries spared the global handler, and watched links' deliveries handed over
 directly."""
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
-from proton import Collector, Connection, Delivery, Event, Transport
+from proton import Collector, Connection, Delivery, Event, Message, Transport
 from proton._events import EventBase
-from proton.handlers import IOHandler
+from proton.handlers import IOHandler, MessagingHandler
 from proton.reactor import Container
 
 from bridge.runtime import reactor
 from bridge.runtime.containment import faults_of
+from bridge.runtime.sockets import register_selectable, set_interest
+from tests.support.bridge import free_port
 
 
 def _pair() -> tuple[Any, Any, Any, Any]:
@@ -212,3 +216,107 @@ def test_a_plain_proton_container_has_no_direct_deliveries() -> None:
     assert reactor.DirectDeliveries.of(Container(object())) is None
     assert isinstance(reactor.DirectDeliveries.of(reactor.container(object())),
                       reactor.DirectDeliveries)
+
+
+class _PingPong(MessagingHandler):  # type: ignore[misc]
+    """A sender and a receiver in one container, over a loopback AMQP 1.0 connection:
+    each message is sent once the one before it was accepted (request, response)."""
+
+    def __init__(self, port: int, count: int) -> None:
+        super().__init__()
+        self.url = f"127.0.0.1:{port}"
+        self.count = count
+        self.sent = self.accepted = 0
+        self.connections: list[Any] = []
+
+    def on_start(self, event: Any) -> None:
+        self.acceptor = event.container.listen(self.url)
+        connection = event.container.connect(self.url)
+        self.connections.append(connection)
+        self.sender = event.container.create_sender(connection, "pingpong")
+        self.guard = event.container.schedule(30, self)  # (the test fails, it does not hang)
+
+    def on_connection_opened(self, event: Any) -> None:
+        if event.connection not in self.connections:
+            self.connections.append(event.connection)  # the accepted side
+
+    def on_sendable(self, event: Any) -> None:
+        if self.sent == self.accepted < self.count and event.sender == self.sender:
+            self.sender.send(Message(body=f"ping {self.sent}"))
+            self.sent += 1
+
+    def on_accepted(self, event: Any) -> None:
+        self.accepted += 1
+        if self.accepted < self.count:
+            self.on_sendable(event)
+        else:
+            self.stop()
+
+    def on_timer_task(self, event: Any) -> None:
+        self.stop()
+
+    @property
+    def exchanging(self) -> bool:
+        """Messages are going back and forth (the connections are up)."""
+        return self.sent > 0 and self.accepted < self.count
+
+    def stop(self) -> None:
+        self.guard.cancel()
+        for connection in self.connections:
+            connection.close()
+        self.acceptor.close()
+
+
+def test_amqp10_output_made_in_a_burst_is_written_before_the_loop_waits() -> None:
+    """A transfer or disposition made while a burst of events is dispatched goes out at
+    the burst's end: the loop never waits in select with 1.0 output its socket could
+    take (proton wrote only once select had reported the socket writable: one more loop
+    round on every hop of a request/response exchange)."""
+    handler = _PingPong(free_port(), 50)
+    container = reactor.container(handler)
+    io = container.global_handler.inner.base
+    waits_with_output: list[int] = []
+    select = io._selector.select
+
+    def watched_select(timeout: float) -> Any:
+        if handler.exchanging:
+            waits_with_output.append(sum(1 for c in handler.connections
+                                         if c.transport and c.transport.pending() > 0))
+        return select(timeout)
+
+    io._selector.select = watched_select
+    container.run()
+
+    assert handler.accepted == 50
+    assert len(waits_with_output) >= 100  # (the loop waited between the hops)
+    assert sum(waits_with_output) == 0
+
+
+def test_the_selector_is_told_only_what_changed() -> None:
+    """set_interest: an update event (dispatched through every handler) only when
+    reading or writing changed, the deadline came earlier, or the selectable ends."""
+    container = reactor.container(object())
+    a, b = socket.socketpair()
+    sel = register_selectable(container, object(), a)
+    _drain(container._collector)
+
+    def told(reading: bool, writing: bool, deadline: float | None) -> bool:
+        result = set_interest(sel, reading, writing, deadline)
+        events = _drain(container._collector)
+        assert (Event.SELECTABLE_UPDATED in events) == result
+        return result
+
+    assert told(True, False, 100.0)  # the first time
+    assert not told(True, False, 100.0)  # nothing changed
+    assert not told(True, False, 200.0)  # later: the selector's own next look finds it
+    assert not told(True, False, None)  # dropped: likewise
+    assert told(True, False, 150.0)  # set again: the selector must know
+    assert told(True, False, 120.0)  # earlier
+    assert told(True, True, 120.0)  # writing
+    assert told(False, True, 120.0)  # reading
+    assert (sel.reading, sel.writing, sel.deadline) == (False, True, 120.0)
+    sel.terminate()
+    assert set_interest(sel, False, True, 120.0)  # the end is always told
+    assert Event.SELECTABLE_FINAL in _drain(container._collector)
+    a.close()
+    b.close()
