@@ -133,7 +133,7 @@ class Apps:
         self.broker010 = f"127.0.0.1:{port010}"
         self.env = {"QPID_USER": user, "QPID_PASSWORD": password,
                     "BROKER_URL": f"amqp://{user}:{password}@127.0.0.1:{port091}//",
-                    "SOAK_CELERY_QUEUE": names["celery"],
+                    "SOAK_CELERY_QUEUE": names.get("celery", ""),
                     "RECORD_FILE": str(self.dir / "celery-worker.ids"),
                     "PYTHONPATH": os.pathsep.join(p for p in (
                         str(PROGRAMS), str(QPID_PYTHON), os.environ.get("PYTHONPATH")) if p)}
