@@ -128,6 +128,11 @@ class ObservedBridge(Protocol):
         channels closed, and 0-10 commands refused, for the client's error."""
         ...
 
+    def observed_ended(self) -> Iterable[tuple[str, dict[str, int]]]:
+        """``(name, reason -> count)`` per façade listener: client connections and
+        sessions the bridge ended on its own (heartbeat timeout, session-layer error)."""
+        ...
+
     def observed_links(self) -> Iterable[tuple[str, int]]:
         """``(name, open links)`` per AMQP 1.0 connection (attached or attaching)."""
         ...
@@ -215,6 +220,14 @@ class BridgeCollector(Collector):
             for code, n in sorted(by_code.items()):
                 errors.add_metric([name, str(code)], n)
         yield errors
+        ended = CounterMetricFamily(
+            "amqp_bridge_facade_ended", "Façade client connections and sessions the bridge "
+            "ended on its own initiative (a client silent past twice its heartbeat, a "
+            "session-layer error), by reason.", labels=["listener", "reason"])
+        for name, by_reason in self.bridge.observed_ended():
+            for reason, n in sorted(by_reason.items()):
+                ended.add_metric([name, reason], n)
+        yield ended
         faults = CounterMetricFamily(
             "amqp_bridge_faults", "Unexpected exceptions contained (the part was recovered "
             "or closed, the process went on).", labels=["kind"])
