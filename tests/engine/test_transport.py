@@ -202,6 +202,50 @@ def test_silent_peer_past_twice_the_heartbeat_is_dead(broker: Broker) -> None:
     assert conn.closed
 
 
+class _Muted:
+    """A broker connection whose output can be cut off (``muted``): a peer gone silent."""
+
+    def __init__(self, inner: BrokerConnection) -> None:
+        self.inner = inner
+        self.muted = False
+
+    def receive_data(self, data: bytes) -> None:
+        self.inner.receive_data(data)
+
+    def data_to_send(self) -> bytes:
+        data = self.inner.data_to_send()
+        return b"" if self.muted else data
+
+    def tick(self, now: float) -> None:
+        self.inner.tick(now)
+
+    @property
+    def closed(self) -> bool:
+        return self.inner.closed
+
+
+def test_the_blocking_client_names_its_own_heartbeat_timeout(broker: Broker) -> None:
+    """When the client gives up on a silent broker, its error says so — not "the session
+    was detached by the peer", which sent a soak's investigation after a detach the
+    broker never sent (issue 20)."""
+    endpoints: list[_Muted] = []
+
+    def endpoint(sock: socket.socket) -> _Muted:
+        endpoints.append(_Muted(broker.connection(heartbeat_min=1)))
+        return endpoints[-1]
+
+    with EngineServer(endpoint) as srv:
+        client = BlockingClient.connect(url(srv), heartbeat=1)
+        try:
+            endpoints[0].muted = True
+            with pytest.raises(ClientError) as failed:
+                client.idle(10)  # bounded: the timeout comes after 2 s
+        finally:
+            client.close()
+    assert isinstance(failed.value.event, HeartbeatTimeout), failed.value
+    assert "HeartbeatTimeout" in str(failed.value)
+
+
 def test_resume_over_tcp_after_the_network_drops(server: EngineServer, broker: Broker) -> None:
     c = BlockingClient.connect(url(server), session_name="tcp-resume", session_timeout=30)
     try:
