@@ -71,6 +71,7 @@ from tests.lifecycle.peers091 import (
 )
 from tests.support import bridge as bridge_support
 from tests.support.bridge import BridgeRun, free_port, legacy_client, wait_listening
+from tests.support.metrics import metrics_port, scrape
 from tests.support.rabbitmq import ensure_rabbitmq, send_messages
 from tests.support.relay import Relay
 
@@ -190,10 +191,11 @@ def report(samples: list[tuple[float, int, int]], load_end: float, stretch: floa
                   f"{slope_mib_per_hour(part):12.1f} {part[0][2]:4} → {part[-1][2]:3}")
         start += stretch
     whole = slope_mib_per_hour(load)
+    first = slope_mib_per_hour([s for s in load if s[0] < load_end / 2])
     second = slope_mib_per_hour([s for s in load if s[0] >= load_end / 2])
     growth = (load[-1][1] - load[0][1]) * 1024
-    print(f"slope over the whole load {whole:.1f} MiB/h, over its second half "
-          f"{second:.1f} MiB/h; {delivered} messages delivered, "
+    print(f"slope over the whole load {whole:.1f} MiB/h, over its first half {first:.1f} "
+          f"MiB/h, over its second half {second:.1f} MiB/h; {delivered} messages delivered, "
           f"{growth / max(1, delivered):.1f} bytes of RSS growth per message")
     levels_off = second <= max_slope
     print(f"RSS {'levels off' if levels_off else 'does NOT level off'} "
@@ -400,6 +402,14 @@ class Soak:
     def missing(self) -> dict[str, int]:
         return {r: len(set(self.sent[r]) - set(self.got(r))) for r in self.args.paths}
 
+    def bridge_ended(self) -> dict[str, float]:
+        """``amqp_bridge_facade_ended_total`` by listener and reason: the façade clients'
+        connections and sessions the bridge ended on its own."""
+        found = scrape(metrics_port(self.bridge.log)).samples
+        return {f"{dict(labels)['listener']}/{dict(labels)['reason']}": value
+                for (name, labels), value in found.items()
+                if name == "amqp_bridge_facade_ended_total"}
+
     def close(self) -> None:
         for consumer in self.consumers.values():
             consumer.stop()
@@ -527,8 +537,10 @@ def main() -> int:
                   f"duplicates {len(got) - len(set(got))}")
         for error in soak.consumer_errors:
             print(f"a façade consumer failed: {error}")
-        print(f"{len(soak.consumer_errors)} façade consumers failed (detached)")
+        print(f"{len(soak.consumer_errors)} façade consumers failed (detached); the bridge "
+              f"ended on its own: {soak.bridge_ended() or 'none'}")
         app_lost, app_duplicates = soak.apps.report()
+        delivered += sum(len(app.got()) for app in soak.apps.apps.values())
         publishers = rounds * len({"pub", "pub091"} & set(args.paths))
         print(f"{rounds} rounds, {publishers} façade publisher connections, "
               f"{(rounds // args.churn if args.churn else 0) + 1} façade consumer generations, "
