@@ -158,20 +158,23 @@ def test_tls_and_external_authentication(broker: Broker, tmp_path: Path) -> None
         assert not srv.errors
 
 
-class _SilentAfterOpen:
-    """A server endpoint that stops sending anything once the connection is open."""
+class _Muted:
+    """A broker connection whose output can be cut off (``muted``, or ``once_open``: right
+    after its open-ok): a peer gone silent."""
 
-    def __init__(self, inner: BrokerConnection) -> None:
+    def __init__(self, inner: BrokerConnection, *, once_open: bool = False) -> None:
         self.inner = inner
+        self.muted = False
+        self.once_open = once_open
 
     def receive_data(self, data: bytes) -> None:
         self.inner.receive_data(data)
 
     def data_to_send(self) -> bytes:
         data = self.inner.data_to_send()
-        if self.inner.is_open and getattr(self, "_opened_sent", False):
+        if self.muted:
             return b""
-        self._opened_sent = self.inner.is_open
+        self.muted = self.once_open and self.inner.is_open  # (the open-ok still goes)
         return data
 
     def tick(self, now: float) -> None:
@@ -183,7 +186,8 @@ class _SilentAfterOpen:
 
 
 def test_silent_peer_past_twice_the_heartbeat_is_dead(broker: Broker) -> None:
-    with EngineServer(lambda sock: _SilentAfterOpen(broker.connection(heartbeat_min=1))) as srv:
+    with EngineServer(lambda sock: _Muted(broker.connection(heartbeat_min=1), once_open=True)) \
+            as srv:
         host, port = srv.address
         sock = socket.create_connection((host, port))
         conn = Connection(Role.CLIENT)
@@ -200,28 +204,6 @@ def test_silent_peer_past_twice_the_heartbeat_is_dead(broker: Broker) -> None:
     timeouts = [e for e in events if isinstance(e, HeartbeatTimeout)]
     assert timeouts and timeouts[0].idle > 2
     assert conn.closed
-
-
-class _Muted:
-    """A broker connection whose output can be cut off (``muted``): a peer gone silent."""
-
-    def __init__(self, inner: BrokerConnection) -> None:
-        self.inner = inner
-        self.muted = False
-
-    def receive_data(self, data: bytes) -> None:
-        self.inner.receive_data(data)
-
-    def data_to_send(self) -> bytes:
-        data = self.inner.data_to_send()
-        return b"" if self.muted else data
-
-    def tick(self, now: float) -> None:
-        self.inner.tick(now)
-
-    @property
-    def closed(self) -> bool:
-        return self.inner.closed
 
 
 def test_the_blocking_client_names_its_own_heartbeat_timeout(broker: Broker) -> None:
