@@ -212,11 +212,10 @@ class Facade(ListenerCore):
         mp = ev.message_properties
         user = st.client.user
         if mp is not None and mp.user_id and mp.user_id != (user or "").encode():
-            reason = f"user-id {mp.user_id!r} is not the authenticated user {user!r}"
-            self.publish_refused(st.client.sock.peer, reason)
             if st.live:
-                session.exception(ErrorCode.UNAUTHORIZED_ACCESS, ev.command_id, reason,
-                                  command=ev.transfer)
+                session.exception(ErrorCode.UNAUTHORIZED_ACCESS, ev.command_id,
+                                  f"user-id {mp.user_id!r} is not the authenticated user "
+                                  f"{user!r}", command=ev.transfer)
             return
         st.client.publishes_to.add(route)  # (also while stopping: a publish read is forwarded)
         route.publish(st, ev)

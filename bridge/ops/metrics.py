@@ -128,13 +128,13 @@ class ObservedBridge(Protocol):
         channels closed, and 0-10 commands refused, for the client's error."""
         ...
 
+    def observed_links(self) -> Iterable[tuple[str, int]]:
+        """``(name, open links)`` per AMQP 1.0 connection (attached or attaching)."""
+        ...
+
     def observed_ended(self) -> Iterable[tuple[str, dict[str, int]]]:
         """``(name, reason -> count)`` per façade listener: client connections and
         sessions the bridge ended on its own (heartbeat timeout, session-layer error)."""
-        ...
-
-    def observed_links(self) -> Iterable[tuple[str, int]]:
-        """``(name, open links)`` per AMQP 1.0 connection (attached or attaching)."""
         ...
 
     def observed_legacy_sessions(self) -> Iterable[tuple[str, int]]:
@@ -220,6 +220,12 @@ class BridgeCollector(Collector):
             for code, n in sorted(by_code.items()):
                 errors.add_metric([name, str(code)], n)
         yield errors
+        faults = CounterMetricFamily(
+            "amqp_bridge_faults", "Unexpected exceptions contained (the part was recovered "
+            "or closed, the process went on).", labels=["kind"])
+        for kind, count in self.bridge.observed_faults()[0].items():
+            faults.add_metric([kind], count)
+        yield faults
         ended = CounterMetricFamily(
             "amqp_bridge_facade_ended", "Façade client connections and sessions the bridge "
             "ended on its own initiative (a client silent past twice its heartbeat, a "
@@ -228,12 +234,6 @@ class BridgeCollector(Collector):
             for reason, n in sorted(by_reason.items()):
                 ended.add_metric([name, reason], n)
         yield ended
-        faults = CounterMetricFamily(
-            "amqp_bridge_faults", "Unexpected exceptions contained (the part was recovered "
-            "or closed, the process went on).", labels=["kind"])
-        for kind, count in self.bridge.observed_faults()[0].items():
-            faults.add_metric([kind], count)
-        yield faults
         refused = CounterMetricFamily(
             "amqp_bridge_logins_refused", "Façade logins refused at once because too many "
             "waited for a password check (reason peer_full or listener_full).",
