@@ -303,11 +303,20 @@ class Connection:
                                            for e in self._events)
 
     def data_to_send(self) -> bytes:
-        """Bytes to write to the transport (empty if none)."""
+        """Bytes to write to the transport (empty if none).
+
+        What goes out here counts as sent at the last :meth:`tick` (the host ticks just
+        before it collects, or earlier): the next heartbeat is then due one interval after
+        that at the latest. Stamped at the *next* tick instead, output made here (a
+        session.completed) moved the heartbeat up to two intervals after it — the very
+        silence after which the peer gives up (twice the heartbeat)."""
         for s in list(self.sessions.values()):
             s.announce_completed()
         if not self._out:
             return b""
+        if self._now is not None:
+            self._last_send = self._now
+            self._send_flag = False
         out = b"".join(self._out) if len(self._out) > 1 else self._out[0]
         self._out.clear()
         return out

@@ -32,6 +32,7 @@ from .events import (
     ConnectionRedirected,
     Event,
     ExecutionExceptionReceived,
+    HeartbeatTimeout,
     MessageReceived,
     ResultReceived,
     SessionDetached,
@@ -244,7 +245,10 @@ class BlockingClient:
         elif isinstance(ev, ConnectionRedirected):
             self.redirect = ev
             self.error = ev
-        elif isinstance(ev, (ExecutionExceptionReceived, ConnectionClosed)) or (isinstance(ev, SessionDetached) and ev.session is self.session and ev.by_peer):
+        elif isinstance(ev, (ExecutionExceptionReceived, ConnectionClosed, HeartbeatTimeout)) or (
+                isinstance(ev, SessionDetached) and ev.session is self.session and ev.by_peer):
+            # (a heartbeat timeout is ours and comes first: the session detached "by the
+            # peer" and the connection closed that follow it are its consequences)
             self.error = self.error or ev
 
     def _pump(self, timeout: float | None) -> None:

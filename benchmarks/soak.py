@@ -51,6 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
+import _soak_apps
 import _timing  # noqa: F401  (first: the project root ahead of this folder)
 import pika
 from proton import Message, Timeout
@@ -70,6 +71,7 @@ from tests.lifecycle.peers091 import (
 )
 from tests.support import bridge as bridge_support
 from tests.support.bridge import BridgeRun, free_port, legacy_client, wait_listening
+from tests.support.metrics import metrics_port, scrape
 from tests.support.rabbitmq import ensure_rabbitmq, send_messages
 from tests.support.relay import Relay
 
@@ -81,7 +83,7 @@ ROUTES = ("out", "in", "pub", "sub", "out091", "in091", "pub091", "sub091")
 
 
 def config(queues: dict[str, str], legacy_url: str, rabbitmq_url: str, port: int,
-           port091: int) -> str:
+           port091: int, app_names: dict[str, str] | None = None) -> str:
     def to_rabbit(route: str) -> str:
         return f"{{connection: cloud, address: /amq/queue/{queues[route]}}}"
 
@@ -92,6 +94,7 @@ def config(queues: dict[str, str], legacy_url: str, rabbitmq_url: str, port: int
     to:   {target}
     max_in_flight: {{messages: {MAX_IN_FLIGHT}}}"""
 
+    apps = "" if app_names is None else _soak_apps.routes(app_names, "app091", "app", route)
     return f"""
 connections:
   legacy:
@@ -110,7 +113,8 @@ connections:
     heartbeat: 2
     reconnect: {{initial_delay: 0.2, max_delay: 1.0}}
 listeners:
-  app: {{protocol: amqp0-10, bind: "127.0.0.1:{port}", allow_anonymous: true}}
+  app: {{protocol: amqp0-10, bind: "127.0.0.1:{port}", allow_anonymous: true,
+         users: {{{USER}: "{PASSWORD}"}}}}
   app091: {{protocol: amqp0-9-1, bind: "127.0.0.1:{port091}", users: {{{USER}: "{PASSWORD}"}}}}
 metrics: {{bind: "127.0.0.1:0"}}
 logging: {{format: json}}
@@ -122,7 +126,7 @@ routes:{route("out", "{connection: legacy, queue: out}", to_rabbit("out"))}\
 {route("in091", to_rabbit("in091"),
        f"{{connection: rabbit091, exchange: '', routing_key: {queues['in091-dst']}}}")}\
 {route("pub091", "{listener: app091, exchange: events091}", to_rabbit("pub091"))}\
-{route("sub091", to_rabbit("sub091"), "{listener: app091, queue: jobs091}")}
+{route("sub091", to_rabbit("sub091"), "{listener: app091, queue: jobs091}")}{apps}
 """
 
 
@@ -187,10 +191,11 @@ def report(samples: list[tuple[float, int, int]], load_end: float, stretch: floa
                   f"{slope_mib_per_hour(part):12.1f} {part[0][2]:4} → {part[-1][2]:3}")
         start += stretch
     whole = slope_mib_per_hour(load)
+    first = slope_mib_per_hour([s for s in load if s[0] < load_end / 2])
     second = slope_mib_per_hour([s for s in load if s[0] >= load_end / 2])
     growth = (load[-1][1] - load[0][1]) * 1024
-    print(f"slope over the whole load {whole:.1f} MiB/h, over its second half "
-          f"{second:.1f} MiB/h; {delivered} messages delivered, "
+    print(f"slope over the whole load {whole:.1f} MiB/h, over its first half {first:.1f} "
+          f"MiB/h, over its second half {second:.1f} MiB/h; {delivered} messages delivered, "
           f"{growth / max(1, delivered):.1f} bytes of RSS growth per message")
     levels_off = second <= max_slope
     print(f"RSS {'levels off' if levels_off else 'does NOT level off'} "
@@ -266,11 +271,14 @@ class Soak:
         tag = uuid.uuid4().hex[:8]
         self.queues = {name: f"bench.soak-{name}.{tag}" for name in (
             *ROUTES, "out091-src", "in091-dst")}
+        self.app_names = _soak_apps.queue_names(tag) if args.apps else None
         conn = rabbit091(url)
         try:
             ch = conn.channel()
-            for name in self.queues.values():
+            for name in [*self.queues.values(), *(self.app_names or {}).values()]:
                 ch.queue_declare(name, durable=True)
+            if args.apps:
+                _soak_apps.declare_celery_exchanges(ch)
         finally:
             close_quietly(conn)
         with legacy_client(self.server) as admin:
@@ -281,8 +289,12 @@ class Soak:
         while self.port091 == self.port:
             self.port091 = free_port()
         self.bridge = BridgeRun(config(self.queues, self.relay.url(self.server.url), url,
-                                       self.port, self.port091), workdir, "soak",
-                                log_level="info")
+                                       self.port, self.port091, self.app_names), workdir,
+                                "soak", log_level="info")
+        self.apps = _soak_apps.Apps(args.apps, self.app_names or {}, workdir, args.app_rate,
+                                    args.minutes * 60, self.port091, self.port, USER, PASSWORD)
+        self.pika_drain = Amqp10Drain(url, self.app_names["pika"]) \
+            if "pika" in args.apps and self.app_names else None
         self.sent: dict[str, list[bytes]] = {r: [] for r in ROUTES}
         self.drains = {r: Amqp10Drain(url, self.queues[r])
                        for r in ("out", "pub", "out091", "pub091")}
@@ -354,6 +366,9 @@ class Soak:
                 self.again(drain.drain, f"draining {route}")
         if "in091" in self.args.paths:
             self.again(self.in091.drain, "draining in091")
+        if self.pika_drain is not None:
+            self.again(self.pika_drain.drain, "draining pika")
+            self.apps.apps["pika"].drained = [b.decode() for b in self.pika_drain.got]
         queue = self.broker.queues["in-q"].messages
         while queue:
             self.in_got.append(bytes(queue.popleft().body))
@@ -387,9 +402,18 @@ class Soak:
     def missing(self) -> dict[str, int]:
         return {r: len(set(self.sent[r]) - set(self.got(r))) for r in self.args.paths}
 
+    def bridge_ended(self) -> dict[str, float]:
+        """``amqp_bridge_facade_ended_total`` by listener and reason: the façade clients'
+        connections and sessions the bridge ended on its own."""
+        found = scrape(metrics_port(self.bridge.log)).samples
+        return {f"{dict(labels)['listener']}/{dict(labels)['reason']}": value
+                for (name, labels), value in found.items()
+                if name == "amqp_bridge_facade_ended_total"}
+
     def close(self) -> None:
         for consumer in self.consumers.values():
             consumer.stop()
+        self.apps.stop()
         self.bridge.stop()
         self.relay.close()
         self.server.stop()
@@ -399,7 +423,7 @@ class Soak:
         conn = rabbit091(self.url)
         try:
             ch = conn.channel()
-            for name in self.queues.values():
+            for name in [*self.queues.values(), *(self.app_names or {}).values()]:
                 ch.queue_delete(name)
         finally:
             close_quietly(conn)
@@ -433,6 +457,12 @@ def main() -> int:
     parser.add_argument("--code", type=Path, default=None,
                         help="run the bridge from this source tree instead (e.g. another "
                              "commit's `git archive`, to compare before and after)")
+    parser.add_argument("--apps", type=lambda v: [] if v == "none" else v.split(","),
+                        default=list(_soak_apps.APPS),
+                        help="the real applications to run beside (comma-separated, default "
+                             f"all: {','.join(_soak_apps.APPS)}; none: no applications)")
+    parser.add_argument("--app-rate", type=float, default=5,
+                        help="messages/s each application's producer sends")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
 
@@ -455,6 +485,7 @@ def main() -> int:
         wait_listening(soak.port, soak.bridge, timeout=60)
         wait_listening(soak.port091, soak.bridge, timeout=60)
         soak.replace_consumers()
+        soak.apps.start()
         time.sleep(2)
         t0 = time.monotonic()
         sampler = Sampler(soak.bridge.pid, args.sample, t0)
@@ -477,6 +508,9 @@ def main() -> int:
             if proc_gone(soak.bridge):
                 print("the bridge exited:\n" + soak.bridge.log()[-3000:])
                 return 2
+            for broken in soak.apps.broken():
+                print(f"an application ended: {broken}")
+                return 2
             pause = rounds * args.round - (time.monotonic() - t0)
             if pause > 0:
                 time.sleep(pause)
@@ -486,10 +520,12 @@ def main() -> int:
                       flush=True)
         load_end = time.monotonic() - t0
         deadline = time.monotonic() + 90
-        while any(soak.missing().values()) and time.monotonic() < deadline:
+        while (any(soak.missing().values()) or not soak.apps.producers_done()
+               or any(soak.apps.missing().values())) and time.monotonic() < deadline:
             soak.drain_round()
             time.sleep(1)
         missing = soak.missing()
+        soak.apps.stop()
         delivered = sum(len(soak.got(r)) for r in args.paths)
         time.sleep(args.rest)
         sampler.done.set()
@@ -501,14 +537,18 @@ def main() -> int:
                   f"duplicates {len(got) - len(set(got))}")
         for error in soak.consumer_errors:
             print(f"a façade consumer failed: {error}")
+        print(f"{len(soak.consumer_errors)} façade consumers failed (detached); the bridge "
+              f"ended on its own: {soak.bridge_ended() or 'none'}")
+        app_lost, app_duplicates = soak.apps.report()
+        delivered += sum(len(app.got()) for app in soak.apps.apps.values())
         publishers = rounds * len({"pub", "pub091"} & set(args.paths))
         print(f"{rounds} rounds, {publishers} façade publisher connections, "
               f"{(rounds // args.churn if args.churn else 0) + 1} façade consumer generations, "
               f"{soak.reconnects} cuts of the 0-10 connection, {soak.retries} peer steps retried")
         ok = report(sampler.samples, load_end, args.stretch * 60, delivered, args.max_slope)
-        lost = sum(missing.values())
-        print(f"lost: {lost}")
-        return 0 if (ok and not lost) or not args.check else 1
+        lost = sum(missing.values()) + app_lost
+        print(f"lost: {lost}, applications' duplicates: {app_duplicates}")
+        return 0 if (ok and not lost and not app_duplicates) or not args.check else 1
     finally:
         soak.close()
 

@@ -229,6 +229,11 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         return [(name, sum(1 for link in list(h.watchers) if link.open))
                 for name, h in list(self.amqp10_handlers.items())]
 
+    def observed_ended(self) -> list[tuple[str, dict[str, int]]]:
+        """``(name, client connections and sessions the bridge ended, by reason)`` per
+        façade listener."""
+        return [(name, dict(f.ended)) for name, f in list(self.facades.items())]
+
     def observed_legacy_sessions(self) -> list[tuple[str, int]]:
         """``(name, sessions on the current connection's channels)`` per 0-10 connection;
         ``(name, open channels)`` per 0-9-1 connection."""

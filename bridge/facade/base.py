@@ -103,6 +103,10 @@ class ListenerCore:
         self.client_errors: dict[int, int] = {}
         """Client connections and channels the façade closed for the client's error, by
         reply code: ``amqp_bridge_facade_client_errors_total``."""
+        self.ended: dict[str, int] = {}
+        """Client connections and sessions the bridge ended on its own (a client silent
+        past its heartbeat, a session-layer error), by reason:
+        ``amqp_bridge_facade_ended_total``."""
         self._client_warnings = WarnLimiter()
         """Refusals a client can provoke: one WARNING per client address every 10 s."""
         self.clients = {}
@@ -319,6 +323,13 @@ class ListenerCore:
         logged as :meth:`client_warning`."""
         self.client_errors[code] = self.client_errors.get(code, 0) + 1
         self.client_warning(event, peer, what, error, code=code, **fields)
+
+    def count_ended(self, event: str, peer: str, reason: str, what: str, error: str) -> None:
+        """The bridge ended a client's connection or session on its own: counted by
+        ``reason`` (:attr:`ended`) and logged as :meth:`client_warning` (a WARNING at
+        most once per client address and ``event`` every 10 s)."""
+        self.ended[reason] = self.ended.get(reason, 0) + 1
+        self.client_warning(event, peer, what, error, reason=reason)
 
     def client_warning(self, event: str, peer: str, what: str, error: str,
                        **fields: Any) -> None:

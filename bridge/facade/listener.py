@@ -36,7 +36,7 @@ from amqp010.events import (
 )
 from amqp010.sasl import SimpleAuthenticator
 from amqp010.session import Session
-from amqp010.spec import ErrorCode
+from amqp010.spec import CloseCode, DetachCode, ErrorCode
 
 from ..config import Listener
 from ..runtime import EngineSocket
@@ -146,6 +146,8 @@ class Facade(ListenerCore):
             st = self.sessions.pop(ev.session, None)
             if st is not None:
                 self._end_session(st)
+            if not ev.by_peer and ev.code is not None and ev.code != DetachCode.NORMAL:
+                self._session_error(sock, ev.session, ev.code)
         elif isinstance(ev, CredentialsReceived):
             self.check_login(sock, ev.user, ev.password)
         elif isinstance(ev, ConnectionOpened):
@@ -153,14 +155,27 @@ class Facade(ListenerCore):
             log.info("façade %s: %s logged in as %r", self.name, sock.peer, ev.user,
                      extra=self.log_fields("client_open", peer=sock.peer, user=ev.user))
         elif isinstance(ev, ConnectionClosed):
+            if not ev.by_peer and ev.code not in (None, CloseCode.NORMAL) and not self.stopping:
+                self.count_ended("client_connection_closed", sock.peer, f"connection_{ev.code}",
+                                 "connection closed", f"{ev.code}: {ev.text}")
             self.client_closed(sock, ev.code, ev.text)
         elif isinstance(ev, ExecutionExceptionReceived):
             log.warning("façade %s: %s raised %s: %s", self.name, sock.peer, ev.error_code,
                         ev.description, extra=self.log_fields(
                             "client_exception", peer=sock.peer, error=ev.description))
         elif isinstance(ev, HeartbeatTimeout):
-            log.info("façade %s: %s silent for %.1fs", self.name, sock.peer, ev.idle,
-                     extra=self.log_fields("client_silent", peer=sock.peer))
+            hb = sock.engine.heartbeat
+            self.count_ended("client_silent", sock.peer, "heartbeat_timeout", "connection closed",
+                             f"nothing received for {ev.idle:.1f}s, more than twice the "
+                             f"heartbeat of {hb}s")
+
+    def _session_error(self, sock: EngineSocket, session: Session, value: int) -> None:
+        """The engine detached ``session`` for a session-layer error of the client's
+        (session.detached with the detach-code ``value``)."""
+        code = DetachCode(value)
+        self.count_ended("client_session_detached", sock.peer, f"session_{code.name.lower()}",
+                         "session detached",
+                         f"session {session.name!r}: {code.name.lower()} ({code.value})")
 
     def _end_session(self, st: SessionState) -> None:
         st.ended = True

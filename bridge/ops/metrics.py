@@ -137,6 +137,11 @@ class ObservedBridge(Protocol):
         """``(name, open links)`` per AMQP 1.0 connection (attached or attaching)."""
         ...
 
+    def observed_ended(self) -> Iterable[tuple[str, dict[str, int]]]:
+        """``(name, reason -> count)`` per façade listener: client connections and
+        sessions the bridge ended on its own (heartbeat timeout, session-layer error)."""
+        ...
+
     def observed_legacy_sessions(self) -> Iterable[tuple[str, int]]:
         """``(name, open sessions or channels)`` per AMQP 0-10 or 0-9-1 connection."""
         ...
@@ -235,6 +240,14 @@ class BridgeCollector(Collector):
         for kind, count in self.bridge.observed_faults()[0].items():
             faults.add_metric([kind], count)
         yield faults
+        ended = CounterMetricFamily(
+            "amqp_bridge_facade_ended", "Façade client connections and sessions the bridge "
+            "ended on its own initiative (a client silent past twice its heartbeat, a "
+            "session-layer error), by reason.", labels=["listener", "reason"])
+        for name, by_reason in self.bridge.observed_ended():
+            for reason, n in sorted(by_reason.items()):
+                ended.add_metric([name, reason], n)
+        yield ended
         refused = CounterMetricFamily(
             "amqp_bridge_logins_refused", "Façade logins refused at once because too many "
             "waited for a password check (reason peer_full or listener_full).",

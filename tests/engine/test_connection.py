@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from amqp010.connection import (
@@ -291,6 +293,50 @@ def test_heartbeat_traffic_keeps_the_connection_alive() -> None:
     assert pair.client.is_open and pair.server.is_open
     assert not pair.of(HeartbeatTimeout) and not pair.of(HeartbeatTimeout, "server")
     assert pair.client.next_deadline() is not None
+
+
+def test_heartbeat_is_due_one_interval_after_the_last_output_made_while_collecting() -> None:
+    """A server driven as the bridge drives a façade client (tick, then collect the
+    output, at each wake-up: a client's command read, or the engine's next deadline)
+    is never silent for more than one heartbeat interval — also when its last output
+    was a session.completed, which is made while the output is collected.
+
+    Regression for the 0-10 façade subscribers that timed out the bridge ("SessionDetached
+    by_peer=True, code=None", ~21/h in a 60-minute soak): that output was counted as sent
+    at the next tick, up to one interval later, so the heartbeat came up to two intervals
+    after it — 2.0 s apart in the soak's traces with a 1 s heartbeat, the very silence
+    after which the client gives up."""
+    pair = open_pair(client=client_conn(heartbeat=1), server=server_conn(heartbeat_min=1))
+    client, server = pair.client, pair.server
+    session = client.attach("s", auto_complete=True)
+    pair.pump()
+    sent: list[float] = []
+
+    def wake(now: float) -> None:  # the bridge's EngineSocket: tick, then write
+        server.tick(now)
+        for ev in server.events():
+            command_id = getattr(ev, "command_id", None)
+            if command_id is not None:
+                ev.session.complete(command_id)  # type: ignore[attr-defined]
+        if server.data_to_send():
+            sent.append(now)
+
+    wake(100.0)
+    wake(100.0 + 1)  # a heartbeat at 101
+    assert sent[-1] == 101.0
+    session.execution_sync()  # the client asks; the server completes it at once
+    server.receive_data(client.data_to_send())
+    wake(101.01)  # the session.completed goes out while collecting
+    assert sent[-1] == 101.01
+    for _ in range(10):  # the client stays silent: until just before it times out
+        deadline = server.next_deadline()
+        assert deadline is not None
+        if deadline > 103.005:
+            break
+        wake(deadline)
+    assert len(sent) >= 3 and not server.closed, sent
+    gaps = [b - a for a, b in itertools.pairwise(sent)]
+    assert max(gaps) <= 1.0 + 1e-9, sent
 
 
 def test_close_sent_during_handshake_is_answered() -> None:

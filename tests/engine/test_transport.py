@@ -158,20 +158,23 @@ def test_tls_and_external_authentication(broker: Broker, tmp_path: Path) -> None
         assert not srv.errors
 
 
-class _SilentAfterOpen:
-    """A server endpoint that stops sending anything once the connection is open."""
+class _Muted:
+    """A broker connection whose output can be cut off (``muted``, or ``once_open``: right
+    after its open-ok): a peer gone silent."""
 
-    def __init__(self, inner: BrokerConnection) -> None:
+    def __init__(self, inner: BrokerConnection, *, once_open: bool = False) -> None:
         self.inner = inner
+        self.muted = False
+        self.once_open = once_open
 
     def receive_data(self, data: bytes) -> None:
         self.inner.receive_data(data)
 
     def data_to_send(self) -> bytes:
         data = self.inner.data_to_send()
-        if self.inner.is_open and getattr(self, "_opened_sent", False):
+        if self.muted:
             return b""
-        self._opened_sent = self.inner.is_open
+        self.muted = self.once_open and self.inner.is_open  # (the open-ok still goes)
         return data
 
     def tick(self, now: float) -> None:
@@ -183,7 +186,8 @@ class _SilentAfterOpen:
 
 
 def test_silent_peer_past_twice_the_heartbeat_is_dead(broker: Broker) -> None:
-    with EngineServer(lambda sock: _SilentAfterOpen(broker.connection(heartbeat_min=1))) as srv:
+    with EngineServer(lambda sock: _Muted(broker.connection(heartbeat_min=1), once_open=True)) \
+            as srv:
         host, port = srv.address
         sock = socket.create_connection((host, port))
         conn = Connection(Role.CLIENT)
@@ -200,6 +204,28 @@ def test_silent_peer_past_twice_the_heartbeat_is_dead(broker: Broker) -> None:
     timeouts = [e for e in events if isinstance(e, HeartbeatTimeout)]
     assert timeouts and timeouts[0].idle > 2
     assert conn.closed
+
+
+def test_the_blocking_client_names_its_own_heartbeat_timeout(broker: Broker) -> None:
+    """When the client gives up on a silent broker, its error says so — not "the session
+    was detached by the peer", which sent a soak's investigation after a detach the
+    broker never sent (issue 20)."""
+    endpoints: list[_Muted] = []
+
+    def endpoint(sock: socket.socket) -> _Muted:
+        endpoints.append(_Muted(broker.connection(heartbeat_min=1)))
+        return endpoints[-1]
+
+    with EngineServer(endpoint) as srv:
+        client = BlockingClient.connect(url(srv), heartbeat=1)
+        try:
+            endpoints[0].muted = True
+            with pytest.raises(ClientError) as failed:
+                client.idle(10)  # bounded: the timeout comes after 2 s
+        finally:
+            client.close()
+    assert isinstance(failed.value.event, HeartbeatTimeout), failed.value
+    assert "HeartbeatTimeout" in str(failed.value)
 
 
 def test_resume_over_tcp_after_the_network_drops(server: EngineServer, broker: Broker) -> None:
