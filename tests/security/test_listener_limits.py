@@ -23,6 +23,7 @@ from amqp010.framing import PROTOCOL_HEADER, Assembler, FrameDecoder, ProtocolHe
 from amqp010.spec import CloseCode, ConnectionClose, ConnectionStart, DeliveryProperties
 from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import BridgeRun, free_port, wait_listening
+from tests.support.hostile import connect_from
 from tests.support.logs import records
 from tests.support.metrics import http_get, metrics_port, poll, scrape
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue
@@ -49,10 +50,7 @@ logging: {{format: json}}
 
 def _connect(port: int, source: str = "127.0.0.1", *, header: bool) -> socket.socket:
     """A raw connection from ``source``; ``header``: send the 0-10 protocol header."""
-    sock = socket.socket()
-    sock.bind((source, 0))
-    sock.settimeout(20)
-    sock.connect(("127.0.0.1", port))
+    sock = connect_from(source, port, timeout=20)
     if header:
         sock.sendall(PROTOCOL_HEADER)
     return sock

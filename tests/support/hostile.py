@@ -329,10 +329,19 @@ class Mutator:
 # --- talking to the bridge ---------------------------------------------------------------
 
 
+IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)  # Linux's value
+
+
 def connect_from(source: str, port: int, timeout: float = 10.0) -> socket.socket:
-    """A TCP connection to the loopback ``port`` from the loopback address ``source``."""
+    """A TCP connection to the loopback ``port`` from the loopback address ``source``.
+
+    The source port is picked at connect time, knowing the destination
+    (``IP_BIND_ADDRESS_NO_PORT``): a port picked at bind time can name a connection the
+    bridge still holds in TIME_WAIT, which answers the SYN with a reset (hundreds of
+    short connections from a few source addresses, as the fuzz and login tests make)."""
     sock = socket.socket()
     try:
+        sock.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
         sock.bind((source, 0))
         sock.settimeout(timeout)
         sock.connect(("127.0.0.1", port))

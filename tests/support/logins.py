@@ -4,12 +4,13 @@ flood benchmark)."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 from amqp010.connection import Connection, ConnectionState, Role
 from amqp010.events import ConnectionClosed, ConnectionOpened
 from amqp010.transport import SocketTransport, client_config
+
+from .hostile import connect_from
 
 
 class RawLogin:
@@ -17,10 +18,7 @@ class RawLogin:
     then either waits for the answer or goes away without it."""
 
     def __init__(self, source: str, port: int, user: str) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind((source, 0))
-        sock.settimeout(30)
-        sock.connect(("127.0.0.1", port))
+        sock = connect_from(source, port, timeout=30)
         self.conn = Connection(Role.CLIENT, client_config(f"amqp://{user}:guess@127.0.0.1"))
         self.transport = SocketTransport(sock, self.conn)
         deadline = time.monotonic() + 30
