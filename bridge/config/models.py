@@ -259,7 +259,7 @@ class UserPermissions(PermissionPatterns):
 
 
 ListenerProtocol = Literal["amqp0-10", "amqp0-9-1"]
-TopologyBroker = Literal["rabbitmq4"]
+TopologyBroker = Literal["rabbitmq4", "qpidd"]
 
 
 class ListenerTopology(_Model):
@@ -273,7 +273,10 @@ class ListenerTopology(_Model):
     broker: TopologyBroker = Field(description="What that broker is, so how declares reach "
                                                "it: rabbitmq4 (RabbitMQ 4.x: its management "
                                                "over AMQP 1.0, its v2 addresses and "
-                                               "anonymous-terminus publishing).")
+                                               "anonymous-terminus publishing); qpidd "
+                                               "(qpidd's AMQP 1.0 side: QMF2 over AMQP 1.0, "
+                                               "plain addresses, the routing key as the "
+                                               "subject).")
     request_timeout: float = Field(
         10.0, gt=0, le=300,
         description="Seconds a declare, bind, delete or purge waits for the broker's "
@@ -306,12 +309,13 @@ class Listener(_Model):
                           "adds to users.")
     tls: ListenerTls | None = Field(None, description="Accept TLS connections only.")
     topology: ListenerTopology | None = Field(
-        None, description="AMQP 0-9-1 only: serve every exchange and queue, not just the "
-                          "routes' names: declares, bindings, deletes and purges are the "
-                          "AMQP 1.0 broker's (docs/topology.md), a publish to any exchange "
-                          "reaches the broker's routing, basic.consume and basic.get work on "
-                          "any queue; routes of the listener keep their names. Absent: the "
-                          "listener serves its routes' names only.")
+        None, description="Serve every exchange and queue, not just the routes' names: "
+                          "declares, bindings, deletes and purges are the AMQP 1.0 broker's "
+                          "(docs/topology.md), a publish to any exchange reaches the "
+                          "broker's routing, consumes (0-9-1 basic.consume and basic.get, "
+                          "0-10 message.subscribe) work on any queue; routes of the listener "
+                          "keep their names. Absent: the listener serves its routes' names "
+                          "only.")
     max_pending_logins: int = Field(
         64, ge=1, description="PLAIN logins that may wait for (or be in) a PBKDF2 password "
                               "check on this listener; past it a login is refused at once "
@@ -416,8 +420,6 @@ class Listener(_Model):
                              "(any PLAIN or AMQPLAIN client then needs one of them)")
         if self.protocol == "amqp0-10" and self.virtual_hosts is not None:
             raise ValueError("virtual_hosts: only for an amqp0-9-1 listener")
-        if self.protocol == "amqp0-10" and self.topology is not None:
-            raise ValueError("topology: only for an amqp0-9-1 listener so far")
         return self
 
     @model_validator(mode="after")

@@ -395,6 +395,8 @@ listeners:
     assert problems(text.replace("connection: cloud, broker", "connection: nope, broker")) \
         == ["listeners.app.topology.connection: no connection named 'nope' (defined: cloud, "
             "rabbit)"]
-    assert "only for an amqp0-9-1 listener" in problems(
+    qpid = parse_config(  # both façades have the mode, on both broker kinds
         text.replace("protocol: amqp0-9-1, bind", "protocol: amqp0-10, bind").replace(
-            "users: {a: b}", "allow_anonymous: true"))[0]
+            "users: {a: b}", "allow_anonymous: true").replace("rabbitmq4", "qpidd"), env={})
+    assert qpid.listeners["app"].topology is not None
+    assert qpid.listeners["app"].topology.broker == "qpidd"
