@@ -17,16 +17,14 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-from proton import Message
-from proton import Timeout
+from proton import Message, Timeout
 from proton.utils import BlockingConnection
 
 from tests.interop.peers import QPID_PYTHON, Qpidd, import_qpid_messaging
-from tests.interop.test_qpid_messaging_apps import PROGRAMS, USER, PASSWORD
+from tests.interop.test_qpid_messaging_apps import PASSWORD, PROGRAMS, USER
 from tests.interop.test_qpid_messaging_apps import Facade as Programs
 from tests.support.bridge import BridgeRun, free_port, serving
 
