@@ -167,6 +167,8 @@ class TopologyMode:
         """The consume routes of broker queues with subscriptions, by queue."""
         self.exchange_types: dict[str, str] = dict(KNOWN_EXCHANGE_TYPES)
         """Exchange types known to this listener (standard ones, and declared here)."""
+        self.exclusive: dict[str, SessionState] = {}
+        """Exclusive queues declared through this listener → the session owning them."""
 
     # -- sessions and routes -------------------------------------------------------------
 
@@ -176,8 +178,17 @@ class TopologyMode:
 
     def session_gone(self, st: SessionState) -> None:
         """The session ended: its exclusive queues go (at the broker too)."""
+        for name in [q for q, owner in self.exclusive.items() if owner is st]:
+            del self.exclusive[name]
         if st.owner is not None:
             self.backend.forget_owner(st.owner)
+
+    def check_exclusive(self, st: SessionState, queue: str) -> None:
+        """resource-locked for an exclusive queue of another session (qpidd's answer)."""
+        owner = self.exclusive.get(queue)
+        if owner is not None and owner is not st:
+            raise Refused(ErrorCode.RESOURCE_LOCKED, f"cannot obtain exclusive access to "
+                          f"queue {queue!r}: another session's exclusive queue", 0)
 
     def queue_route(self, queue: str) -> FacadeConsume:
         """The consume route of broker queue ``queue`` (made now if it has none; routes
@@ -243,7 +254,11 @@ class TopologyMode:
                          owner=st.owner)
 
         def answer(info: QueueInfo) -> None:
-            if exclusive and not st.live and st.owner is not None:
+            if not exclusive:
+                return
+            if st.live:
+                self.exclusive[info.name] = st
+            elif st.owner is not None:
                 self.backend.forget_owner(st.owner)  # its owner went while it was declared
 
         return self.call(st, cid, c, lambda done: self.backend.declare_queue(
@@ -271,10 +286,17 @@ class TopologyMode:
             QueueSpec(name, owner=st.owner), True, done), answer, errors_answered=True)
 
     def queue_delete(self, st: SessionState, cid: int, c: QueueDelete) -> Later:
+        name = c.queue or ""
+        self.check_exclusive(st, name)
+
+        def answer(_: int | None) -> None:
+            self.exclusive.pop(name, None)
+
         return self.call(st, cid, c, lambda done: self.backend.delete_queue(
-            c.queue or "", bool(c.if_unused), bool(c.if_empty), done), lambda _: None)
+            name, bool(c.if_unused), bool(c.if_empty), done), answer)
 
     def queue_purge(self, st: SessionState, cid: int, c: QueuePurge) -> Later:
+        self.check_exclusive(st, c.queue or "")
         return self.call(st, cid, c, lambda done: self.backend.purge_queue(
             c.queue or "", done), lambda _: None)
 
@@ -319,6 +341,7 @@ class TopologyMode:
 
     def exchange_bind(self, st: SessionState, cid: int, c: ExchangeBind | ExchangeUnbind
                       ) -> Later:
+        self.check_exclusive(st, c.queue or "")
         arguments = dict(c.arguments or {}) if isinstance(c, ExchangeBind) else {}
         binding = BindingSpec(c.exchange or "", c.queue or "", c.binding_key or "", arguments)
         if isinstance(c, ExchangeBind):
