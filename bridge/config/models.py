@@ -276,7 +276,8 @@ class ListenerTopology(_Model):
                                                "anonymous-terminus publishing); qpidd "
                                                "(qpidd's AMQP 1.0 side: QMF2 over AMQP 1.0, "
                                                "plain addresses, the routing key as the "
-                                               "subject).")
+                                               "subject; an amqp0-10 listener's only, so "
+                                               "far).")
     request_timeout: float = Field(
         10.0, gt=0, le=300,
         description="Seconds a declare, bind, delete or purge waits for the broker's "
@@ -420,6 +421,10 @@ class Listener(_Model):
                              "(any PLAIN or AMQPLAIN client then needs one of them)")
         if self.protocol == "amqp0-10" and self.virtual_hosts is not None:
             raise ValueError("virtual_hosts: only for an amqp0-9-1 listener")
+        if self.protocol == "amqp0-9-1" and self.topology is not None \
+                and self.topology.broker == "qpidd":
+            raise ValueError("topology.broker: qpidd serves an amqp0-10 listener only so far "
+                             "(a 0-9-1 listener's topology: rabbitmq4)")
         return self
 
     @model_validator(mode="after")

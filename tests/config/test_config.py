@@ -400,3 +400,5 @@ listeners:
             "users: {a: b}", "allow_anonymous: true").replace("rabbitmq4", "qpidd"), env={})
     assert qpid.listeners["app"].topology is not None
     assert qpid.listeners["app"].topology.broker == "qpidd"
+    assert "qpidd serves an amqp0-10 listener only" in problems(
+        text.replace("rabbitmq4", "qpidd"))[0]
