@@ -11,6 +11,11 @@ refused (execution.exception with the error code a broker gives, :class:`Refused
 a session's exclusive or auto-delete queue becomes a *temporary queue* bound to one
 subscription exchange (docs/semantics.md, "Façade"); message.subscribe starts a
 subscription of a consume route; accept / reject / release settle our transfers.
+
+On a listener in *topology mode* (:mod:`~bridge.facade.topology`) every name no route
+configures is the 1.0 broker's: declares, queries, binds, deletes, purges and
+subscriptions of such names go to the :class:`~bridge.facade.topology.TopologyMode`
+(answered once the broker did), configured names are answered as above.
 """
 
 from __future__ import annotations
