@@ -50,6 +50,15 @@ Exclusive queues
     may publish to it (a reply from another connection or bridge instance reaches it),
     and it goes with its session (``forget_owner``). qpid.messaging's ``'#'`` names
     are such queues (exclusive, auto-delete).
+
+reply-to
+    A 0-10 ``reply-to`` (exchange and routing key) travels as the mapping writes it
+    (``exchange/key``, or the queue's name for the default exchange). The other way,
+    a 1.0 ``reply-to`` that is a queue's 1.0 address (a native 1.0 requester's; on
+    RabbitMQ 4 ``/queues/Q``) reaches a 0-10 subscriber as the queue's name
+    (:class:`TopologyTranslator`), so its ``session.sender(msg.reply_to)`` answers
+    through the default exchange. The ``to`` the anonymous publisher set is not shown
+    to 0-10 subscribers.
 """
 
 from __future__ import annotations
@@ -79,9 +88,11 @@ from amqp010.spec import (
     QueueQuery,
     QueueQueryResult,
 )
+from mappings.amqp010 import H_TO
 from mappings.message import AmqpMessage
 
 from ..config import ListenerTopology, Route
+from ..routes.translate import Translator
 from ..topology import (
     BindingSpec,
     Done,
@@ -150,6 +161,33 @@ class TopologyPublish(FacadePublish):
         self._complete(entry)
 
 
+class TopologyTranslator(Translator):
+    """A broker queue's translation toward 0-10 subscribers (module docstring,
+    "reply-to"): a ``reply-to`` that is a queue's 1.0 address (a native 1.0
+    requester's, RabbitMQ 4's ``/queues/Q``) becomes the queue's name, the reply-to a
+    0-10 responder answers through the default exchange; the ``to`` the façade's
+    publisher set is dropped (the exchange and routing key say it)."""
+
+    def __init__(self, route: Route, core: TopologyCore) -> None:
+        super().__init__(route)
+        self.core = core
+
+    def amqp10_to_legacy(self, message: AmqpMessage) -> Any:
+        reply_to = message.properties.reply_to
+        if reply_to:
+            queue = self.core.queue_named_by(reply_to)
+            if queue is not None:
+                message.properties.reply_to = queue
+        dp, mp, body = super().amqp10_to_legacy(message)
+        headers = mp.application_headers
+        if headers and headers.get(H_TO) == self.core.backend.publish_address(
+                dp.exchange or "", dp.routing_key or ""):
+            del headers[H_TO]
+            if not headers:
+                mp.application_headers = None
+        return dp, mp, body
+
+
 class TopologyMode:
     """A topology-mode 0-10 listener's bond to its 1.0 broker (module docstring)."""
 
@@ -198,9 +236,10 @@ class TopologyMode:
                 del self.queues[name]
         route = self.queues.get(queue)
         if route is None:
+            settings = self.core.queue_route_settings(queue)
             route = self.queues[queue] = FacadeConsume(
-                self.container, self.core.queue_route_settings(queue), self.facade,
-                self.amqp10, None, register=False)
+                self.container, settings, self.facade, self.amqp10, None, register=False)
+            route.translator = TopologyTranslator(settings, self.core)
             if self.facade.stopping:
                 route.paused = True
         return route
@@ -380,4 +419,5 @@ class TopologyMode:
             QueueSpec(queue, owner=st.owner), True, done), answer)
 
 
-__all__ = ["BROWSES", "ERROR_CODES", "TopologyMode", "TopologyPublish", "refusal"]
+__all__ = ["BROWSES", "ERROR_CODES", "TopologyMode", "TopologyPublish", "TopologyTranslator",
+           "refusal"]

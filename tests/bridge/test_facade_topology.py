@@ -16,12 +16,19 @@ from dataclasses import dataclass
 
 import pika
 import pytest
+from proton import Message
 
 from amqp010.events import ExecutionExceptionReceived
-from amqp010.spec import DeliveryProperties, ErrorCode
+from amqp010.spec import DeliveryProperties, ErrorCode, ReplyTo
 from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import BridgeRun, free_port, wait_listening
-from tests.support.rabbitmq import declare_queue, queue_address, receive_messages, unique_queue
+from tests.support.rabbitmq import (
+    declare_queue,
+    queue_address,
+    receive_messages,
+    send_messages,
+    unique_queue,
+)
 
 pytestmark = pytest.mark.rabbitmq(4)
 
@@ -208,3 +215,27 @@ def test_a_configured_route_keeps_its_exchange(bridge: Running) -> None:
     got = receive_messages(bridge.rabbitmq_url, queue_address(bridge.configured), 1,
                            timeout=10)
     assert [r.message.body for r in got] == [b"through the route"]
+
+
+def test_a_native_requesters_reply_to_reaches_a_0_10_responder_as_a_queue_name(
+        bridge: Running) -> None:
+    """A 1.0 client straight on RabbitMQ asks with reply-to /queues/R; the 0-10 responder
+    sees reply-to R (default exchange) and answers there; the façade's own ``to`` is not
+    among the headers its subscribers see."""
+    requests, replies = name("requests"), name("replies")
+    declare_queue(bridge.rabbitmq_url, replies)
+    with bridge.client() as client:
+        client.declare_queue(requests)
+        send_messages(bridge.rabbitmq_url, queue_address(requests),
+                      [Message(body="ping", reply_to=queue_address(replies))])
+        dest = client.subscribe(requests)
+        request = client.receive(dest, timeout=10)
+        mp = request.message_properties
+        assert mp is not None and mp.reply_to == ReplyTo(None, replies)
+        client.publish(b"pong", "", "", delivery=DeliveryProperties(routing_key=replies))
+        client.publish(b"own", "", "", delivery=DeliveryProperties(routing_key=requests))
+        own = client.receive(dest, timeout=10).message_properties
+        assert "x-amqp-1.0.to" not in ((own.application_headers or {}) if own else {})
+        client.delete_queue(requests)
+    got = receive_messages(bridge.rabbitmq_url, queue_address(replies), 1, timeout=10)
+    assert [bytes(r.message.body) for r in got] == [b"pong"]
