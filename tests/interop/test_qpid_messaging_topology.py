@@ -44,6 +44,8 @@ class Topology:
     broker_url: str
     port: int
     proc: BridgeRun
+    second_port: int
+    """A second ``amqp-bridge run`` with the same configuration (another instance)."""
 
     def connect(self) -> Any:
         connection = Connection(f"127.0.0.1:{self.port}", username=USER, password=PASSWORD,
@@ -84,10 +86,11 @@ class Topology:
         finally:
             connection.close()
 
-    def program(self, name: str, address: str, *options: Any) -> subprocess.Popen[str]:
+    def program(self, name: str, address: str, *options: Any, port: int | None = None
+                ) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, str(PROGRAMS / f"{name}.py"), f"127.0.0.1:{self.port}", address,
-             *map(str, options)],
+            [sys.executable, str(PROGRAMS / f"{name}.py"), f"127.0.0.1:{port or self.port}",
+             address, *map(str, options)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROGRAMS,
             env={**os.environ, "PYTHONPATH": str(QPID_PYTHON), "QPID_USER": USER,
                  "QPID_PASSWORD": PASSWORD})
@@ -107,8 +110,10 @@ def topology(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         url = qpidd.url
     else:
         url = request.getfixturevalue("rabbitmq4_url")
-    port = free_port()
-    config = f"""
+    port, second_port = free_port(), free_port()
+
+    def config(port: int) -> str:
+        return f"""
 connections:
   cloud: {{protocol: amqp1.0, url: "{url}"}}
 listeners:
@@ -116,23 +121,28 @@ listeners:
             topology: {{connection: cloud, broker: {broker}}}}}
 """
     try:
-        with serving(config, tmp_path_factory.mktemp(f"facade-topology-{broker}"),
-                     port) as proc:
-            yield Topology(broker, url, port, proc)
-        log = proc.log()
-        assert "level=error" not in log, log
+        with serving(config(port), tmp_path_factory.mktemp(f"facade-topology-{broker}"),
+                     port) as proc, \
+                serving(config(second_port), tmp_path_factory.mktemp(
+                    f"facade-topology-{broker}-2"), second_port) as second:
+            yield Topology(broker, url, port, proc, second_port)
+        for log in (proc.log(), second.log()):
+            assert "level=error" not in log, log
     finally:
         if qpidd is not None:
             qpidd.stop()
 
 
-def test_request_response_over_a_temporary_queue(topology: Topology) -> None:
+@pytest.mark.parametrize("instance", ["same", "second"])
+def test_request_response_over_a_temporary_queue(topology: Topology, instance: str) -> None:
     """qpid's own pattern: the client's receiver on '#', reply_to=receiver.source, the
-    server (another connection) answering with session.sender(msg.reply_to): 50/50; the
-    temporary queue goes with the client's session."""
+    server (another connection; of the same bridge process, or of a second one)
+    answering with session.sender(msg.reply_to): 50/50; the temporary queue goes with
+    the client's session."""
     requests = unique("requests")
     server = topology.program("qpid_rpc_server", f"{requests}; {{create: always}}",
-                              "--count", 50)
+                              "--count", 50,
+                              port=topology.second_port if instance == "second" else None)
     assert server.stdout is not None
     assert server.stdout.readline().strip() == "listening", server.communicate(timeout=30)
     client = topology.program("qpid_rpc_client", requests, "--count", 50)
