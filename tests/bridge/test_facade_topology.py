@@ -19,7 +19,7 @@ import pytest
 from proton import Message
 
 from amqp010.events import ExecutionExceptionReceived
-from amqp010.spec import DeliveryProperties, ErrorCode, ReplyTo
+from amqp010.spec import AcquireMode, DeliveryProperties, ErrorCode, ReplyTo
 from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.rabbitmq import (
@@ -167,8 +167,12 @@ def test_a_sessions_pipelined_commands_run_in_order(bridge: Running) -> None:
                 c.declare_queue(q, durable=False, auto_delete=True)),
      ErrorCode.PRECONDITION_FAILED),
     (lambda c: c.declare_exchange(name("x"), "no-such-type"), ErrorCode.NOT_IMPLEMENTED),
+    (lambda c: c.declare_queue(f"amq.{name('reserved')}"), ErrorCode.UNAUTHORIZED_ACCESS),
+    (lambda c: c.subscribe("amq.topic", acquire_mode=AcquireMode.NOT_ACQUIRED),
+     ErrorCode.NOT_IMPLEMENTED),
 ], ids=["passive-queue", "passive-exchange", "subscribe", "transfer-to-absent-exchange",
-        "bind-absent-queue", "inequivalent-redeclare", "unknown-exchange-type"])
+        "bind-absent-queue", "inequivalent-redeclare", "unknown-exchange-type",
+        "reserved-name", "browse"])
 def test_refusals_carry_qpidds_codes(bridge: Running, action: Callable[[BlockingClient],
                                                                       object], code: int
                                      ) -> None:
