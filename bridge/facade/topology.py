@@ -361,12 +361,12 @@ class TopologyMode:
                     raise refusal(found)
                 return ExchangeQueryResult(type="", durable=False, not_found=True,
                                            arguments={})
-            # (the type of an exchange declared elsewhere is not known: empty)
-            return ExchangeQueryResult(type=self.exchange_types.get(name, ""), durable=False,
-                                       not_found=False, arguments={})
+            # (the broker's type where it tells it; else known here, or empty)
+            return ExchangeQueryResult(type=found.type or self.exchange_types.get(name, ""),
+                                       durable=found.durable, not_found=False, arguments={})
 
         return self.call(st, cid, c, lambda done: self.backend.declare_exchange(
-            ExchangeSpec(name), True, done), answer, errors_answered=True)
+            ExchangeSpec(name, type=""), True, done), answer, errors_answered=True)
 
     def exchange_delete(self, st: SessionState, cid: int, c: ExchangeDelete) -> Later:
         name = c.exchange or ""

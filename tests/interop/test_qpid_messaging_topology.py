@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pika
 import pytest
 from proton import Message, Timeout
 from proton.utils import BlockingConnection
@@ -258,5 +259,41 @@ def test_absent_names_and_exclusive_queues(topology: Topology) -> None:
             assert "(405)" in str(info.value), info.value
         finally:
             other.close()
+    finally:
+        connection.close()
+
+
+def test_an_exchange_declared_elsewhere(topology: Topology) -> None:
+    """A topic exchange another client declared straight on the broker: qpidd tells its
+    type, so a receiver on it with no subject binds qpid.messaging's default '#' and gets
+    every message; RabbitMQ 4 does not tell an exchange's type (docs/topology.md), so
+    qpid.messaging binds with an empty key and a keyed message does not reach it."""
+    exchange = unique("elsewhere")
+    if topology.broker == "qpidd":
+        direct = Connection(topology.broker_url.rpartition("@")[2])
+        direct.open()
+        try:
+            direct.session().sender(f"{exchange}; {{create: always, node: {{type: topic}}}}")
+        finally:
+            direct.close()
+    else:
+        conn = pika.BlockingConnection(pika.URLParameters(topology.broker_url + "/%2F"))
+        try:
+            conn.channel().exchange_declare(exchange, "topic", auto_delete=True)
+        finally:
+            conn.close()
+    connection = topology.connect()
+    try:
+        session = connection.session()
+        receiver = session.receiver(exchange)
+        session.sender(f"{exchange}/a.b").send(QpidMessage("keyed"))
+        if topology.broker == "qpidd":
+            assert receiver.fetch(timeout=10).content == "keyed"
+            session.acknowledge()
+        else:
+            with pytest.raises(Empty):
+                receiver.fetch(timeout=1)
+        receiver.close()
+        session.sender(f"{exchange}; {{delete: always}}").close()
     finally:
         connection.close()
