@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pika
 import pytest
@@ -29,6 +30,7 @@ from tests.support.rabbitmq import (
     send_messages,
     unique_queue,
 )
+from tests.support.relay import Relay
 
 pytestmark = pytest.mark.rabbitmq(4)
 
@@ -243,3 +245,43 @@ def test_a_native_requesters_reply_to_reaches_a_0_10_responder_as_a_queue_name(
         client.delete_queue(requests)
     got = receive_messages(bridge.rabbitmq_url, queue_address(replies), 1, timeout=10)
     assert [bytes(r.message.body) for r in got] == [b"pong"]
+
+
+def test_a_broker_that_does_not_answer_is_resource_limit_exceeded(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """The 1.0 broker silent past ``request_timeout``: the declare is refused
+    resource-limit-exceeded (506), and once the broker answers again a new session
+    declares as before."""
+    host, port = rabbitmq_url.rpartition("@")[2].split(":")
+    relay = Relay((host, int(port)))
+    listen = free_port()
+    config = f"""
+connections:
+  cloud: {{protocol: amqp1.0, url: "{relay.url(rabbitmq_url)}", heartbeat: 0}}
+listeners:
+  legacy:
+    protocol: amqp0-10
+    bind: "127.0.0.1:{listen}"
+    users: {{app: app-pw}}
+    topology: {{connection: cloud, broker: rabbitmq4, request_timeout: 1}}
+"""
+    proc = BridgeRun(config, tmp_path).start()
+    try:
+        wait_listening(listen, proc)
+        queue = name("silent")
+        with BlockingClient.connect(f"amqp://app:app-pw@127.0.0.1:{listen}") as client:
+            client.declare_queue(name("before"), auto_delete=True)  # (the link pair is up)
+            relay.pause()
+            error = refused(client, lambda c: c.declare_queue(queue))
+            assert error.error_code == ErrorCode.RESOURCE_LIMIT_EXCEEDED, error
+            relay.resume()
+        with BlockingClient.connect(f"amqp://app:app-pw@127.0.0.1:{listen}") as client:
+            after = name("after")
+            client.declare_queue(after, auto_delete=True, exclusive=True)
+            assert client.query_queue(after).queue == after
+            client.delete_queue(queue)  # (the request that timed out may have run late)
+    finally:
+        relay.resume()
+        rc = proc.stop()
+        relay.close()
+    assert rc == 0, proc.log()
