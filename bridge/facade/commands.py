@@ -124,8 +124,11 @@ class ServerCommands:
             st.session.complete(ev.command_id, result)  # type: ignore[arg-type]
 
     def refuse(self, st: SessionState, cid: int, cmd: Command, exc: Refused) -> None:
-        """Answer command ``cid`` with execution.exception (counted and logged)."""
+        """Answer command ``cid`` with execution.exception (counted and logged); what the
+        session sent after it is not executed."""
         self._refused(st, exc.code, f"{cmd.NAME}: {exc.text}", exc.event)
+        if st.failed_at is None:
+            st.failed_at = cid
         if st.session.attached:
             st.session.exception(exc.code, cid, exc.text, command=cmd,
                                  field_index=exc.field_index)

@@ -35,6 +35,7 @@ from amqp010.events import (
     SessionDetached,
 )
 from amqp010.sasl import SimpleAuthenticator
+from amqp010.serial import serial_lt
 from amqp010.session import Session
 from amqp010.spec import ErrorCode
 
@@ -198,12 +199,16 @@ class Facade(ListenerCore):
     def release_held(self, st: SessionState) -> None:
         """What the session sent while a topology-mode command was pending goes on, in
         order, until another one is pending (transfers of a session ended meanwhile
-        too: what was read is forwarded); the client is read again once nothing is held."""
+        too: what was read is forwarded; but nothing after a command the session's
+        execution.exception named, as a broker executes nothing after it); the client is
+        read again once nothing is held."""
         held = st.held_events
         released = 0
         while held and not st.topology_pending:
             released += 1
-            self._dispatch(st, held.popleft())
+            ev = held.popleft()
+            if st.failed_at is None or not serial_lt(st.failed_at, ev.command_id):
+                self._dispatch(st, ev)  # (after a refused command: never executed)
         st.client.holding -= released
         if released:
             self.update_reading()

@@ -148,6 +148,9 @@ class SessionState:
     held_events: deque[Any] = field(default_factory=deque)
     """Topology mode: commands and transfers that came while a command was pending (a
     broker executes a session's commands in order); dispatched once none is."""
+    failed_at: int | None = None
+    """The command the session's execution.exception named: held commands after it are
+    never executed (as the engine withdraws those it still queues)."""
     ended: bool = False
 
     @property

@@ -285,3 +285,21 @@ listeners:
         rc = proc.stop()
         relay.close()
     assert rc == 0, proc.log()
+
+
+def test_nothing_after_a_refused_command_is_executed(bridge: Running) -> None:
+    """A transfer sent right behind a declare the broker refuses never reaches the
+    broker: the session's exception ends it there, as qpidd executes nothing after."""
+    queue = name("target")
+    with bridge.client() as client:
+        client.declare_queue(queue, auto_delete=False)
+    with bridge.client() as client:
+        session = client._s()
+        session.queue_declare(name("absent"), passive=True)  # refused: not-found
+        client.publish(b"after", "", "", delivery=DeliveryProperties(routing_key=queue),
+                       wait=False)
+        with pytest.raises(ClientError):
+            client.sync()
+    assert bridge.depth(queue) == 0
+    with bridge.client() as client:
+        client.delete_queue(queue)
