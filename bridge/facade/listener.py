@@ -271,14 +271,15 @@ class Facade(ListenerCore):
 
     @staticmethod
     def _default_exchange_key(ev: MessageReceived) -> str:
+        """The routing key of a transfer ("" if it has none): the queue a transfer to the
+        default exchange names."""
         dp = ev.delivery_properties
         return dp.routing_key if dp is not None and dp.routing_key else ""
 
     def _queue_publisher(self, ev: MessageReceived) -> FacadePublish | None:
         """The route for a publish to the default exchange: the façade queue its routing
         key names (as a broker puts it in that queue), or an exception (None)."""
-        dp = ev.delivery_properties
-        key = dp.routing_key if dp is not None and dp.routing_key else ""
+        key = self._default_exchange_key(ev)
         publisher = self.queue_publishers.get(key)
         if publisher is not None:
             return publisher
