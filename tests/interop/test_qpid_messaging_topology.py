@@ -297,3 +297,29 @@ def test_an_exchange_declared_elsewhere(topology: Topology) -> None:
         session.sender(f"{exchange}; {{delete: always}}").close()
     finally:
         connection.close()
+
+
+def test_create_always_topic_node(topology: Topology) -> None:
+    """{create: always, node: {type: topic}}: an exchange (topic) declared at the broker;
+    a receiver with a pattern on it gets what matches; {delete: always} removes it."""
+    exchange = unique("topic")
+    connection = topology.connect()
+    try:
+        session = connection.session()
+        sender = session.sender(f"{exchange}; {{create: always, node: {{type: topic}}}}")
+        receiver = session.receiver(f"{exchange}/orders.#")
+        for subject in ("orders.new", "invoices.new", "orders.eu.paid"):
+            sender.send(QpidMessage(subject, subject=subject))
+        got = []
+        with pytest.raises(Empty):
+            while True:
+                got.append(receiver.fetch(timeout=2).content)
+        session.acknowledge()
+        assert got == ["orders.new", "orders.eu.paid"]
+        receiver.close()
+        sender.close()
+        session.sender(f"{exchange}; {{delete: always, node: {{type: topic}}}}").close()
+        with pytest.raises(NotFound):
+            session.sender(exchange)
+    finally:
+        connection.close()
