@@ -59,6 +59,14 @@ class Running:
         finally:
             conn.close()
 
+    def delete(self, queue: str) -> None:
+        """Delete the queue at RabbitMQ (the 4.0 node is shared: tests leave nothing)."""
+        conn = pika.BlockingConnection(pika.URLParameters(self.rabbitmq_url + "/%2F"))
+        try:
+            conn.channel().queue_delete(queue)
+        finally:
+            conn.close()
+
 
 @pytest.fixture(scope="module")
 def bridge(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
@@ -83,11 +91,13 @@ routes:
       to: {{connection: cloud, address: {queue_address(configured)}}}}}
 """
     proc = BridgeRun(config, tmp_path_factory.mktemp("topology010")).start()
+    running = Running(rabbitmq_url, port, configured, proc)
     try:
         wait_listening(port, proc)
-        yield Running(rabbitmq_url, port, configured, proc)
+        yield running
     finally:
         rc = proc.stop()
+        running.delete(configured)
     assert rc == 0, proc.log()
     assert "level=error" not in proc.log(), proc.log()
 
@@ -165,8 +175,8 @@ def test_a_sessions_pipelined_commands_run_in_order(bridge: Running) -> None:
     (lambda c: c.subscribe(name("absent")), ErrorCode.NOT_FOUND),
     (lambda c: c.publish(b"x", "k", name("absent")), ErrorCode.NOT_FOUND),
     (lambda c: c.bind(name("absent"), "amq.direct", "k"), ErrorCode.NOT_FOUND),
-    (lambda c: (c.declare_queue(q := name("q"), durable=True, auto_delete=True),
-                c.declare_queue(q, durable=False, auto_delete=True)),
+    (lambda c: (c.declare_queue(q := name("q"), durable=True, exclusive=True),
+                c.declare_queue(q, durable=False, exclusive=True)),
      ErrorCode.PRECONDITION_FAILED),
     (lambda c: c.declare_exchange(name("x"), "no-such-type"), ErrorCode.NOT_IMPLEMENTED),
     (lambda c: c.declare_queue(f"amq.{name('reserved')}"), ErrorCode.UNAUTHORIZED_ACCESS),
@@ -244,6 +254,7 @@ def test_a_native_requesters_reply_to_reaches_a_0_10_responder_as_a_queue_name(
         assert "x-amqp-1.0.to" not in ((own.application_headers or {}) if own else {})
         client.delete_queue(requests)
     got = receive_messages(bridge.rabbitmq_url, queue_address(replies), 1, timeout=10)
+    bridge.delete(replies)
     assert [bytes(r.message.body) for r in got] == [b"pong"]
 
 
@@ -270,7 +281,7 @@ listeners:
         wait_listening(listen, proc)
         queue = name("silent")
         with BlockingClient.connect(f"amqp://app:app-pw@127.0.0.1:{listen}") as client:
-            client.declare_queue(name("before"), auto_delete=True)  # (the link pair is up)
+            client.declare_queue(name("before"), exclusive=True)  # (the link pair is up)
             relay.pause()
             error = refused(client, lambda c: c.declare_queue(queue))
             assert error.error_code == ErrorCode.RESOURCE_LIMIT_EXCEEDED, error

@@ -6,8 +6,9 @@ subprocesses, separate connections), ``{create: always}`` senders and receivers,
 reason), declares, queries and deletes. What reached the broker is checked straight on
 the broker over AMQP 1.0, not through the façade.
 
-One ``amqp-bridge run`` per broker kind serves the module (a topology-mode listener and
-no route)."""
+Two ``amqp-bridge run`` per broker kind serve the module (a topology-mode listener and
+no route; the second for replies through another instance). Each test deletes what it
+declared (the RabbitMQ 4 node is shared; the qpidd is the module's own)."""
 
 from __future__ import annotations
 
@@ -159,6 +160,7 @@ def test_request_response_over_a_temporary_queue(topology: Topology, instance: s
         with pytest.raises(NotFound):  # its session ended: gone from the broker
             connection.session().sender(
                 f"{temporary}; {{assert: always, node: {{type: queue}}}}")
+        connection.session().sender(f"{requests}; {{delete: always}}").close()
     finally:
         connection.close()
 
@@ -181,6 +183,7 @@ def test_create_always_sender_and_receiver(topology: Topology) -> None:
         session.acknowledge()
         receiver.close()
         assert topology.drain_at_broker(other) == []
+        session.sender(f"{other}; {{delete: always}}").close()
         session.sender(f"{queue}; {{delete: always}}").close()  # deletes it at the broker
         with pytest.raises(NotFound):
             session.sender(queue)
