@@ -418,6 +418,10 @@ def topology_backend(container: Container, amqp10: Any, settings: ListenerTopolo
                                f"available in this build ({exc})"]) from None
         return RabbitMQ4Topology(container, amqp10, name=name,  # type: ignore[no-any-return]
                                  request_timeout=settings.request_timeout)
+    if settings.broker == "qpidd":
+        from .topology.qpidd import QpiddTopology
+        return QpiddTopology(container, amqp10, name=name,
+                             request_timeout=settings.request_timeout)
     raise ConfigError([f"listeners.{name}.topology.broker: unknown broker kind "
                        f"{settings.broker!r}"])
 

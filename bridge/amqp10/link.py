@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from proton import Condition, Delivery, Endpoint, Link
+from proton import Condition, Delivery, Endpoint, Link, Terminus
 from proton.reactor import Container
 
 from ..config import Reconnect
@@ -85,13 +85,17 @@ class Amqp10Link:
     """
 
     def __init__(self, container: Container, connection: Any, address: str | None, *,
-                 sender: bool, owner: LinkOwner, name: str, route: str = "") -> None:
+                 sender: bool, owner: LinkOwner, name: str, route: str = "",
+                 browse: bool = False) -> None:
         self.container = container
         self.connection = connection
         self.address = address
         """The node (None: a sender to the anonymous terminus; each message's ``to``
         names its node)."""
         self.is_sender = sender
+        self.browse = browse
+        """A receiver whose source has distribution-mode copy: it sees the node's messages
+        without taking them (a 0-10 not-acquired subscription, qpid.messaging's browse)."""
         self.owner = owner
         self.name = name
         self.route = route
@@ -330,6 +334,8 @@ class Amqp10Link:
             link.target.address = self.address
         else:
             link.source.address = self.address
+            if self.browse:
+                link.source.distribution_mode = Terminus.DIST_MODE_COPY
         link.handler = self
         link.open()
         self.session, self.link = session, link

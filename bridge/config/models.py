@@ -259,7 +259,7 @@ class UserPermissions(PermissionPatterns):
 
 
 ListenerProtocol = Literal["amqp0-10", "amqp0-9-1"]
-TopologyBroker = Literal["rabbitmq4", "rabbitmq3"]
+TopologyBroker = Literal["rabbitmq4", "rabbitmq3", "qpidd"]
 
 
 class ListenerTopology(_Model):
@@ -275,7 +275,12 @@ class ListenerTopology(_Model):
                                                "over AMQP 1.0, its v2 addresses and "
                                                "anonymous-terminus publishing); rabbitmq3 "
                                                "(RabbitMQ 3.x: declares over declare_via, "
-                                               "its v1 addresses, a sender per address).")
+                                               "its v1 addresses, a sender per address; an "
+                                               "amqp0-9-1 listener's only, so far); qpidd "
+                                               "(qpidd's AMQP 1.0 side: QMF2 over AMQP 1.0, "
+                                               "plain addresses, the routing key as the "
+                                               "subject; an amqp0-10 listener's only, so "
+                                               "far).")
     declare_via: str | None = Field(
         None, description="An amqp0-9-1 connection (one of ``connections``) to the same "
                           "RabbitMQ node, over whose channel the declares, bindings, deletes "
@@ -325,12 +330,13 @@ class Listener(_Model):
                           "adds to users.")
     tls: ListenerTls | None = Field(None, description="Accept TLS connections only.")
     topology: ListenerTopology | None = Field(
-        None, description="AMQP 0-9-1 only: serve every exchange and queue, not just the "
-                          "routes' names: declares, bindings, deletes and purges are the "
-                          "AMQP 1.0 broker's (docs/topology.md), a publish to any exchange "
-                          "reaches the broker's routing, basic.consume and basic.get work on "
-                          "any queue; routes of the listener keep their names. Absent: the "
-                          "listener serves its routes' names only.")
+        None, description="Serve every exchange and queue, not just the routes' names: "
+                          "declares, bindings, deletes and purges are the AMQP 1.0 broker's "
+                          "(docs/topology.md), a publish to any exchange reaches the "
+                          "broker's routing, consumes (0-9-1 basic.consume and basic.get, "
+                          "0-10 message.subscribe) work on any queue; routes of the listener "
+                          "keep their names. Absent: the listener serves its routes' names "
+                          "only.")
     max_pending_logins: int = Field(
         64, ge=1, description="PLAIN logins that may wait for (or be in) a PBKDF2 password "
                               "check on this listener; past it a login is refused at once "
@@ -435,8 +441,16 @@ class Listener(_Model):
                              "(any PLAIN or AMQPLAIN client then needs one of them)")
         if self.protocol == "amqp0-10" and self.virtual_hosts is not None:
             raise ValueError("virtual_hosts: only for an amqp0-9-1 listener")
-        if self.protocol == "amqp0-10" and self.topology is not None:
-            raise ValueError("topology: only for an amqp0-9-1 listener so far")
+        if self.protocol == "amqp0-9-1" and self.topology is not None \
+                and self.topology.broker == "qpidd":
+            raise ValueError("topology.broker: qpidd serves an amqp0-10 listener only so far "
+                             "(a 0-9-1 listener's topology: rabbitmq4 or rabbitmq3)")
+        if self.protocol == "amqp0-10" and self.topology is not None \
+                and self.topology.broker == "rabbitmq3":
+            raise ValueError("topology.broker: rabbitmq3 serves an amqp0-9-1 listener only so "
+                             "far (the 0-10 façade publishes on the anonymous terminus, which "
+                             "RabbitMQ 3.x never answers; a 0-10 listener's topology: "
+                             "rabbitmq4 or qpidd)")
         return self
 
     @model_validator(mode="after")

@@ -44,9 +44,15 @@ only those listed before it; ``state`` names the routes' classes for type checki
 - :mod:`~bridge.facade.access`: :class:`~bridge.facade.access.Access`, who may do what
   on a listener (both façades' permission checks, the user-id rule, refusal counts), and
   :mod:`~bridge.facade.command_access`, the permissions each 0-10 command needs;
+- :mod:`~bridge.facade.topology_core`: what both façades' topology modes share (the
+  made routes' settings, owner ids at the backend, the reply-to mapping back), and
+  :mod:`~bridge.facade.topology`: the 0-10 façade's topology mode (names no route
+  configures are the 1.0 broker's, through a :class:`~bridge.topology.Topology`
+  backend; docs/topology.md);
 - :mod:`~bridge.facade.commands`: :class:`ServerCommands`, the 0-10 server's command
   model (declare / query / bind / subscribe answers, temporary queues, error codes),
-  each command checked against the user's permissions first;
+  each command checked against the user's permissions first, names no route
+  configures handed to the topology mode when the listener has one;
 - :mod:`~bridge.facade.listener`: :class:`Facade`, the listener (accepting through the
   runtime's :class:`~bridge.runtime.EngineListener`, logins, limits, event dispatch,
   graceful stop).

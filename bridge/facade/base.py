@@ -238,15 +238,21 @@ class ListenerCore:
         self.container.schedule(STOP_POLL, Timer(self.close_when_drained))
 
     def _publish_routes(self) -> list[Any]:
-        """The routes clients publish to (a graceful stop forwards what they hold)."""
-        subclass: Any = self  # both façades have these tables
-        return [*subclass.publish_routes.values(), *subclass.queue_publishers.values()]
+        """The routes clients publish to (a graceful stop forwards what they hold): the
+        configured ones, the publishers to the default exchange, in topology mode the
+        anonymous publisher."""
+        subclass: Any = self  # both façades have these tables and a topology mode
+        topology = [subclass.topology.publisher] if subclass.topology is not None else []
+        return [*subclass.publish_routes.values(), *subclass.queue_publishers.values(),
+                *topology]
 
     def made_routes(self) -> list[Any]:
         """Routes made on demand beside the configured ones (the publishers to the default
-        exchange): the bridge's metrics and graceful stop see them too."""
-        subclass: Any = self  # both façades have this table
-        return list(subclass.queue_publishers.values())
+        exchange; in topology mode the anonymous publisher and the broker queues' consume
+        routes): the bridge's metrics and graceful stop see them too."""
+        subclass: Any = self  # both façades have this table and a topology mode
+        topology = subclass.topology.routes() if subclass.topology is not None else []
+        return [*subclass.queue_publishers.values(), *topology]
 
     def _note_senders(self) -> bool:
         """One look at the clients still being read during a graceful stop: those with

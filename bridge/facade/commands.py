@@ -11,6 +11,11 @@ refused (execution.exception with the error code a broker gives, :class:`Refused
 a session's exclusive or auto-delete queue becomes a *temporary queue* bound to one
 subscription exchange (docs/semantics.md, "Façade"); message.subscribe starts a
 subscription of a consume route; accept / reject / release settle our transfers.
+
+On a listener in *topology mode* (:mod:`~bridge.facade.topology`) every name no route
+configures is the 1.0 broker's: declares, queries, binds, deletes, purges and
+subscriptions of such names go to the :class:`~bridge.facade.topology.TopologyMode`
+(answered once the broker did), configured names are answered as above.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from amqp010.spec import (
     ErrorCode,
     ExchangeBind,
     ExchangeDeclare,
+    ExchangeDelete,
     ExchangeQuery,
     ExchangeQueryResult,
     ExchangeUnbind,
@@ -41,6 +47,7 @@ from amqp010.spec import (
     MessageSubscribe,
     QueueDeclare,
     QueueDelete,
+    QueuePurge,
     QueueQuery,
     QueueQueryResult,
 )
@@ -58,6 +65,7 @@ from .state import (
     SessionState,
     TemporaryQueue,
 )
+from .topology import TopologyMode
 
 log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
 
@@ -90,6 +98,9 @@ class ServerCommands:
         event): counted and logged by the listener."""
         self.access = access
         """Who may do what: asked before each command is answered."""
+        self.topology: TopologyMode | None = None
+        """The listener's topology mode (names no route configures are the 1.0 broker's,
+        :mod:`~bridge.facade.topology`), or None."""
 
     @property
     def stopping(self) -> bool:
@@ -107,13 +118,20 @@ class ServerCommands:
                               f"{cmd.NAME} is not implemented by the amqp-bridge façade")
             result = handler(self, st, ev.command_id, cmd)
         except Refused as exc:
-            self._refused(st, exc.code, f"{cmd.NAME}: {exc.text}", exc.event)
-            if st.session.attached:
-                st.session.exception(exc.code, ev.command_id, exc.text, command=cmd,
-                                     field_index=exc.field_index)
+            self.refuse(st, ev.command_id, cmd, exc)
             return
         if result is not LATER and st.session.attached:
             st.session.complete(ev.command_id, result)  # type: ignore[arg-type]
+
+    def refuse(self, st: SessionState, cid: int, cmd: Command, exc: Refused) -> None:
+        """Answer command ``cid`` with execution.exception (counted and logged); what the
+        session sent after it is not executed."""
+        self._refused(st, exc.code, f"{cmd.NAME}: {exc.text}", exc.event)
+        if st.failed_at is None:
+            st.failed_at = cid
+        if st.session.attached:
+            st.session.exception(exc.code, cid, exc.text, command=cmd,
+                                 field_index=exc.field_index)
 
     def _authorize(self, st: SessionState, cmd: Command) -> None:
         """Raise :class:`AccessRefused` (unauthorized-access, qpidd's text) if the
@@ -141,19 +159,24 @@ class ServerCommands:
                                                f"queues: {known})", field_index)
         return route
 
-    def _queue_declare(self, st: SessionState, cid: int, c: QueueDeclare) -> None:
+    def _queue_declare(self, st: SessionState, cid: int, c: QueueDeclare) -> Later | None:
         name = c.queue or ""
         if name in self.consume_routes or name in st.temporary_queues:
-            return
+            return None
+        if self.topology is not None:
+            return self.topology.queue_declare(st, cid, c)
         if c.passive:
             self._queue(name, 0)
         if self.exchange_subscriptions and name and (c.exclusive or c.auto_delete):
             st.temporary_queues[name] = TemporaryQueue(name)  # to bind to an exchange
-            return
+            return None
         raise Refused(ErrorCode.NOT_ALLOWED, f"the amqp-bridge façade does not create queues "
                                              f"({name!r} is not configured)", 0)
 
-    def _queue_query(self, st: SessionState, cid: int, c: QueueQuery) -> QueueQueryResult:
+    def _queue_query(self, st: SessionState, cid: int, c: QueueQuery
+                     ) -> QueueQueryResult | Later:
+        if self.topology is not None and (c.queue or "") not in self.consume_routes:
+            return self.topology.queue_query(st, cid, c)
         temporary = st.temporary_queues.get(c.queue or "")
         if temporary is not None:
             subscribers = sum(1 for sub in st.subscriptions.values()
@@ -169,12 +192,15 @@ class ServerCommands:
                                 arguments={}, message_count=0,
                                 subscriber_count=len(route.subscriptions))
 
-    def _exchange_declare(self, st: SessionState, cid: int, c: ExchangeDeclare) -> None:
+    def _exchange_declare(self, st: SessionState, cid: int, c: ExchangeDeclare
+                          ) -> Later | None:
         name = c.exchange or ""
-        if name in self.publish_routes or name in self.exchange_subscriptions:
+        if self._configured_exchange(name):
             if c.type and c.type not in EXCHANGE_TYPES:
                 raise Refused(ErrorCode.NOT_FOUND, f"exchange type {c.type!r} not found", 1)
-            return
+            return None
+        if self.topology is not None and name:
+            return self.topology.exchange_declare(st, cid, c)
         if c.passive:
             raise Refused(ErrorCode.NOT_FOUND, f"exchange {name!r} not found", 0)
         if not name:
@@ -182,8 +208,14 @@ class ServerCommands:
         raise Refused(ErrorCode.NOT_ALLOWED, f"the amqp-bridge façade does not create exchanges "
                                              f"({name!r} is not configured)", 0)
 
+    def _configured_exchange(self, name: str) -> bool:
+        """A route publishes from, or feeds temporary queues bound to, exchange ``name``."""
+        return name in self.publish_routes or name in self.exchange_subscriptions
+
     def _exchange_query(self, st: SessionState, cid: int, c: ExchangeQuery
-                        ) -> ExchangeQueryResult:
+                        ) -> ExchangeQueryResult | Later:
+        if self.topology is not None and not self._configured_exchange(c.name or ""):
+            return self.topology.exchange_query(st, cid, c)
         if (c.name or "") in self.exchange_subscriptions and (c.name or "") not in \
                 self.publish_routes:
             return ExchangeQueryResult(type="topic", durable=True, not_found=False,
@@ -194,6 +226,8 @@ class ServerCommands:
         return ExchangeQueryResult(type="fanout", durable=True, not_found=False, arguments={})
 
     def _exchange_bind(self, st: SessionState, cid: int, c: ExchangeBind) -> Later | None:
+        if self.topology is not None and (c.queue or "") not in self.consume_routes:
+            return self.topology.exchange_bind(st, cid, c)
         exchange = c.exchange or ""
         temporary = st.temporary_queues.get(c.queue or "")
         if temporary is not None:
@@ -227,15 +261,32 @@ class ServerCommands:
                   self.name, exchange, c.queue)
         return None
 
-    def _queue_delete(self, st: SessionState, cid: int, c: QueueDelete) -> None:
+    def _queue_delete(self, st: SessionState, cid: int, c: QueueDelete) -> Later | None:
+        if self.topology is not None and (c.queue or "") not in self.consume_routes:
+            return self.topology.queue_delete(st, cid, c)
         temporary = st.temporary_queues.pop(c.queue or "", None)
         if temporary is None:
             raise Refused(ErrorCode.NOT_IMPLEMENTED,
                           f"{c.NAME} is not implemented by the amqp-bridge façade")
         if temporary.sub is not None and not temporary.consuming:
             temporary.sub.end()  # bound, never subscribed: its link goes
+        return None
 
-    def _exchange_unbind(self, st: SessionState, cid: int, c: ExchangeUnbind) -> None:
+    def _queue_purge(self, st: SessionState, cid: int, c: QueuePurge) -> Later:
+        if self.topology is None or (c.queue or "") in self.consume_routes:
+            raise Refused(ErrorCode.NOT_IMPLEMENTED,
+                          f"{c.NAME} is not implemented by the amqp-bridge façade")
+        return self.topology.queue_purge(st, cid, c)
+
+    def _exchange_delete(self, st: SessionState, cid: int, c: ExchangeDelete) -> Later:
+        if self.topology is None or self._configured_exchange(c.exchange or ""):
+            raise Refused(ErrorCode.NOT_IMPLEMENTED,
+                          f"{c.NAME} is not implemented by the amqp-bridge façade")
+        return self.topology.exchange_delete(st, cid, c)
+
+    def _exchange_unbind(self, st: SessionState, cid: int, c: ExchangeUnbind) -> Later | None:
+        if self.topology is not None and (c.queue or "") not in self.consume_routes:
+            return self.topology.exchange_bind(st, cid, c)
         temporary = st.temporary_queues.get(c.queue or "")
         if temporary is None:
             raise Refused(ErrorCode.NOT_IMPLEMENTED,
@@ -243,11 +294,17 @@ class ServerCommands:
         if temporary.unbind(c.exchange or "", c.binding_key or ""):
             temporary.sub.end()
             temporary.sub = None
+        return None
 
     def _subscribe(self, st: SessionState, cid: int, c: MessageSubscribe) -> Later | None:
         temporary = st.temporary_queues.get(c.queue or "")
         if temporary is not None:
             return self._subscribe_temporary(st, cid, c, temporary)
+        if self.topology is not None and (c.queue or "") not in self.consume_routes:
+            if self.stopping:
+                raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED, "amqp-bridge is shutting down")
+            return self.topology.subscribe(st, cid, c, _accept_mode(c),
+                                           lambda: self._check_link_room(st))
         route = self._queue(c.queue or "", 0)
         if c.acquire_mode == AcquireMode.NOT_ACQUIRED:
             raise Refused(ErrorCode.NOT_IMPLEMENTED, "browsing (acquire-mode not-acquired) is "
@@ -339,7 +396,9 @@ COMMANDS: dict[type[Command], Callable[..., Struct | Later | None]] = {
     ExchangeQuery: ServerCommands._exchange_query,
     ExchangeBind: ServerCommands._exchange_bind,
     ExchangeUnbind: ServerCommands._exchange_unbind,
+    ExchangeDelete: ServerCommands._exchange_delete,
     QueueDelete: ServerCommands._queue_delete,
+    QueuePurge: ServerCommands._queue_purge,
     MessageSubscribe: ServerCommands._subscribe,
     MessageCancel: ServerCommands._cancel,
     MessageFlush: ServerCommands._flush_command,

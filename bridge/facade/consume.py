@@ -91,8 +91,8 @@ class Subscription:
     """One 0-10 subscription to a façade queue and its own 1.0 receiver link."""
 
     def __init__(self, route: FacadeConsume, st: SessionState, destination: str | None,
-                 accept_mode: AcceptMode, exclusive: bool, *, queue: str, address: str
-                 ) -> None:
+                 accept_mode: AcceptMode, exclusive: bool, *, queue: str, address: str,
+                 browse: bool = False) -> None:
         self.route = route
         self.st = st
         self.destination = destination
@@ -111,9 +111,12 @@ class Subscription:
         self.cancelled = False
         self.closed = False
         self.queue = queue
+        self.acquire_mode = AcquireMode.NOT_ACQUIRED if browse else AcquireMode.PRE_ACQUIRED
+        """How its messages are transferred: not-acquired when it browses (its 1.0 source
+        has distribution-mode copy: the messages stay on the queue)."""
         self.link = Amqp10Link(route.container, route.amqp10, address, sender=False,
                                owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
-                               route=route.name)
+                               route=route.name, browse=browse)
 
     @property
     def adopted(self) -> bool:
@@ -299,7 +302,7 @@ class Subscription:
             self.held.popleft()
             tid = session.message_transfer(destination, msg.header, msg.body,
                                            accept_mode=self.accept_mode,
-                                           acquire_mode=AcquireMode.PRE_ACQUIRED)
+                                           acquire_mode=self.acquire_mode)
             self.unsettled[tid] = msg
             self.st.transfers[tid] = self
             self.typical_cost = (3 * self.typical_cost + msg.cost) // 4 or 1
@@ -460,12 +463,13 @@ class FacadeConsume:
         return self.address.replace("{binding_key}", binding_key)
 
     def subscribe(self, st: SessionState, destination: str | None, accept_mode: AcceptMode,
-                  exclusive: bool, *, queue: str = "", address: str | None = None
-                  ) -> Subscription:
+                  exclusive: bool, *, queue: str = "", address: str | None = None,
+                  browse: bool = False) -> Subscription:
         """A new subscription of ``st`` to ``queue``, consuming from the route's address
-        (or ``address``: a temporary queue's, its binding key filled in)."""
+        (or ``address``: a temporary queue's, its binding key filled in); ``browse``: its
+        messages stay on the queue (a 0-10 not-acquired subscription)."""
         sub = Subscription(self, st, destination, accept_mode, exclusive, queue=queue,
-                            address=address or self.address)
+                            address=address or self.address, browse=browse)
         self.subscriptions.add(sub)
         return sub
 

@@ -35,17 +35,20 @@ from amqp010.events import (
     SessionDetached,
 )
 from amqp010.sasl import SimpleAuthenticator
+from amqp010.serial import serial_lt
 from amqp010.session import Session
 from amqp010.spec import CloseCode, DetachCode, ErrorCode
 
 from ..config import Listener
 from ..runtime import EngineSocket
+from ..topology import Topology
 from .base import ListenerCore
 from .command_access import transfer_checks, transfer_refusal, user_id_refusal
 from .commands import ServerCommands
 from .consume import FacadeConsume
 from .publish import FacadePublish
 from .state import Client, SessionState
+from .topology import TopologyMode
 
 log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
 
@@ -73,6 +76,15 @@ class Facade(ListenerCore):
         first use): they go to the address the queue's subscribers consume from."""
         self.clients: dict[EngineSocket, Client] = {}
         self.sessions: dict[Session, SessionState] = {}
+        self.topology: TopologyMode | None = None
+        """The topology mode (``listeners.<name>.topology``), or None: routes' names only."""
+
+    def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None) -> None:
+        """Serve every name no route configures from the 1.0 broker of ``amqp10`` through
+        ``backend`` (:mod:`~bridge.facade.topology`)."""
+        assert self.settings.topology is not None
+        self.topology = self.commands.topology = TopologyMode(
+            self, self.container, backend, amqp10, self.settings.topology, login_user)
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -99,8 +111,8 @@ class Facade(ListenerCore):
         return bool(self.authenticator.mechanisms("client-certificate"))
 
     def _routes(self) -> list[Any]:
-        return [*self.publish_routes.values(), *self.queue_publishers.values(),
-                *self.consume_routes.values()]
+        return [*self.publish_routes.values(), *self.consume_routes.values(),
+                *self.made_routes()]
 
     def _make_client(self, sock: EngineSocket) -> Client:
         return Client(sock)
@@ -123,14 +135,15 @@ class Facade(ListenerCore):
         client = self.clients.get(sock)  # type: ignore[call-overload]
         if client is None:
             return
-        if isinstance(ev, MessageReceived):
+        if isinstance(ev, MessageReceived | CommandReceived):
             st = self.sessions.get(ev.session)
-            if st is not None:
-                self._on_publish(st, ev)
-        elif isinstance(ev, CommandReceived):
-            st = self.sessions.get(ev.session)
-            if st is not None:
-                self.commands.on_command(st, ev)
+            if st is not None and (st.topology_pending or st.held_events):
+                st.held_events.append(ev)  # (after a topology-mode command, in order)
+                st.client.holding += 1
+                if st.client.holding == 1:
+                    self.update_reading()
+            elif st is not None:
+                self._dispatch(st, ev)
         elif isinstance(ev, CreditChanged):
             st = self.sessions.get(ev.session)
             sub = st.subscriptions.get(ev.destination) if st is not None else None
@@ -141,7 +154,9 @@ class Facade(ListenerCore):
             if st is not None:
                 self.commands.on_completed(st, ev.commands)
         elif isinstance(ev, SessionAttached):
-            self.sessions[ev.session] = SessionState(ev.session, client)
+            st = self.sessions[ev.session] = SessionState(ev.session, client)
+            if self.topology is not None:
+                self.topology.session_opened(st)
         elif isinstance(ev, SessionDetached):
             st = self.sessions.pop(ev.session, None)
             if st is not None:
@@ -187,6 +202,31 @@ class Facade(ListenerCore):
         st.subscriptions.clear()
         st.cancelled.clear()
         self._release_held(st)
+        if self.topology is not None:
+            self.topology.session_gone(st)
+
+    def _dispatch(self, st: SessionState, ev: MessageReceived | CommandReceived) -> None:
+        if isinstance(ev, MessageReceived):
+            self._on_publish(st, ev)
+        else:
+            self.commands.on_command(st, ev)
+
+    def release_held(self, st: SessionState) -> None:
+        """What the session sent while a topology-mode command was pending goes on, in
+        order, until another one is pending (transfers of a session ended meanwhile
+        too: what was read is forwarded; but nothing after a command the session's
+        execution.exception named, as a broker executes nothing after it); the client is
+        read again once nothing is held."""
+        held = st.held_events
+        released = 0
+        while held and not st.topology_pending:
+            released += 1
+            ev = held.popleft()
+            if st.failed_at is None or not serial_lt(st.failed_at, ev.command_id):
+                self._dispatch(st, ev)  # (after a refused command: never executed)
+        st.client.holding -= released
+        if released:
+            self.update_reading()
 
     # -- publishing -----------------------------------------------------------------------
 
@@ -207,10 +247,14 @@ class Facade(ListenerCore):
                                   command=ev.transfer)
             return
         route = self.publish_routes.get(ev.destination)
-        if route is None and ev.destination == "":
+        topology = self.topology
+        if route is None and ev.destination == "" and (
+                topology is None or self._default_exchange_key(ev) in self.consume_routes):
             route = self._queue_publisher(ev)
             if route is None:
                 return
+        if route is None and topology is not None:
+            route = topology.publisher
         if route is None:
             known = ", ".join(repr(x) for x in sorted(self.publish_routes)) or "none"
             reason = (f"exchange {ev.destination!r} not found (this façade's exchanges: "
@@ -240,11 +284,17 @@ class Facade(ListenerCore):
             return user_id_refusal(user_id or "", user)
         return None
 
+    @staticmethod
+    def _default_exchange_key(ev: MessageReceived) -> str:
+        """The routing key of a transfer ("" if it has none): the queue a transfer to the
+        default exchange names."""
+        dp = ev.delivery_properties
+        return dp.routing_key if dp is not None and dp.routing_key else ""
+
     def _queue_publisher(self, ev: MessageReceived) -> FacadePublish | None:
         """The route for a publish to the default exchange: the façade queue its routing
         key names (as a broker puts it in that queue), or an exception (None)."""
-        dp = ev.delivery_properties
-        key = dp.routing_key if dp is not None and dp.routing_key else ""
+        key = self._default_exchange_key(ev)
         publisher = self.queue_publishers.get(key)
         if publisher is not None:
             return publisher

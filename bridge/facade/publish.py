@@ -326,8 +326,13 @@ class FacadePublish:
         dp.exchange = ev.destination  # set by the broker on receipt, as qpidd does
         mp = ev.message_properties
         entry = PublishEntry(st, ev.command_id, ev.transfer, b"", len(ev.body), t0=time.monotonic())
-        self.take(entry, lambda: self.translator.legacy_to_amqp10(dp, mp, ev.body),
+        self.take(entry, lambda: self.amqp10_message(dp, mp, ev.body),
                   lambda: plain_copy(ev, self.route))
+
+    def amqp10_message(self, dp: DeliveryProperties, mp: Any, body: bytes) -> AmqpMessage:
+        """A publish's 1.0 message (``dp.exchange`` is its exchange); a subclass may address
+        it (a topology-mode publish on the anonymous terminus)."""
+        return self.translator.legacy_to_amqp10(dp, mp, body)
 
     MAPPING_REFUSAL: int = ErrorCode.INVALID_ARGUMENT
     """The error code of a publish refused because it cannot be translated."""

@@ -141,6 +141,16 @@ class SessionState:
     (and give their messages back) with the session."""
     transfers: dict[int, Subscription] = field(default_factory=dict)
     """Our message.transfer ids not yet settled → the subscription that sent them."""
+    owner: str | None = None
+    """Topology mode: the session's id at the backend, the owner of its exclusive queues."""
+    topology_pending: int = 0
+    """Topology mode: commands waiting for the 1.0 broker's answer."""
+    held_events: deque[Any] = field(default_factory=deque)
+    """Topology mode: commands and transfers that came while a command was pending (a
+    broker executes a session's commands in order); dispatched once none is."""
+    failed_at: int | None = None
+    """The command the session's execution.exception named: held commands after it are
+    never executed (as the engine withdraws those it still queues)."""
     ended: bool = False
 
     @property

@@ -158,16 +158,6 @@ class Facade091(ListenerCore):
         return [*self.publish_routes.values(), *self.queue_publishers.values(),
                 *self.consume_routes.values(), *self.made_routes()]
 
-    def _publish_routes(self) -> list[Any]:
-        topology = [self.topology.publisher] if self.topology is not None else []
-        return [*super()._publish_routes(), *topology]
-
-    def made_routes(self) -> list[Any]:
-        """Routes made on demand: publishers to the default exchange, and in topology
-        mode the publisher and the broker queues' consume routes."""
-        topology = self.topology.routes() if self.topology is not None else []
-        return [*self.queue_publishers.values(), *topology]
-
     def _can_log_in(self) -> bool:
         return bool(self.passwords) or self.client_certs
 

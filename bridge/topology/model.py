@@ -120,7 +120,8 @@ class Topology(Protocol):
     def declare_exchange(self, spec: ExchangeSpec, passive: bool,
                          done: Done[ExchangeSpec]) -> None:
         """Create the exchange, or check that it exists (``passive``; or with other
-        properties: precondition-failed)."""
+        properties: precondition-failed). A passive declare's result has the
+        exchange's type where the broker can tell it (qpidd), else ``spec``'s."""
 
     def delete_exchange(self, name: str, if_unused: bool, done: Done[None]) -> None:
         """Delete the exchange (deleting one that does not exist succeeds, as in 0-9-1)."""

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -152,9 +153,10 @@ class QpiddTopology:
 
     def declare_exchange(self, spec: ExchangeSpec, passive: bool,
                          done: Done[ExchangeSpec]) -> None:
-        if passive:
-            self._query(exchange_object(spec.name), done, lambda found: spec if found
-                        else TopologyError("not-found", f"no exchange '{spec.name}'"))
+        if passive:  # (the result: the exchange as qpidd has it, its type and durability)
+            self._query(exchange_object(spec.name), done, lambda found: replace(
+                spec, type=found.get("type") or spec.type, durable=bool(found.get("durable")))
+                if found else TopologyError("not-found", f"no exchange '{spec.name}'"))
             return
         if spec.internal:
             self._later(done, TopologyError("not-implemented",

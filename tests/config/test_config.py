@@ -395,9 +395,13 @@ listeners:
     assert problems(text.replace("connection: cloud, broker", "connection: nope, broker")) \
         == ["listeners.app.topology.connection: no connection named 'nope' (defined: cloud, "
             "rabbit)"]
-    assert "only for an amqp0-9-1 listener" in problems(
+    qpid = parse_config(  # both façades have the mode, on both broker kinds
         text.replace("protocol: amqp0-9-1, bind", "protocol: amqp0-10, bind").replace(
-            "users: {a: b}", "allow_anonymous: true"))[0]
+            "users: {a: b}", "allow_anonymous: true").replace("rabbitmq4", "qpidd"), env={})
+    assert qpid.listeners["app"].topology is not None
+    assert qpid.listeners["app"].topology.broker == "qpidd"
+    assert "qpidd serves an amqp0-10 listener only" in problems(
+        text.replace("rabbitmq4", "qpidd"))[0]
 
 
 def test_a_rabbitmq3_topology_declares_via_an_amqp091_connection() -> None:
@@ -427,3 +431,6 @@ listeners:
             "rabbit)"]
     # RabbitMQ 4 may declare over 0-9-1 too (instead of its management over AMQP 1.0)
     assert parse_config(text.replace("rabbitmq3", "rabbitmq4"), env={}).listeners["app"].topology
+    assert "rabbitmq3 serves an amqp0-9-1 listener only" in problems(
+        text.replace("protocol: amqp0-9-1, bind", "protocol: amqp0-10, bind").replace(
+            "users: {a: b}", "allow_anonymous: true"))[0]

@@ -1,0 +1,316 @@
+"""The 0-10 façade's topology mode against RabbitMQ 4 (docs/topology.md, "0-10 façade"),
+driven by the engine's :class:`BlockingClient`: what a 0-10 client declares, binds,
+purges and deletes is RabbitMQ's (checked on RabbitMQ itself over 0-9-1), queries of
+absent names are normal results, refusals carry qpidd's codes, a session's pipelined
+commands run in order, transfers are routed by RabbitMQ (unroutable: completed; no such
+exchange: not-found), permissions apply, and a configured route keeps its name.
+
+One ``amqp-bridge run`` serves the module (a topology-mode 0-10 listener with one route).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pika
+import pytest
+from proton import Message
+
+from amqp010.events import ExecutionExceptionReceived
+from amqp010.spec import AcquireMode, DeliveryProperties, ErrorCode, ReplyTo
+from amqp010.transport import BlockingClient, ClientError
+from tests.support.bridge import BridgeRun, free_port, wait_listening
+from tests.support.rabbitmq import (
+    declare_queue,
+    queue_address,
+    receive_messages,
+    send_messages,
+    unique_queue,
+)
+from tests.support.relay import Relay
+
+pytestmark = pytest.mark.rabbitmq(4)
+
+USERS = {"app": "app-pw", "reader": "reader-pw"}
+
+
+@dataclass
+class Running:
+    rabbitmq_url: str
+    port: int
+    configured: str
+    """The RabbitMQ queue behind the configured exchange ``test.configured``."""
+    proc: BridgeRun
+
+    def client(self, user: str = "app") -> BlockingClient:
+        return BlockingClient.connect(f"amqp://{user}:{USERS[user]}@127.0.0.1:{self.port}")
+
+    def depth(self, queue: str) -> int | None:
+        """The queue's depth at RabbitMQ (over 0-9-1), None if it does not exist."""
+        conn = pika.BlockingConnection(pika.URLParameters(self.rabbitmq_url + "/%2F"))
+        try:
+            return int(conn.channel().queue_declare(queue, passive=True).method.message_count)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            assert exc.reply_code == 404, exc
+            return None
+        finally:
+            conn.close()
+
+    def delete(self, queue: str) -> None:
+        """Delete the queue at RabbitMQ (the 4.0 node is shared: tests leave nothing)."""
+        conn = pika.BlockingConnection(pika.URLParameters(self.rabbitmq_url + "/%2F"))
+        try:
+            conn.channel().queue_delete(queue)
+        finally:
+            conn.close()
+
+
+@pytest.fixture(scope="module")
+def bridge(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    configured = unique_queue("topology010-configured")
+    declare_queue(rabbitmq_url, configured)
+    port = free_port()
+    users = ", ".join(f"{u}: {p}" for u, p in USERS.items())
+    config = f"""
+connections:
+  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+listeners:
+  legacy:
+    protocol: amqp0-10
+    bind: "127.0.0.1:{port}"
+    users: {{{users}}}
+    topology: {{connection: cloud, broker: rabbitmq4}}
+    permissions:
+      app: {{configure: ".*", write: ".*", read: ".*"}}
+      reader: {{read: ".*"}}
+routes:
+  - {{name: configured, from: {{listener: legacy, exchange: test.configured}},
+      to: {{connection: cloud, address: {queue_address(configured)}}}}}
+"""
+    proc = BridgeRun(config, tmp_path_factory.mktemp("topology010")).start()
+    running = Running(rabbitmq_url, port, configured, proc)
+    try:
+        wait_listening(port, proc)
+        yield running
+    finally:
+        rc = proc.stop()
+        running.delete(configured)
+    assert rc == 0, proc.log()
+    assert "level=error" not in proc.log(), proc.log()
+
+
+def name(kind: str) -> str:
+    return f"test.topology010.{kind}.{uuid.uuid4().hex[:8]}"
+
+
+def refused(client: BlockingClient, action: Callable[[BlockingClient], object]
+            ) -> ExecutionExceptionReceived:
+    """The execution.exception ``action`` ends with."""
+    with pytest.raises(ClientError) as info:
+        action(client)
+    event = info.value.event
+    assert isinstance(event, ExecutionExceptionReceived), info.value
+    return event
+
+
+def test_declares_binds_purges_and_deletes_are_rabbitmqs(bridge: Running) -> None:
+    exchange, queue = name("x"), name("q")
+    with bridge.client() as client:
+        client.declare_exchange(exchange, "topic")
+        client.declare_queue(queue)
+        client.bind(queue, exchange, "a.*")
+        for key in ("a.b", "a.c", "b.a"):  # b.a matches nothing: completed all the same
+            client.publish(key.encode(), key, exchange)
+        assert bridge.depth(queue) == 2  # RabbitMQ routed them
+        found = client.query_queue(queue)  # the broker's counts
+        assert (found.queue, found.message_count, found.subscriber_count) == (queue, 2, 0)
+        assert not client._result(client._s().exchange_query(exchange)).not_found
+        client.purge_queue(queue)
+        assert bridge.depth(queue) == 0
+        client.unbind(queue, exchange, "a.*")
+        client.publish(b"unbound", "a.b", exchange)
+        assert bridge.depth(queue) == 0
+        client.delete_queue(queue)
+        assert bridge.depth(queue) is None
+        client._call(client._s().exchange_delete(exchange, sync=True))
+        assert client._result(client._s().exchange_query(exchange)).not_found
+
+
+def test_queries_of_absent_names_are_results_not_errors(bridge: Running) -> None:
+    with bridge.client() as client:
+        assert client.query_queue(name("absent")).queue == ""  # as qpidd answers
+        assert client._result(client._s().exchange_query(name("absent"))).not_found
+        topic = client._result(client._s().exchange_query("amq.topic"))
+        assert (topic.not_found, topic.type) == (False, "topic")
+        client.sync()  # the session is still usable
+
+
+def test_a_sessions_pipelined_commands_run_in_order(bridge: Running) -> None:
+    """declare, bind and publish sent without waiting (as qpid.messaging sends them):
+    each waits for the one before at the broker, so the message finds its queue."""
+    exchange, queue = name("x"), name("q")
+    with bridge.client() as client:
+        session = client._s()
+        session.exchange_declare(exchange, "direct")
+        session.queue_declare(queue)
+        session.exchange_bind(queue, exchange, "k")
+        client.publish(b"first", "k", exchange, wait=False)
+        client.publish(b"second", "", "", delivery=DeliveryProperties(routing_key=queue),
+                       wait=False)
+        client.sync()
+        assert bridge.depth(queue) == 2
+        dest = client.subscribe(queue)
+        assert [client.receive(dest, timeout=10).body for _ in range(2)] == [b"first",
+                                                                            b"second"]
+        client.delete_queue(queue)
+        client._call(session.exchange_delete(exchange, sync=True))
+
+
+@pytest.mark.parametrize(("action", "code"), [
+    (lambda c: c.declare_queue(name("absent"), passive=True), ErrorCode.NOT_FOUND),
+    (lambda c: c.declare_exchange(name("absent"), passive=True), ErrorCode.NOT_FOUND),
+    (lambda c: c.subscribe(name("absent")), ErrorCode.NOT_FOUND),
+    (lambda c: c.publish(b"x", "k", name("absent")), ErrorCode.NOT_FOUND),
+    (lambda c: c.bind(name("absent"), "amq.direct", "k"), ErrorCode.NOT_FOUND),
+    (lambda c: (c.declare_queue(q := name("q"), durable=True, exclusive=True),
+                c.declare_queue(q, durable=False, exclusive=True)),
+     ErrorCode.PRECONDITION_FAILED),
+    (lambda c: c.declare_exchange(name("x"), "no-such-type"), ErrorCode.NOT_IMPLEMENTED),
+    (lambda c: c.declare_queue(f"amq.{name('reserved')}"), ErrorCode.UNAUTHORIZED_ACCESS),
+    (lambda c: c.subscribe("amq.topic", acquire_mode=AcquireMode.NOT_ACQUIRED),
+     ErrorCode.NOT_IMPLEMENTED),
+], ids=["passive-queue", "passive-exchange", "subscribe", "transfer-to-absent-exchange",
+        "bind-absent-queue", "inequivalent-redeclare", "unknown-exchange-type",
+        "reserved-name", "browse"])
+def test_refusals_carry_qpidds_codes(bridge: Running, action: Callable[[BlockingClient],
+                                                                      object], code: int
+                                     ) -> None:
+    with bridge.client() as client:
+        error = refused(client, action)
+    assert error.error_code == code, error
+    assert error.description
+
+
+def test_another_sessions_exclusive_queue_is_locked_but_takes_publishes(
+        bridge: Running) -> None:
+    queue = name("exclusive")
+    with bridge.client() as owner:
+        owner.declare_queue(queue, exclusive=True, auto_delete=True)
+        with bridge.client() as other:
+            other.publish(b"reply", "", "", delivery=DeliveryProperties(routing_key=queue))
+            assert other.query_queue(queue).queue == queue  # found: a reply can go to it
+        for action in (lambda c: c.declare_queue(queue, exclusive=True),
+                       lambda c: c.subscribe(queue), lambda c: c.purge_queue(queue),
+                       lambda c: c.delete_queue(queue),
+                       lambda c: c.bind(queue, "amq.direct", "k")):
+            with bridge.client() as other:  # (each refusal ends its session)
+                assert refused(other, action).error_code == ErrorCode.RESOURCE_LOCKED
+        dest = owner.subscribe(queue)
+        assert owner.receive(dest, timeout=10).body == b"reply"
+    assert bridge.depth(queue) is None  # gone with its session
+
+
+def test_permissions_apply_to_the_brokers_names(bridge: Running) -> None:
+    with bridge.client("reader") as client:
+        error = refused(client, lambda c: c.declare_queue(name("q")))
+        assert error.error_code == ErrorCode.UNAUTHORIZED_ACCESS
+        assert "ACL denied queue create request from reader" in error.description
+    with bridge.client("reader") as client:
+        error = refused(client, lambda c: c.publish(b"x", "k", "amq.direct"))
+        assert error.error_code == ErrorCode.UNAUTHORIZED_ACCESS
+
+
+def test_a_configured_route_keeps_its_exchange(bridge: Running) -> None:
+    """test.configured is a route's (to a RabbitMQ queue), not an exchange of RabbitMQ's."""
+    with bridge.client() as client:
+        client.declare_exchange("test.configured", "direct")  # the route's: not RabbitMQ's
+        client.publish(b"through the route", "any", "test.configured")
+    got = receive_messages(bridge.rabbitmq_url, queue_address(bridge.configured), 1,
+                           timeout=10)
+    assert [r.message.body for r in got] == [b"through the route"]
+
+
+def test_a_native_requesters_reply_to_reaches_a_0_10_responder_as_a_queue_name(
+        bridge: Running) -> None:
+    """A 1.0 client straight on RabbitMQ asks with reply-to /queues/R; the 0-10 responder
+    sees reply-to R (default exchange) and answers there; the façade's own ``to`` is not
+    among the headers its subscribers see."""
+    requests, replies = name("requests"), name("replies")
+    declare_queue(bridge.rabbitmq_url, replies)
+    with bridge.client() as client:
+        client.declare_queue(requests)
+        send_messages(bridge.rabbitmq_url, queue_address(requests),
+                      [Message(body="ping", reply_to=queue_address(replies))])
+        dest = client.subscribe(requests)
+        request = client.receive(dest, timeout=10)
+        mp = request.message_properties
+        assert mp is not None and mp.reply_to == ReplyTo(None, replies)
+        client.publish(b"pong", "", "", delivery=DeliveryProperties(routing_key=replies))
+        client.publish(b"own", "", "", delivery=DeliveryProperties(routing_key=requests))
+        own = client.receive(dest, timeout=10).message_properties
+        assert "x-amqp-1.0.to" not in ((own.application_headers or {}) if own else {})
+        client.delete_queue(requests)
+    got = receive_messages(bridge.rabbitmq_url, queue_address(replies), 1, timeout=10)
+    bridge.delete(replies)
+    assert [bytes(r.message.body) for r in got] == [b"pong"]
+
+
+def test_a_broker_that_does_not_answer_is_resource_limit_exceeded(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """The 1.0 broker silent past ``request_timeout``: the declare is refused
+    resource-limit-exceeded (506), and once the broker answers again a new session
+    declares as before."""
+    host, port = rabbitmq_url.rpartition("@")[2].split(":")
+    relay = Relay((host, int(port)))
+    listen = free_port()
+    config = f"""
+connections:
+  cloud: {{protocol: amqp1.0, url: "{relay.url(rabbitmq_url)}", heartbeat: 0}}
+listeners:
+  legacy:
+    protocol: amqp0-10
+    bind: "127.0.0.1:{listen}"
+    users: {{app: app-pw}}
+    topology: {{connection: cloud, broker: rabbitmq4, request_timeout: 1}}
+"""
+    proc = BridgeRun(config, tmp_path).start()
+    try:
+        wait_listening(listen, proc)
+        queue = name("silent")
+        with BlockingClient.connect(f"amqp://app:app-pw@127.0.0.1:{listen}") as client:
+            client.declare_queue(name("before"), exclusive=True)  # (the link pair is up)
+            relay.pause()
+            error = refused(client, lambda c: c.declare_queue(queue))
+            assert error.error_code == ErrorCode.RESOURCE_LIMIT_EXCEEDED, error
+            relay.resume()
+        with BlockingClient.connect(f"amqp://app:app-pw@127.0.0.1:{listen}") as client:
+            after = name("after")
+            client.declare_queue(after, auto_delete=True, exclusive=True)
+            assert client.query_queue(after).queue == after
+            client.delete_queue(queue)  # (the request that timed out may have run late)
+    finally:
+        relay.resume()
+        rc = proc.stop()
+        relay.close()
+    assert rc == 0, proc.log()
+
+
+def test_nothing_after_a_refused_command_is_executed(bridge: Running) -> None:
+    """A transfer sent right behind a declare the broker refuses never reaches the
+    broker: the session's exception ends it there, as qpidd executes nothing after."""
+    queue = name("target")
+    with bridge.client() as client:
+        client.declare_queue(queue, auto_delete=False)
+    with bridge.client() as client:
+        session = client._s()
+        session.queue_declare(name("absent"), passive=True)  # refused: not-found
+        client.publish(b"after", "", "", delivery=DeliveryProperties(routing_key=queue),
+                       wait=False)
+        with pytest.raises(ClientError):
+            client.sync()
+    assert bridge.depth(queue) == 0
+    with bridge.client() as client:
+        client.delete_queue(queue)
