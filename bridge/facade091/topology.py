@@ -57,11 +57,9 @@ reply-to and to
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from pamqp import commands as C
 from pamqp.base import Frame
@@ -74,6 +72,7 @@ from mappings.message import AmqpMessage
 
 from ..config import ListenerTopology, Route
 from ..facade.publish import PublishEntry
+from ..facade.topology_core import TopologyCore
 from ..topology import (
     BindingSpec,
     Done,
@@ -106,10 +105,6 @@ ERROR_CODES: dict[str, tuple[int, bool]] = {
 }
 """A :class:`~bridge.topology.TopologyError` kind → (0-9-1 reply code, closes the
 connection rather than the channel), as RabbitMQ answers."""
-
-_MARKER = "amqpbridgenamemarker"
-"""A name no backend's address encoding changes: locates the name in an address."""
-
 
 def refusal(error: TopologyError) -> ChannelRefused:
     """The channel or connection close a backend's failure becomes."""
@@ -197,8 +192,6 @@ class TopologyConsume091(Consume091):
 class TopologyMode:
     """A topology-mode listener's bond to its 1.0 broker (module docstring)."""
 
-    _owners = itertools.count(1)
-
     def __init__(self, facade: Facade091, container: Container, backend: Topology,
                  amqp10: Any, settings: ListenerTopology, login_user: str | None,
                  publisher: Callable[..., Any] | None = None) -> None:
@@ -209,26 +202,19 @@ class TopologyMode:
         self.backend = backend
         self.amqp10 = amqp10
         self.settings = settings
-        template = Route.model_validate({
-            "name": f"{facade.name}.topology",
-            "from": {"listener": facade.name, "exchange": ""},
-            "to": {"connection": settings.connection, "address": "(anonymous terminus)"}})
-        template._target_login_user = login_user
-        self.template = template
-        self.publisher = (publisher or TopologyPublish091)(container, template, facade,
-                                                           amqp10, self)
+        self.core = TopologyCore(facade.name, backend, settings, login_user)
+        self.publisher = (publisher or TopologyPublish091)(container, self.core.template,
+                                                           facade, amqp10, self)
         self.queues: dict[str, TopologyConsume091] = {}
         """The consume routes of broker queues that have consumers or getters, by queue."""
         self.exclusive: dict[str, Client091] = {}
         """Exclusive queues declared through this listener → the connection owning them."""
-        prefix, _, suffix = backend.queue_address(_MARKER).partition(_MARKER)
-        self._queue_address_form = (prefix, suffix)
 
     # -- clients -------------------------------------------------------------------------
 
     def client_opened(self, client: Client091) -> None:
         """A new connection: its owner id at the backend."""
-        client.owner = f"{self.facade.name}/{next(self._owners)}/{client.sock.peer}"
+        client.owner = self.core.new_owner(client.sock.peer)
 
     def client_gone(self, client: Client091) -> None:
         """The connection ended: its exclusive queues go (at the broker too)."""
@@ -247,12 +233,7 @@ class TopologyMode:
         if isinstance(backend, RabbitMQ091Topology) and backend.address_style == "v1" \
                 and address.startswith("/queue/") and len(address) > len("/queue/"):
             return address[len("/queue/"):]
-        prefix, suffix = self._queue_address_form
-        if not (address.startswith(prefix) and address.endswith(suffix)) \
-                or len(address) <= len(prefix) + len(suffix):
-            return None
-        name = unquote(address[len(prefix):len(address) - len(suffix)])
-        return name if self.backend.queue_address(name) == address else None
+        return self.core.queue_named_by(address)
 
     def check_exclusive(self, ch: Channel091, queue: str) -> None:
         """405 RESOURCE_LOCKED for an exclusive queue of another connection."""
@@ -271,12 +252,7 @@ class TopologyMode:
         """The consume route of broker queue ``queue`` (made now if it has none)."""
         route = self.queues.get(queue)
         if route is None:
-            settings = self.template.model_copy(update={
-                "name": f"{self.facade.name}.queue.{queue}",
-                "source": self.template.target.model_copy(
-                    update={"address": self.backend.queue_address(queue)}),
-                "target": self.template.source.model_copy(
-                    update={"exchange": None, "queue": queue})})
+            settings = self.core.queue_route_settings(queue)
             route = self.queues[queue] = TopologyConsume091(
                 self.container, settings, self.facade, self.amqp10, self)
             if self.facade.stopping:
