@@ -296,7 +296,7 @@ class Amqp10Link:
                 self._end_session(session)
                 return
         if session.state & Endpoint.LOCAL_CLOSED:
-            self._free_later(session)  # an old session's end handshake is complete
+            session.free()  # an old session's end handshake is complete
 
     def on_disconnected(self) -> None:
         """The connection's transport is gone; proton reconnects."""
@@ -368,20 +368,12 @@ class Amqp10Link:
             return
         self._end_session(session)
 
-    def _end_session(self, session: Any) -> None:
+    @staticmethod
+    def _end_session(session: Any) -> None:
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
         if session.state & Endpoint.REMOTE_CLOSED:
-            self._free_later(session)
-
-    def _free_later(self, session: Any) -> None:
-        """Free an ended session (its links with it) once the events already collected
-        are dispatched, not from inside one: the peer's frames about it (its links'
-        detach, its end) may still be queued as events when one of them makes us give
-        it up, and freeing it under them crashed the process in proton's C code (a
-        segfault three times in full test runs against RabbitMQ 4, which ends a session
-        on attaching to a missing queue in the same read as its begin and attach)."""
-        self.container.schedule(0, Timer(session.free))
+            session.free()
 
     def _link_gone(self, link: Any) -> None:
         """The peer detached a link we gave up: its session may end now."""
