@@ -312,8 +312,8 @@ class Facade091(ListenerCore):
         method: Any = ev.method
         client = ch.client
         vhost = client.virtual_host or "/"
-        denied = self.access.denied(client.user, vhost, publish_checks(method.exchange or ""),
-                                    "basic.publish")
+        denied = None if self.access.permissions.unrestricted else self.access.denied(
+            client.user, vhost, publish_checks(method.exchange or ""), "basic.publish")
         if denied is not None:
             return ReplyCode.ACCESS_REFUSED, refusal(denied, vhost, client.user)
         user_id = ev.properties.user_id
