@@ -4,7 +4,6 @@ kind RabbitMQ's reply code means, and a request that outlives the connection ans
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,54 +15,38 @@ from proton.reactor import Container
 
 from bridge.config import Connection
 from bridge.legacy.amqp091 import Amqp091Connection
-from bridge.runtime.loop import LoopCalls
 from bridge.topology import BindingSpec, ExchangeSpec, QueueInfo, QueueSpec, TopologyError
 from bridge.topology.rabbitmq091 import ORPHAN_EXPIRES, AddressStyle, RabbitMQ091Topology
 from tests.support.rabbitmq import receive_messages, send_messages, version_of
+from tests.topology.loop import Loop
 
 pytestmark = pytest.mark.rabbitmq(3, 4)
 
 
 class Backend:
-    """The backend on a proton container of its own thread; each call waits for ``done``."""
+    """The backend on the bridge's event loop (:class:`~tests.topology.loop.Loop`, run in
+    the test's thread), with the 0-9-1 connection it declares over."""
 
     def __init__(self, url: str, *, request_timeout: float = 10.0) -> None:
-        self.container = Container()
-        self.calls = LoopCalls(self.container)
+        self.loop = Loop(url)
         self.connection = Amqp091Connection(
-            self.container, "rabbit", Connection(protocol="amqp0-9-1", url=url))
+            self.loop.container, "rabbit", Connection(protocol="amqp0-9-1", url=url))
         style: AddressStyle = "v2" if version_of(url) == 4 else "v1"
-        self.topology = RabbitMQ091Topology(self.container, self.connection, name="t",
+        self.topology = RabbitMQ091Topology(self.loop.container, self.connection, name="t",
                                             request_timeout=request_timeout,
                                             address_style=style)
         self.connection.start()
-        self.thread = threading.Thread(target=self.container.run, daemon=True)
-        self.thread.start()
 
     def call(self, operation: Callable[..., None], *args: Any) -> Any:
         """Run ``operation(*args, done)`` on the loop; the result given to ``done``."""
-        answered = threading.Event()
-        results: list[Any] = []
-
-        def done(result: Any) -> None:
-            results.append(result)
-            answered.set()
-
-        self.calls.call_soon(lambda: operation(*args, done))
-        assert answered.wait(30), "the backend never answered"
-        assert len(results) == 1
-        return results[0]
+        return self.loop.call(operation, *args)
 
     def on_loop(self, fn: Callable[[], None]) -> None:
-        self.calls.call_soon(fn)
+        fn()  # the loop runs in this thread: the next call() carries it out
 
     def stop(self) -> None:
-        def stop() -> None:
-            self.connection.stop()
-            self.calls.close()
-            self.container.stop()
-        self.calls.call_soon(stop)
-        self.thread.join(10)
+        self.connection.stop()
+        self.loop.close()
 
 
 @pytest.fixture
@@ -171,13 +154,8 @@ def test_an_exclusive_queue_is_the_owners_and_goes_with_it(backend: Backend,
     backend.on_loop(lambda: t.forget_owner("c2"))
     assert isinstance(backend.call(t.declare_queue, QueueSpec(queue), True), QueueInfo)
     backend.on_loop(lambda: t.forget_owner("c1"))
-    gone = threading.Event()
-
-    def check() -> None:
-        t.declare_queue(QueueSpec(queue), True,
-                        lambda r: gone.set() if isinstance(r, TopologyError) else None)
-    backend.on_loop(check)  # queued behind the delete: answered after it
-    assert gone.wait(30)
+    # queued behind the delete: answered after it
+    assert isinstance(backend.call(t.declare_queue, QueueSpec(queue), True), TopologyError)
     assert not exists(rabbitmq_url, "queue", queue)
 
 
