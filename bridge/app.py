@@ -34,8 +34,7 @@ from .config import (
     config_identities,
     config_secrets,
 )
-from .facade import Facade, FacadeConsume, FacadePublish
-from .facade091 import Consume091, Facade091, Publish091
+from .facade import Consume091, Facade, Facade091, FacadeConsume, FacadePublish, Publish091
 from .legacy.amqp010 import LegacyConnection
 from .legacy.amqp091 import Amqp091Connection
 from .ops.logs import add_identities, add_secrets

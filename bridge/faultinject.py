@@ -36,7 +36,7 @@ import signal
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import facade, facade091, routes, runtime
+from . import facade, routes, runtime
 from .amqp10 import link as amqp10_link
 from .config import ConfigError
 from .legacy import amqp010, amqp091
@@ -103,7 +103,7 @@ def install_from_environment(environ: Mapping[str, str] = os.environ) -> list[tu
             injector.patch(connection, "_on_event", "legacy_connection",
                            lambda name, conn, sock, ev: conn.name == name and sock is conn.socket)
     if "facade_client" in kinds:
-        for listener in (facade.Facade, facade091.Facade091):
+        for listener in (facade.Facade, facade.Facade091):
             injector.patch(listener, "_on_event", "facade_client",
                            lambda name, fac, sock, ev: fac.name == name and sock in fac.clients)
     if "amqp10_link" in kinds:

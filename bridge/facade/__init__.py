@@ -1,70 +1,48 @@
-"""The legacy façade: an AMQP 0-10 server for unchanged 0-10 applications, backed by AMQP 1.0.
+"""The legacy façades: unchanged 0-10 and 0-9-1 applications served from an AMQP 1.0 broker.
 
-A :class:`Facade` is one configured listener.  It plays the 0-10 *server* role
-(our engine, hosted as proton selectables like every 0-10 socket of the bridge)
-and answers the model commands a 0-10 application sends to a broker, with two
-kinds of route behind it (``docs/semantics.md``, section "Façade"):
-
-``FacadePublish`` (``from: {listener: L, exchange: X}`` → 1.0 address)
-    every ``message.transfer`` to exchange X is mapped and sent unsettled to
-    the 1.0 address; the transfer is *completed* (the publisher's confirmation)
-    only once the 1.0 broker accepted it, or the dead-letter address did.  A
-    rejection without a dead-letter address becomes an execution.exception.
-    Publishers are throttled like qpidd throttles them: completion is withheld,
-    and past the route's ``max_in_flight`` the façade stops reading from their
-    sockets.
-
-``FacadeConsume`` (1.0 address → ``to: {listener: L, queue: Q}``)
-    every ``message.subscribe`` to queue Q gets its own 1.0 receiver on the
-    route's source address; the receiver's link credit follows the
-    subscription's 0-10 message credit (credit or window mode; byte credit is
-    honoured before each transfer); accept / reject / release settle the 1.0
-    delivery as accepted / rejected / released (modified with delivery-failed
-    when set-redelivered and the source supports it); what the subscriber
-    leaves unsettled when it goes away is given back to the 1.0 broker.
-
-Every 1.0 link is a :class:`~bridge.routes.Amqp10Link` (its own session,
-re-attached when lost; what was in flight on a lost link is resent or left to
-the 1.0 broker to redeliver).  Sessions are not resumable on the façade (a
-requested session timeout is granted as 0): a client that reconnects starts
-afresh.  Everything runs on the container's thread.
+A façade is a configured listener that plays a legacy broker's *server* role
+(qpidd's for ``protocol: amqp0-10``, RabbitMQ's for ``amqp0-9-1``) and answers the
+model commands the applications send with the AMQP 1.0 broker behind the bridge:
+configured routes (``from: {listener: L, exchange: X}`` → 1.0 address, 1.0 address →
+``to: {listener: L, queue: Q}``) and, in a listener's topology mode, the 1.0 broker's
+own nodes (docs/semantics.md "Façade", docs/topology.md).
 
 Theory of operation
 -------------------
-The package is split by role, dependencies one way (at run time each module imports
-only those listed before it; ``state`` names the routes' classes for type checking only):
+One core, one front per protocol, dependencies one way (fronts → core → the rest of
+the bridge; the core never imports a front, no front imports the other):
 
-- :mod:`~bridge.facade.state`: per-connection and per-session state (:class:`Client`,
-  :class:`SessionState`, temporary queues), the :class:`Refused` / ``LATER`` answers of
-  command handlers, and :class:`FacadeHost`, what a route sees of its listener;
-- :mod:`~bridge.facade.consume`: :class:`FacadeConsume` and its :class:`Subscription`
-  (one 1.0 receiver per 0-10 subscription, 1.0 link credit following 0-10 credit);
-- :mod:`~bridge.facade.publish`: :class:`FacadePublish` (publishes completed once the
-  1.0 broker accepted them; throttling);
-- :mod:`~bridge.facade.access`: :class:`~bridge.facade.access.Access`, who may do what
-  on a listener (both façades' permission checks, the user-id rule, refusal counts), and
-  :mod:`~bridge.facade.command_access`, the permissions each 0-10 command needs;
-- :mod:`~bridge.facade.topology_core`: what both façades' topology modes share (the
-  made routes' settings, owner ids at the backend, the reply-to mapping back), and
-  :mod:`~bridge.facade.topology`: the 0-10 façade's topology mode (names no route
-  configures are the 1.0 broker's, through a :class:`~bridge.topology.Topology`
-  backend; docs/topology.md);
-- :mod:`~bridge.facade.commands`: :class:`ServerCommands`, the 0-10 server's command
-  model (declare / query / bind / subscribe answers, temporary queues, error codes),
-  each command checked against the user's permissions first, names no route
-  configures handed to the topology mode when the listener has one;
-- :mod:`~bridge.facade.listener`: :class:`Facade`, the listener (accepting through the
-  runtime's :class:`~bridge.runtime.EngineListener`, logins, limits, event dispatch,
-  graceful stop).
+- :mod:`~bridge.facade.core`: what both façades share — the listener core
+  (accepting, logins, limits, graceful stop: :class:`~bridge.facade.core.base.ListenerCore`),
+  who may do what (:mod:`~bridge.facade.core.access`), the publish and consume route
+  cores (:class:`FacadePublish`: legacy publishes forwarded unsettled to a 1.0 address,
+  confirmed once the 1.0 broker accepted them, throttled past ``max_in_flight``;
+  :class:`FacadeConsume`: a 1.0 address consumed by legacy clients, link credit
+  following their credit), temporary queues and the 1.0-link helpers
+  (:mod:`~bridge.facade.core.state`), the topology modes' shared part
+  (:mod:`~bridge.facade.core.topology`) and unseen releases
+  (:mod:`~bridge.facade.core.unseen`);
+- :mod:`~bridge.facade.amqp010`: the 0-10 front (:class:`Facade`): the 0-10 server's
+  sessions, command model, subscriptions, message.transfer publishes, 0-10 error codes
+  and its topology mode;
+- :mod:`~bridge.facade.amqp091`: the 0-9-1 front (:class:`Facade091`): channels,
+  methods, basic.consume / basic.get consumers, confirms, RabbitMQ's reply codes, its
+  topology mode (RabbitMQ 4 management, RabbitMQ 3.x addresses).
 
-The façade logs as ``bridge.facade`` (every module).
+What flows where: a client's frames reach its front's listener (the engine's events);
+the front checks the user's permissions (core access), then hands a publish to a
+route (a front's subclass of the core's publish route, which talks to the 1.0 sender)
+and a subscribe / consume to a consume route (the core's route, one 1.0 receiver per
+subscriber of the front). Outcomes come back the same way: the core settles the 1.0
+side, the front tells the client in its protocol.
+
+Every module logs as ``bridge.facade`` (a literal name: operators filter on it).
+Everything runs on the container's thread.
 """
 
-from .commands import ServerCommands
-from .consume import FacadeConsume, Subscription
-from .listener import Facade
-from .publish import FacadePublish
-from .state import Client, FacadeHost, Refused, SessionState
+from .amqp010 import Facade
+from .amqp091 import Consume091, Facade091, Publish091
+from .core.consume import FacadeConsume
+from .core.publish import FacadePublish
 
-__all__ = ["Client", "Facade", "FacadeConsume", "FacadeHost", "FacadePublish", "Refused",
-           "ServerCommands", "SessionState", "Subscription"]
+__all__ = ["Consume091", "Facade", "Facade091", "FacadeConsume", "FacadePublish", "Publish091"]

@@ -9,7 +9,7 @@ RabbitMQ (``rabbitmqctl set_permissions USER CONFIGURE WRITE READ``):
   ``configure`` (declare, delete), ``write`` (publish to an exchange, bind a queue:
   write on the queue) and ``read`` (consume, get, purge a queue; bind: read on the
   exchange).  Which operation needs which is each façade's table
-  (:mod:`bridge.facade.access`, docs/operations.md "Who may do what");
+  (:mod:`bridge.facade.core.access`, docs/operations.md "Who may do what");
 - a pattern is *searched* in the name, as RabbitMQ does (Erlang ``re:run``, not
   anchored: ``app`` allows ``my.app.q``; write ``^app\\.`` to anchor it); the empty
   pattern is RabbitMQ's special case ``^$``, which allows only the empty name, so ``""``

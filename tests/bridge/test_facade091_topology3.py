@@ -1,6 +1,6 @@
 """The 0-9-1 façade's topology mode in front of RabbitMQ 3.10 (docs/topology.md,
 "RabbitMQ 3.x"): declares over the configured 0-9-1 connection, publishes on a 1.0 sender
-per exchange (bridge/facade091/address_publish.py) — what RabbitMQ 3.10's AMQP 1.0 makes
+per exchange (bridge/facade/amqp091/address_publish.py) — what RabbitMQ 3.10's AMQP 1.0 makes
 of a missing or deleted exchange (the channel closed with 404, as RabbitMQ closes it), of
 an unroutable message (accepted: confirmed, no basic.return), the senders' bound (idle
 ones closed, the least recently used one closed past max_publish_links) — and a

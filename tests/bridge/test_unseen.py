@@ -1,10 +1,10 @@
-"""bridge.facade.unseen: which released messages get their first header back."""
+"""bridge.facade.core.unseen: which released messages get their first header back."""
 
 from __future__ import annotations
 
 from proton import uint
 
-from bridge.facade.unseen import UnseenReleases
+from bridge.facade.core.unseen import UnseenReleases
 from mappings.message import AmqpMessage, BodyKind, Header, Properties
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from bridge.cli import main
 from bridge.config import ConfigError, parse_config
-from bridge.facade.access import Access, Check
+from bridge.facade.core.access import Access, Check
 from bridge.security.permissions import (
     EVERYTHING,
     NOTHING,

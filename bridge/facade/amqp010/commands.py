@@ -12,9 +12,9 @@ a session's exclusive or auto-delete queue becomes a *temporary queue* bound to 
 subscription exchange (docs/semantics.md, "Façade"); message.subscribe starts a
 subscription of a consume route; accept / reject / release settle our transfers.
 
-On a listener in *topology mode* (:mod:`~bridge.facade.topology`) every name no route
+On a listener in *topology mode* (:mod:`~bridge.facade.amqp010.topology`) every name no route
 configures is the 1.0 broker's: declares, queries, binds, deletes, purges and
-subscriptions of such names go to the :class:`~bridge.facade.topology.TopologyMode`
+subscriptions of such names go to the :class:`~bridge.facade.amqp010.topology.TopologyMode`
 (answered once the broker did), configured names are answered as above.
 """
 
@@ -52,11 +52,10 @@ from amqp010.spec import (
     QueueQueryResult,
 )
 
-from .access import Access
-from .command_access import checks_for, refusal
-from .consume import FacadeConsume, Subscription
-from .publish import FacadePublish
-from .state import (
+from ..core.access import Access
+from ..core.consume import FacadeConsume, Subscription
+from ..core.publish import FacadePublish
+from ..core.state import (
     LATER,
     AccessRefused,
     AlreadyBound,
@@ -65,9 +64,10 @@ from .state import (
     SessionState,
     TemporaryQueue,
 )
+from .command_access import checks_for, refusal
 from .topology import TopologyMode
 
-log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+log = logging.getLogger("bridge.facade")  # the façade's one logger
 
 EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers", "xml")
 """Exchange types a declare of a façade exchange may name (the route decides the routing)."""
@@ -100,7 +100,7 @@ class ServerCommands:
         """Who may do what: asked before each command is answered."""
         self.topology: TopologyMode | None = None
         """The listener's topology mode (names no route configures are the 1.0 broker's,
-        :mod:`~bridge.facade.topology`), or None."""
+        :mod:`~bridge.facade.amqp010.topology`), or None."""
 
     @property
     def stopping(self) -> bool:

@@ -32,7 +32,7 @@ from amqp010.spec import (
     QueuePurge,
 )
 
-from .access import Check
+from ..core.access import Check
 
 
 def _bind(c: Any) -> list[Check]:

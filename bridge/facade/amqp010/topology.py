@@ -5,7 +5,7 @@ Theory of operation
 -------------------
 A :class:`TopologyMode` belongs to one ``amqp0-10`` listener with a ``topology``. It
 holds the listener's :class:`~bridge.topology.Topology` backend (and, shared with the
-0-9-1 front, a :class:`~bridge.facade.topology_core.TopologyCore`) and serves the
+0-9-1 front, a :class:`~bridge.facade.core.topology.TopologyCore`) and serves the
 commands the listener's routes do not:
 
 Declares, deletes, purges, bindings and queries
@@ -25,7 +25,7 @@ Declares, deletes, purges, bindings and queries
 
 Publishes
     Every message.transfer no route takes goes to ONE anonymous-terminus sender
-    (:class:`TopologyPublish`: a :class:`~bridge.facade.publish.FacadePublish`, so the
+    (:class:`TopologyPublish`: a :class:`~bridge.facade.core.publish.FacadePublish`, so the
     in-flight bound, throttling and stop rule), each message's ``to`` the backend's
     ``publish_address(exchange, routing key)``. The transfer is completed with the 1.0
     outcome: accepted; released (routed to no queue: RabbitMQ 4 releases such a
@@ -37,7 +37,7 @@ Publishes
 Subscriptions
     message.subscribe on any queue, after a passive declare (not-found at once, as
     qpidd answers, rather than a 1.0 attach that never comes): a
-    :class:`~bridge.facade.consume.FacadeConsume` route per queue made on demand
+    :class:`~bridge.facade.core.consume.FacadeConsume` route per queue made on demand
     (a 1.0 receiver per subscription on ``queue_address(queue)``), dropped once it has
     no subscription left. acquire-mode not-acquired (qpid.messaging ``{mode:
     browse}``) is a receiver with distribution-mode copy where the broker kind has it
@@ -91,9 +91,9 @@ from amqp010.spec import (
 from mappings.amqp010 import H_TO
 from mappings.message import AmqpMessage
 
-from ..config import ListenerTopology, Route
-from ..routes.translate import Translator
-from ..topology import (
+from ...config import ListenerTopology, Route
+from ...routes.translate import Translator
+from ...topology import (
     BindingSpec,
     Done,
     ExchangeSpec,
@@ -102,15 +102,15 @@ from ..topology import (
     Topology,
     TopologyError,
 )
-from .consume import FacadeConsume
-from .publish import FacadePublish, PublishEntry
-from .state import LATER, Later, Refused, SessionState
-from .topology_core import KNOWN_EXCHANGE_TYPES, TopologyCore, exchange_arguments
+from ..core.consume import FacadeConsume
+from ..core.publish import FacadePublish, PublishEntry
+from ..core.state import LATER, Later, Refused, SessionState
+from ..core.topology import KNOWN_EXCHANGE_TYPES, TopologyCore, exchange_arguments
 
 if TYPE_CHECKING:
     from .listener import Facade
 
-log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+log = logging.getLogger("bridge.facade")  # the façade's one logger
 
 ERROR_CODES: dict[str, int] = {
     "not-found": ErrorCode.NOT_FOUND,

@@ -9,7 +9,7 @@ accept / reject / release settle the 1.0 delivery as accepted / rejected / relea
 (modified with delivery-failed when set-redelivered and the source supports it:
 :mod:`bridge.amqp10.outcomes`); what the subscriber leaves unsettled when it goes away is
 given back to the 1.0 broker.  A message that arrives when no subscriber wants it is
-released, and not flagged redelivered when it comes back (:mod:`bridge.facade.unseen`).
+released, and not flagged redelivered when it comes back (:mod:`bridge.facade.core.unseen`).
 A 1.0 message no subscriber can get (unmappable) is
 dead-lettered (the routes' :class:`~bridge.routes.deadletter.DeadLetters`) or
 rejected: one section of :class:`FacadeConsume` (``-- dead-lettering``).
@@ -34,23 +34,23 @@ from amqp010.spec import AcceptMode, AcquireMode, ErrorCode, ExchangeBind
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 
-from ..amqp10.link import Amqp10Link
-from ..amqp10.outcomes import accept, give_back, reject
-from ..config import Route
-from ..routes.amqp10_endpoint import redelivered_1_0
-from ..routes.deadletter import DeadLetters
-from ..routes.refusals import MAPPING_ERROR, log_refused, report_poison
-from ..routes.stats import RouteStats
-from ..routes.translate import Translator
-from ..runtime import EngineSocket, Timer
-from ..runtime.containment import Part
+from ...amqp10.link import Amqp10Link
+from ...amqp10.outcomes import accept, give_back, reject
+from ...config import Route
+from ...routes.amqp10_endpoint import redelivered_1_0
+from ...routes.deadletter import DeadLetters
+from ...routes.refusals import MAPPING_ERROR, log_refused, report_poison
+from ...routes.stats import RouteStats
+from ...routes.translate import Translator
+from ...runtime import EngineSocket, Timer
+from ...runtime.containment import Part
 from .state import LATER, FacadeHost, Later, SessionState, waiting_for
 from .unseen import UnseenReleases
 
 if TYPE_CHECKING:
-    from ..taps import RouteTap
+    from ...taps import RouteTap
 
-log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+log = logging.getLogger("bridge.facade")  # the façade's one logger
 
 T = TypeVar("T")
 
@@ -409,7 +409,7 @@ class FacadeConsume:
         self.paused = False
         self.unseen = UnseenReleases()
         """Fresh messages released with no client having had them (their redelivered
-        flag is the bridge's, not an application's: :mod:`bridge.facade.unseen`)."""
+        flag is the bridge's, not an application's: :mod:`bridge.facade.core.unseen`)."""
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
         self.dead_letters: DeadLetters[_DeadLetter] | None = None

@@ -1,8 +1,8 @@
 """What the façade keeps per client connection and per 0-10 session, shared by its roles.
 
-The listener (:mod:`~bridge.facade.listener`) makes a :class:`Client` per accepted
+The listener (:mod:`~bridge.facade.amqp010.listener`) makes a :class:`Client` per accepted
 connection and a :class:`SessionState` per attached session; the command model
-(:mod:`~bridge.facade.commands`), the publish and the consume routes read and update
+(:mod:`~bridge.facade.amqp010.commands`), the publish and the consume routes read and update
 them.  A command handler that completes its command later (once a 1.0 link is
 attached, a flush's grace is over) returns :data:`LATER`; one the façade answers with
 an execution.exception raises :class:`Refused`.  :class:`FacadeHost` is what the
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from amqp010.events import MessageReceived
 from amqp010.session import Session
 
-from ..amqp10.link import Amqp10Link
-from ..runtime import EngineSocket
-from ..runtime.containment import Part
+from ...amqp10.link import Amqp10Link
+from ...runtime import EngineSocket
+from ...runtime.containment import Part
 
 if TYPE_CHECKING:
     from .consume import FacadeConsume, Subscription
@@ -86,14 +86,14 @@ class TemporaryQueue:
     """A queue a client declared for itself (exclusive or auto-delete, or server-named)
     to bind to one of the façade's subscription exchanges (both protocols): its
     subscriber consumes from that route's address with the binding key filled in
-    (:meth:`~bridge.facade.consume.FacadeConsume.binding_address`)."""
+    (:meth:`~bridge.facade.core.consume.FacadeConsume.binding_address`)."""
 
     name: str
     binding: tuple[str, str] | None = None
     """(exchange, binding key)."""
     sub: Any = None
-    """Its subscription (0-10 :class:`~bridge.facade.consume.Subscription`, 0-9-1
-    :class:`~bridge.facade091.consume.Consumer091`), made (and its 1.0 link attached)
+    """Its subscription (0-10 :class:`~bridge.facade.core.consume.Subscription`, 0-9-1
+    :class:`~bridge.facade.amqp091.consume.Consumer091`), made (and its 1.0 link attached)
     when it was bound: from then on the 1.0 broker keeps what is published for it, as a
     bound queue does."""
 

@@ -4,8 +4,8 @@ Theory of operation
 -------------------
 The model is :mod:`bridge.security.permissions` (RabbitMQ's configure / write / read
 patterns).  Each façade front turns a client's operation into :class:`Check` es —
-the 0-10 façade in :mod:`bridge.facade.command_access`, the 0-9-1 façade in
-:mod:`bridge.facade091.method_access`, both after RabbitMQ's table (declare and
+the 0-10 façade in :mod:`bridge.facade.amqp010.command_access`, the 0-9-1 façade in
+:mod:`bridge.facade.amqp091.method_access`, both after RabbitMQ's table (declare and
 delete: configure; bind: write on the queue, read on the exchange; publish: write on
 the exchange; consume, get, purge: read on the queue) — and asks the listener's
 :class:`Access` before it does anything else, as RabbitMQ checks before it looks the
@@ -26,9 +26,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..security.permissions import Kind, Permission, Permissions, checked_name
+from ...security.permissions import Kind, Permission, Permissions, checked_name
 
-log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+log = logging.getLogger("bridge.facade")  # the façade's one logger
 
 USER_ID = "user_id"
 """The ``permission`` label of a refused user-id (a rule, not a pattern)."""

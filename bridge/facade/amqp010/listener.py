@@ -1,11 +1,11 @@
 """The façade's listener: accepting legacy 0-10 applications, their logins and events.
 
 A :class:`Facade` is one configured listener: a
-:class:`~bridge.facade.base.ListenerCore` (accepting within the listener's limits,
+:class:`~bridge.facade.core.base.ListenerCore` (accepting within the listener's limits,
 logins checked on worker threads, throttling, graceful stop — what every façade
 listener shares) plus the 0-10 engine.  Each client's engine events are
 dispatched here: publishes to the publish routes, model commands to the command
-model (:class:`~bridge.facade.commands.ServerCommands`), credit and completions to
+model (:class:`~bridge.facade.amqp010.commands.ServerCommands`), credit and completions to
 the subscriptions.  Output the routes queue on a client's session is written once
 per burst of loop events (:meth:`Facade.flush_later`, the runtime's
 :class:`~bridge.runtime.EndOfBurst`).
@@ -39,18 +39,18 @@ from amqp010.serial import serial_lt
 from amqp010.session import Session
 from amqp010.spec import CloseCode, DetachCode, ErrorCode
 
-from ..config import Listener
-from ..runtime import EngineSocket
-from ..topology import Topology
-from .base import ListenerCore
+from ...config import Listener
+from ...runtime import EngineSocket
+from ...topology import Topology
+from ..core.base import ListenerCore
+from ..core.consume import FacadeConsume
+from ..core.publish import FacadePublish
+from ..core.state import Client, SessionState
 from .command_access import transfer_checks, transfer_refusal, user_id_refusal
 from .commands import ServerCommands
-from .consume import FacadeConsume
-from .publish import FacadePublish
-from .state import Client, SessionState
 from .topology import TopologyMode
 
-log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+log = logging.getLogger("bridge.facade")  # the façade's one logger
 
 
 class Facade(ListenerCore):
@@ -81,7 +81,7 @@ class Facade(ListenerCore):
 
     def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None) -> None:
         """Serve every name no route configures from the 1.0 broker of ``amqp10`` through
-        ``backend`` (:mod:`~bridge.facade.topology`)."""
+        ``backend`` (:mod:`~bridge.facade.amqp010.topology`)."""
         assert self.settings.topology is not None
         self.topology = self.commands.topology = TopologyMode(
             self, self.container, backend, amqp10, self.settings.topology, login_user)

@@ -1,6 +1,6 @@
 """0-9-1 façade consume: a 1.0 address consumed by basic.consume / basic.get clients.
 
-:class:`Consume091` is the route (a :class:`~bridge.facade.consume.FacadeConsume`:
+:class:`Consume091` is the route (a :class:`~bridge.facade.core.consume.FacadeConsume`:
 its bound, statistics, dead-letters and unmappable messages are the 0-10 façade's);
 each ``basic.consume`` on its queue is a :class:`Consumer091` with its own 1.0
 receiver on the route's address, and each channel's ``basic.get`` on it one more
@@ -60,11 +60,11 @@ from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
 from mappings.message import AmqpMessage
 
-from ..amqp10.link import Amqp10Link
-from ..facade.consume import FacadeConsume
-from ..facade.state import TemporaryQueue
-from ..runtime import Timer
-from ..runtime.containment import Part
+from ...amqp10.link import Amqp10Link
+from ...runtime import Timer
+from ...runtime.containment import Part
+from ..core.consume import FacadeConsume
+from ..core.state import TemporaryQueue
 from .state import Channel091
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ the permission for is 403 ACCESS_REFUSED first: :mod:`.method_access`):
 - on a listener with *subscription exchanges* (routes ``to: {listener, exchange}``), a
   server-named queue (``queue.declare`` of ``""``: ``amq.gen-…``) or an exclusive or
   auto-delete queue of another name is a *temporary queue* of the connection, as on
-  the 0-10 façade (:class:`~bridge.facade.state.TemporaryQueue`): ``queue.bind`` to a
+  the 0-10 façade (:class:`~bridge.facade.core.state.TemporaryQueue`): ``queue.bind`` to a
   subscription exchange attaches its consumer's 1.0 link to the route's address with
   the binding key filled in and answers bind-ok once it is attached; ``basic.consume``
   on the queue adopts that consumer; ``queue.delete``, the consumer's cancel, or the
@@ -27,21 +27,21 @@ the permission for is 403 ACCESS_REFUSED first: :mod:`.method_access`):
   (a 1.0 link does not tell a queue's depth);
 - ``basic.qos`` sets the prefetch of later consumers (``global``: of the whole
   channel); ``prefetch_size`` other than 0 is 540 NOT_IMPLEMENTED, as RabbitMQ;
-- ``basic.consume`` starts a :class:`~bridge.facade091.consume.Consumer091`; a reused
+- ``basic.consume`` starts a :class:`~bridge.facade.amqp091.consume.Consumer091`; a reused
   consumer tag is connection.close 530, an exclusive conflict 403;
 - ``basic.get`` is answered by the channel's getter; ``basic.recover`` (requeue) gives
   back what the channel holds unacknowledged (requeue false: 540, as RabbitMQ);
 - tx.* is 540 NOT_IMPLEMENTED (publisher confirms are the façade's way), and so is
   any other method.
 
-On a listener in *topology mode* (:mod:`~bridge.facade091.topology`), every name no
+On a listener in *topology mode* (:mod:`~bridge.facade.amqp091.topology`), every name no
 route configures is the 1.0 broker's instead: the handlers hand declares, binds,
-deletes and purges to the :class:`~bridge.facade091.topology.TopologyMode` (answered
+deletes and purges to the :class:`~bridge.facade.amqp091.topology.TopologyMode` (answered
 when the broker answered), consumes and gets check the queue there first, and
 ``basic.consume`` of ``amq.rabbitmq.reply-to`` is direct reply-to.
 
-Handlers raise :class:`~bridge.facade091.state.ChannelRefused` (channel.close) or
-:class:`~bridge.facade091.state.ConnectionRefused` (connection.close); they return
+Handlers raise :class:`~bridge.facade.amqp091.state.ChannelRefused` (channel.close) or
+:class:`~bridge.facade.amqp091.state.ConnectionRefused` (connection.close); they return
 the reply to send, or None when there is none (no-wait, or answered later).
 """
 
@@ -58,8 +58,8 @@ from proton import Delivery
 from amqp091.events import DeliveriesSettled
 from amqp091.methods import ReplyCode
 
-from ..facade.access import Check
-from ..facade.state import AlreadyBound, TemporaryQueue, server_named_queue
+from ..core.access import Check
+from ..core.state import AlreadyBound, TemporaryQueue, server_named_queue
 from .consume import Consume091, Consumer091
 from .method_access import checks_for
 from .state import Channel091, ChannelRefused, ConnectionRefused
@@ -233,7 +233,7 @@ class Commands091:
     def _bind_temporary(self, ch: Channel091, m: C.Queue.Bind | C.Queue.Unbind,
                         temporary: TemporaryQueue, exchange: str) -> Frame | None:
         """(Un)bind a temporary queue: the bind attaches its consumer's link (bind-ok once
-        attached: :meth:`~bridge.facade091.consume.Consumer091.answer_when_attached`)."""
+        attached: :meth:`~bridge.facade.amqp091.consume.Consumer091.answer_when_attached`)."""
         key = m.routing_key or ""
         if isinstance(m, C.Queue.Unbind):
             if temporary.unbind(exchange, key):

@@ -19,7 +19,7 @@ Declares, deletes, purges and bindings
 
 Publishes
     Every publish no route takes goes to ONE anonymous-terminus sender
-    (:class:`TopologyPublish091`: a :class:`~bridge.facade091.publish.Publish091` and
+    (:class:`TopologyPublish091`: a :class:`~bridge.facade.amqp091.publish.Publish091` and
     so the façade's in-flight bound, throttling, stop rule), each message's ``to`` the
     backend's ``publish_address(exchange, routing key)``; the 1.0 outcome is the
     confirm: accepted → basic.ack; released (RabbitMQ 4: routed to no queue) →
@@ -70,10 +70,8 @@ from amqp091.methods import ReplyCode
 from mappings.amqp091 import H_SUBJECT, H_TO, Delivery091
 from mappings.message import AmqpMessage
 
-from ..config import ListenerTopology, Route
-from ..facade.publish import PublishEntry
-from ..facade.topology_core import TopologyCore
-from ..topology import (
+from ...config import ListenerTopology, Route
+from ...topology import (
     BindingSpec,
     Done,
     ExchangeSpec,
@@ -82,7 +80,9 @@ from ..topology import (
     Topology,
     TopologyError,
 )
-from ..topology.rabbitmq091 import RabbitMQ091Topology
+from ...topology.rabbitmq091 import RabbitMQ091Topology
+from ..core.publish import PublishEntry
+from ..core.topology import TopologyCore
 from .consume import Consume091
 from .publish import Publish091
 from .state import Channel091, ChannelRefused, Client091, ConnectionRefused

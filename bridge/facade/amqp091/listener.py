@@ -1,7 +1,7 @@
 """The 0-9-1 façade's listener: accepting 0-9-1 applications, their logins and events.
 
 A :class:`Facade091` is one configured ``amqp0-9-1`` listener: a
-:class:`~bridge.facade.base.ListenerCore` (accepting within the listener's limits,
+:class:`~bridge.facade.core.base.ListenerCore` (accepting within the listener's limits,
 PBKDF2 logins off the loop, throttling, graceful stop — shared with the 0-10
 façade) hosting our 0-9-1 engine in its server role (:mod:`amqp091.connection`).
 The engine does the handshake (SASL PLAIN / AMQPLAIN, and EXTERNAL with a verified
@@ -13,7 +13,7 @@ client with the reply code RabbitMQ would; this module dispatches what is left:
   routing key (:meth:`Facade091.route_for`), to a consume route's address for the
   default exchange naming a façade queue, ``basic.return`` 312 for a mandatory
   publish no route takes, channel.close 404 for an unknown exchange;
-- ``MethodReceived``: the method model (:class:`~bridge.facade091.commands.Commands091`);
+- ``MethodReceived``: the method model (:class:`~bridge.facade.amqp091.commands.Commands091`);
 - ``DeliveriesSettled`` (ack / nack / reject / recover): the consumers' outcomes;
 - ``ChannelClosed`` / ``ConnectionClosed``: the channel's consumers end, giving
   back at once what the client left unacknowledged.
@@ -46,12 +46,12 @@ from amqp091.events import (
 )
 from amqp091.methods import ReplyCode
 
-from ..config import Listener
-from ..facade.access import Check
-from ..facade.base import ListenerCore
-from ..legacy.amqp091 import FIELD_TYPES
-from ..runtime import EngineSocket
-from ..topology import Topology
+from ...config import Listener
+from ...legacy.amqp091 import FIELD_TYPES
+from ...runtime import EngineSocket
+from ...topology import Topology
+from ..core.access import Check
+from ..core.base import ListenerCore
 from .address_publish import AddressPublishers
 from .commands import Commands091
 from .consume import Consume091
@@ -104,7 +104,7 @@ class Facade091(ListenerCore):
 
     def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None) -> None:
         """Serve every name no route configures from the 1.0 broker of ``amqp10`` through
-        ``backend`` (:mod:`~bridge.facade091.topology`)."""
+        ``backend`` (:mod:`~bridge.facade.amqp091.topology`)."""
         settings = self.settings.topology
         assert settings is not None
         # (RabbitMQ 3.x never answers an attach to the anonymous terminus)
@@ -166,7 +166,7 @@ class Facade091(ListenerCore):
 
     def update_reading(self) -> None:
         """Pause reading on every client publishing to a throttled route, resume the others
-        (:class:`~bridge.facade.base.ListenerCore`); a client that announced the
+        (:class:`~bridge.facade.core.base.ListenerCore`); a client that announced the
         ``connection.blocked`` capability is told (connection.blocked / unblocked, as
         RabbitMQ tells its publishers at a resource alarm)."""
         super().update_reading()

@@ -21,7 +21,7 @@ from typing import Any
 from pamqp import commands as C
 from pamqp.base import Frame
 
-from ..facade.access import Check
+from ..core.access import Check
 
 _CHECKS: dict[type[Frame], Callable[[Any], list[Check]]] = {
     C.Exchange.Declare: lambda m: [] if m.passive or not m.exchange

@@ -27,23 +27,23 @@ Theory of operation
 -------------------
 One module one job, dependencies one way (each imports only those before it):
 
-- :mod:`~bridge.facade091.state`: per-connection and per-channel state
+- :mod:`~bridge.facade.amqp091.state`: per-connection and per-channel state
   (:class:`Client091`, :class:`Channel091`) and the refusals of method handlers;
-- :mod:`~bridge.facade091.consume`: :class:`Consume091` and its :class:`Consumer091`;
-- :mod:`~bridge.facade091.publish`: :class:`Publish091`;
-- :mod:`~bridge.facade091.method_access`: the permissions each method needs and
+- :mod:`~bridge.facade.amqp091.consume`: :class:`Consume091` and its :class:`Consumer091`;
+- :mod:`~bridge.facade.amqp091.publish`: :class:`Publish091`;
+- :mod:`~bridge.facade.amqp091.method_access`: the permissions each method needs and
   RabbitMQ's refusal texts;
-- :mod:`~bridge.facade091.topology`: :class:`TopologyMode`, a listener's topology mode
+- :mod:`~bridge.facade.amqp091.topology`: :class:`TopologyMode`, a listener's topology mode
   (names no route configures are the 1.0 broker's: ``listeners.<name>.topology``);
-- :mod:`~bridge.facade091.address_publish`: its publishes on RabbitMQ 3.x, a 1.0
+- :mod:`~bridge.facade.amqp091.address_publish`: its publishes on RabbitMQ 3.x, a 1.0
   sender per address (RabbitMQ 3.x answers no attach to the anonymous terminus);
-- :mod:`~bridge.facade091.commands`: :class:`Commands091`, the method model (each method
+- :mod:`~bridge.facade.amqp091.commands`: :class:`Commands091`, the method model (each method
   checked against the user's permissions first);
-- :mod:`~bridge.facade091.listener`: :class:`Facade091`, the listener (on the
-  shared :class:`~bridge.facade.base.ListenerCore`) and its event dispatch.
+- :mod:`~bridge.facade.amqp091.listener`: :class:`Facade091`, the listener (on the
+  shared :class:`~bridge.facade.core.base.ListenerCore`) and its event dispatch.
 
-The routes are the 0-10 façade's (:mod:`bridge.facade.publish`,
-:mod:`bridge.facade.consume`) with a 0-9-1 front; messages cross with the route's
+The routes are the 0-10 façade's (:mod:`bridge.facade.core.publish`,
+:mod:`bridge.facade.core.consume`) with a 0-9-1 front; messages cross with the route's
 :class:`~bridge.routes.translate.Translator` (a consumer sees the routing key the
 message was published with); the façade logs as
 ``bridge.facade``.  Everything runs on the container's thread.

@@ -16,8 +16,8 @@ legacy protocol, it needs the same few things, kept by a :class:`TopologyCore`:
   (:meth:`TopologyCore.queue_named_by`);
 - :data:`KNOWN_EXCHANGE_TYPES`, the standard exchanges both legacy brokers have.
 
-The protocol fronts (:mod:`~bridge.facade.topology` for 0-10,
-:mod:`~bridge.facade091.topology` for 0-9-1) turn commands into backend operations and
+The protocol fronts (:mod:`~bridge.facade.amqp010.topology` for 0-10,
+:mod:`~bridge.facade.amqp091.topology` for 0-9-1) turn commands into backend operations and
 the backend's :class:`~bridge.topology.TopologyError` kinds into their protocol's errors.
 """
 
@@ -27,8 +27,8 @@ import itertools
 from typing import Any
 from urllib.parse import unquote
 
-from ..config import ListenerTopology, Route
-from ..topology import Topology
+from ...config import ListenerTopology, Route
+from ...topology import Topology
 
 KNOWN_EXCHANGE_TYPES: dict[str, str] = {
     "": "direct", "amq.direct": "direct", "amq.topic": "topic", "amq.fanout": "fanout",

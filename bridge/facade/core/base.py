@@ -1,7 +1,7 @@
 """What every façade listener does, whatever legacy protocol it speaks.
 
 A façade listener (:class:`~bridge.facade.Facade` for AMQP 0-10,
-:class:`~bridge.facade091.Facade091` for AMQP 0-9-1) is a :class:`ListenerCore`
+:class:`~bridge.facade.amqp091.Facade091` for AMQP 0-9-1) is a :class:`ListenerCore`
 plus its protocol's event dispatch.  The core owns what does not depend on the
 protocol:
 
@@ -15,7 +15,7 @@ protocol:
   :class:`~bridge.config.ConfigError` naming both routes), including the routes to an
   exchange of the listener that serve the *temporary queues* clients bind to it
   (:attr:`ListenerCore.exchange_subscriptions`);
-- who may do what: the listener's :class:`~bridge.facade.access.Access` (its
+- who may do what: the listener's :class:`~bridge.facade.core.access.Access` (its
   permissions and user-id rule, the refusals counted), which each front asks;
 - output once per burst of loop events, throttling (publishers of a throttled
   route are not read), warnings a client can provoke rate-limited per address;
@@ -42,16 +42,16 @@ from typing import Any
 
 from proton.reactor import Container
 
-from ..config import ConfigError, Listener
-from ..ops.logs import WarnLimiter
-from ..runtime import AcceptLimits, EndOfBurst, EngineListener, EngineSocket, LoopCalls, Timer
-from ..runtime.containment import Part
-from ..security.logins import REFUSAL_TEXT, LoginChecks, PendingLogin
-from ..security.passwords import PasswordTable
-from ..security.tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
+from ...config import ConfigError, Listener
+from ...ops.logs import WarnLimiter
+from ...runtime import AcceptLimits, EndOfBurst, EngineListener, EngineSocket, LoopCalls, Timer
+from ...runtime.containment import Part
+from ...security.logins import REFUSAL_TEXT, LoginChecks, PendingLogin
+from ...security.passwords import PasswordTable
+from ...security.tls import TlsFileError, describe_ssl_error, peer_common_name, server_context
 from .access import Access
 
-log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+log = logging.getLogger("bridge.facade")  # the façade's one logger
 
 STOP_POLL = 0.1
 """Seconds between two looks at the routes while a graceful stop waits for them."""

@@ -16,7 +16,7 @@ Theory of operation
 in metrics, logs and the graceful stop, as the anonymous sender is on 4.x). It holds
 an :class:`AddressPublish091` per address, made at the first publish to it and shared
 by every client of the listener. Each is a
-:class:`~bridge.facade091.topology.TopologyPublish091` (so the façade's in-flight
+:class:`~bridge.facade.amqp091.topology.TopologyPublish091` (so the façade's in-flight
 bound, confirms, throttling and stop rule) whose sender attaches to its address; they
 count into the group's statistics, and a client publishing through the group is
 throttled while any of them is (one bound per sender, as a configured route's).
@@ -53,14 +53,14 @@ from amqp091.events import MessageReceived
 from amqp091.methods import ReplyCode
 from mappings.amqp091 import H_SUBJECT
 
-from ..amqp10.link import Amqp10Link
-from ..config import Route
-from ..facade.publish import PublishEntry
-from ..facade.state import waiting_for
-from ..routes.stats import RouteStats
-from ..runtime import Timer
-from ..runtime.containment import Part
-from ..topology.rabbitmq091 import RabbitMQ091Topology
+from ...amqp10.link import Amqp10Link
+from ...config import Route
+from ...routes.stats import RouteStats
+from ...runtime import Timer
+from ...runtime.containment import Part
+from ...topology.rabbitmq091 import RabbitMQ091Topology
+from ..core.publish import PublishEntry
+from ..core.state import waiting_for
 from .state import Channel091
 from .topology import TopologyMode, TopologyPublish091
 

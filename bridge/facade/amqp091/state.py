@@ -1,6 +1,6 @@
 """What the 0-9-1 façade keeps per client connection and per channel.
 
-The listener (:mod:`~bridge.facade091.listener`) makes a :class:`Client091` per
+The listener (:mod:`~bridge.facade.amqp091.listener`) makes a :class:`Client091` per
 accepted connection and a :class:`Channel091` per open channel; the command model,
 the publish and the consume routes read and update them.  A command handler that
 the façade answers by closing the channel (as a broker would) raises
@@ -18,11 +18,11 @@ from amqp091.channel import ChannelState
 from amqp091.connection import Connection
 from amqp091.events import MessageReceived
 
-from ..facade.state import TemporaryQueue
-from ..runtime import EngineSocket
+from ...runtime import EngineSocket
+from ..core.state import TemporaryQueue
 
 if TYPE_CHECKING:
-    from ..facade.publish import FacadePublish
+    from ..core.publish import FacadePublish
     from .consume import Consumer091
 
 

@@ -1,6 +1,6 @@
 """0-9-1 façade publish: basic.publish to a façade exchange, forwarded to a 1.0 address.
 
-:class:`Publish091` is the 0-10 façade's :class:`~bridge.facade.publish.FacadePublish`
+:class:`Publish091` is the 0-10 façade's :class:`~bridge.facade.core.publish.FacadePublish`
 (the 1.0 sender, the in-flight bound and throttling, releases, poison messages,
 dead-lettering) with a 0-9-1 front: a publish is mapped by :mod:`mappings.amqp091`
 (the route's translation and CloudEvents) and, on a channel in confirm mode,
@@ -22,9 +22,9 @@ from amqp091.methods import ReplyCode
 from mappings.amqp091 import Delivery091
 from mappings.message import AmqpMessage
 
-from ..facade.publish import FacadePublish, PublishEntry
-from ..ops.logs import WarnLimiter
-from ..routes.refusals import plain_copy_091
+from ...ops.logs import WarnLimiter
+from ...routes.refusals import plain_copy_091
+from ..core.publish import FacadePublish, PublishEntry
 from .state import Channel091
 
 if TYPE_CHECKING:

@@ -50,23 +50,23 @@ from amqp010.spec import DeliveryProperties, ErrorCode
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 
-from ..amqp10.link import Amqp10Link
-from ..amqp10.outcomes import condition_name, condition_text
-from ..config import Route
-from ..routes.amqp10_endpoint import Amqp10Target
-from ..routes.deadletter import DeadLetters
-from ..routes.refusals import MAPPING_ERROR, log_refused, plain_copy, report_poison, too_large
-from ..routes.stats import RouteStats
-from ..routes.translate import Translator
-from ..runtime import Timer
-from ..runtime.containment import Part
+from ...amqp10.link import Amqp10Link
+from ...amqp10.outcomes import condition_name, condition_text
+from ...config import Route
+from ...routes.amqp10_endpoint import Amqp10Target
+from ...routes.deadletter import DeadLetters
+from ...routes.refusals import MAPPING_ERROR, log_refused, plain_copy, report_poison, too_large
+from ...routes.stats import RouteStats
+from ...routes.translate import Translator
+from ...runtime import Timer
+from ...runtime.containment import Part
 from .consume import FacadeConsume
 from .state import FacadeHost, SessionState, waiting_for
 
 if TYPE_CHECKING:
-    from ..taps import RouteTap
+    from ...taps import RouteTap
 
-log = logging.getLogger(__package__)  # the façade's one logger: "bridge.facade"
+log = logging.getLogger("bridge.facade")  # the façade's one logger
 
 MAX_RELEASES = 3
 """Times a published message may be released by the 1.0 target before it counts as rejected."""

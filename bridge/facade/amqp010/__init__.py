@@ -1,0 +1,70 @@
+"""The legacy façade: an AMQP 0-10 server for unchanged 0-10 applications, backed by AMQP 1.0.
+
+A :class:`Facade` is one configured listener.  It plays the 0-10 *server* role
+(our engine, hosted as proton selectables like every 0-10 socket of the bridge)
+and answers the model commands a 0-10 application sends to a broker, with two
+kinds of route behind it (``docs/semantics.md``, section "Façade"):
+
+``FacadePublish`` (``from: {listener: L, exchange: X}`` → 1.0 address)
+    every ``message.transfer`` to exchange X is mapped and sent unsettled to
+    the 1.0 address; the transfer is *completed* (the publisher's confirmation)
+    only once the 1.0 broker accepted it, or the dead-letter address did.  A
+    rejection without a dead-letter address becomes an execution.exception.
+    Publishers are throttled like qpidd throttles them: completion is withheld,
+    and past the route's ``max_in_flight`` the façade stops reading from their
+    sockets.
+
+``FacadeConsume`` (1.0 address → ``to: {listener: L, queue: Q}``)
+    every ``message.subscribe`` to queue Q gets its own 1.0 receiver on the
+    route's source address; the receiver's link credit follows the
+    subscription's 0-10 message credit (credit or window mode; byte credit is
+    honoured before each transfer); accept / reject / release settle the 1.0
+    delivery as accepted / rejected / released (modified with delivery-failed
+    when set-redelivered and the source supports it); what the subscriber
+    leaves unsettled when it goes away is given back to the 1.0 broker.
+
+Every 1.0 link is a :class:`~bridge.routes.Amqp10Link` (its own session,
+re-attached when lost; what was in flight on a lost link is resent or left to
+the 1.0 broker to redeliver).  Sessions are not resumable on the façade (a
+requested session timeout is granted as 0): a client that reconnects starts
+afresh.  Everything runs on the container's thread.
+
+Theory of operation
+-------------------
+The package is split by role, dependencies one way (at run time each module imports
+only those listed before it; ``state`` names the routes' classes for type checking only):
+
+- :mod:`~bridge.facade.core.state`: per-connection and per-session state (:class:`Client`,
+  :class:`SessionState`, temporary queues), the :class:`Refused` / ``LATER`` answers of
+  command handlers, and :class:`FacadeHost`, what a route sees of its listener;
+- :mod:`~bridge.facade.core.consume`: :class:`FacadeConsume` and its :class:`Subscription`
+  (one 1.0 receiver per 0-10 subscription, 1.0 link credit following 0-10 credit);
+- :mod:`~bridge.facade.core.publish`: :class:`FacadePublish` (publishes completed once the
+  1.0 broker accepted them; throttling);
+- :mod:`~bridge.facade.core.access`: :class:`~bridge.facade.core.access.Access`, who may do what
+  on a listener (both façades' permission checks, the user-id rule, refusal counts), and
+  :mod:`~bridge.facade.amqp010.command_access`, the permissions each 0-10 command needs;
+- :mod:`~bridge.facade.core.topology`: what both façades' topology modes share (the
+  made routes' settings, owner ids at the backend, the reply-to mapping back), and
+  :mod:`~bridge.facade.amqp010.topology`: the 0-10 façade's topology mode (names no route
+  configures are the 1.0 broker's, through a :class:`~bridge.topology.Topology`
+  backend; docs/topology.md);
+- :mod:`~bridge.facade.amqp010.commands`: :class:`ServerCommands`, the 0-10 server's command
+  model (declare / query / bind / subscribe answers, temporary queues, error codes),
+  each command checked against the user's permissions first, names no route
+  configures handed to the topology mode when the listener has one;
+- :mod:`~bridge.facade.amqp010.listener`: :class:`Facade`, the listener (accepting through the
+  runtime's :class:`~bridge.runtime.EngineListener`, logins, limits, event dispatch,
+  graceful stop).
+
+The façade logs as ``bridge.facade`` (every module).
+"""
+
+from ..core.consume import FacadeConsume, Subscription
+from ..core.publish import FacadePublish
+from ..core.state import Client, FacadeHost, Refused, SessionState
+from .commands import ServerCommands
+from .listener import Facade
+
+__all__ = ["Client", "Facade", "FacadeConsume", "FacadeHost", "FacadePublish", "Refused",
+           "ServerCommands", "SessionState", "Subscription"]
