@@ -34,7 +34,15 @@ from .config import (
     config_identities,
     config_secrets,
 )
-from .facade import Consume091, Facade, Facade091, FacadeConsume, FacadePublish, Publish091
+from .facade import (
+    Consume010,
+    Consume091,
+    Facade,
+    Facade091,
+    FacadeConsume,
+    FacadePublish,
+    Publish091,
+)
 from .legacy.amqp010 import LegacyConnection
 from .legacy.amqp091 import Amqp091Connection
 from .ops.logs import add_identities, add_secrets
@@ -171,7 +179,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             return publish(container, route, facade, self.amqp10[dst.connection], dead_letter)
         if dst.listener is not None and src.connection in self.amqp10:
             facade = self.facades[dst.listener]
-            consume = Consume091 if isinstance(facade, Facade091) else FacadeConsume
+            consume = Consume091 if isinstance(facade, Facade091) else Consume010
             return consume(container, route, facade, self.amqp10[src.connection], dead_letter)
         if src.connection in self.legacy and dst.connection in self.amqp10:
             return LegacyToAmqp10(container, route, self.legacy[src.connection],

@@ -14,7 +14,7 @@ kinds of route behind it (``docs/semantics.md``, section "Façade"):
     and past the route's ``max_in_flight`` the façade stops reading from their
     sockets.
 
-``FacadeConsume`` (1.0 address → ``to: {listener: L, queue: Q}``)
+``Consume010`` (1.0 address → ``to: {listener: L, queue: Q}``)
     every ``message.subscribe`` to queue Q gets its own 1.0 receiver on the
     route's source address; the receiver's link credit follows the
     subscription's 0-10 message credit (credit or window mode; byte credit is
@@ -37,7 +37,7 @@ only those listed before it; ``state`` names the routes' classes for type checki
 - :mod:`~bridge.facade.core.state`: per-connection and per-session state (:class:`Client`,
   :class:`SessionState`, temporary queues), the :class:`Refused` / ``LATER`` answers of
   command handlers, and :class:`FacadeHost`, what a route sees of its listener;
-- :mod:`~bridge.facade.core.consume`: :class:`FacadeConsume` and its :class:`Subscription`
+- :mod:`~bridge.facade.amqp010.consume`: :class:`Consume010` and its :class:`Subscription`
   (one 1.0 receiver per 0-10 subscription, 1.0 link credit following 0-10 credit);
 - :mod:`~bridge.facade.core.publish`: :class:`FacadePublish` (publishes completed once the
   1.0 broker accepted them; throttling);
@@ -60,11 +60,11 @@ only those listed before it; ``state`` names the routes' classes for type checki
 The façade logs as ``bridge.facade`` (every module).
 """
 
-from ..core.consume import FacadeConsume, Subscription
 from ..core.publish import FacadePublish
 from ..core.state import Client, FacadeHost, Refused, SessionState
 from .commands import ServerCommands
+from .consume import Consume010, Subscription
 from .listener import Facade
 
-__all__ = ["Client", "Facade", "FacadeConsume", "FacadeHost", "FacadePublish", "Refused",
+__all__ = ["Client", "Consume010", "Facade", "FacadeHost", "FacadePublish", "Refused",
            "ServerCommands", "SessionState", "Subscription"]

@@ -53,7 +53,6 @@ from amqp010.spec import (
 )
 
 from ..core.access import Access
-from ..core.consume import FacadeConsume, Subscription
 from ..core.publish import FacadePublish
 from ..core.state import (
     LATER,
@@ -65,6 +64,7 @@ from ..core.state import (
     TemporaryQueue,
 )
 from .command_access import checks_for, refusal
+from .consume import Consume010, Subscription
 from .topology import TopologyMode
 
 log = logging.getLogger("bridge.facade")  # the façade's one logger
@@ -77,8 +77,8 @@ class ServerCommands:
     """The model commands of one façade listener, answered from its route tables."""
 
     def __init__(self, name: str, publish_routes: dict[str, FacadePublish],
-                 consume_routes: dict[str, FacadeConsume],
-                 exchange_subscriptions: dict[str, FacadeConsume],
+                 consume_routes: dict[str, Consume010],
+                 exchange_subscriptions: dict[str, Consume010],
                  stopping: Callable[[], bool], *, max_links: int,
                  links_of: Callable[[SessionState], int],
                  refused: Callable[[SessionState, int, str, str], None],
@@ -151,7 +151,7 @@ class ServerCommands:
                           f"reached maximum ({self.max_links}) of subscriptions per connection "
                           f"(listener {self.name}: max_consumers_per_connection)")
 
-    def _queue(self, name: str, field_index: int) -> FacadeConsume:
+    def _queue(self, name: str, field_index: int) -> Consume010:
         route = self.consume_routes.get(name)
         if route is None:
             known = ", ".join(repr(q) for q in sorted(self.consume_routes)) or "none"

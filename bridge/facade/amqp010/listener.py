@@ -43,11 +43,11 @@ from ...config import Listener
 from ...runtime import EngineSocket
 from ...topology import Topology
 from ..core.base import ListenerCore
-from ..core.consume import FacadeConsume
 from ..core.publish import FacadePublish
 from ..core.state import Client, SessionState
 from .command_access import transfer_checks, transfer_refusal, user_id_refusal
 from .commands import ServerCommands
+from .consume import Consume010
 from .topology import TopologyMode
 
 log = logging.getLogger("bridge.facade")  # the façade's one logger
@@ -64,7 +64,7 @@ class Facade(ListenerCore):
             self.passwords.check if self.passwords else None,
             anonymous=settings.allow_anonymous, external=self.client_certs, defer=True)
         self.publish_routes: dict[str, FacadePublish] = {}
-        self.consume_routes: dict[str, FacadeConsume] = {}
+        self.consume_routes: dict[str, Consume010] = {}
         self.commands = ServerCommands(name, self.publish_routes, self.consume_routes,
                                        self.exchange_subscriptions, lambda: self.stopping,
                                        max_links=settings.max_consumers_per_connection,
@@ -92,7 +92,7 @@ class Facade(ListenerCore):
         """``route`` takes what clients publish to ``exchange``."""
         self._register(self.publish_routes, exchange, route, f"exchange {exchange!r}", "source")
 
-    def add_consume(self, route: FacadeConsume, queue: str) -> None:
+    def add_consume(self, route: Any, queue: str) -> None:
         """``route`` feeds the subscribers of ``queue``."""
         self._register(self.consume_routes, queue, route, f"queue {queue!r}", "target")
 

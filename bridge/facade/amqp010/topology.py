@@ -37,7 +37,7 @@ Publishes
 Subscriptions
     message.subscribe on any queue, after a passive declare (not-found at once, as
     qpidd answers, rather than a 1.0 attach that never comes): a
-    :class:`~bridge.facade.core.consume.FacadeConsume` route per queue made on demand
+    :class:`~bridge.facade.amqp010.consume.Consume010` route per queue made on demand
     (a 1.0 receiver per subscription on ``queue_address(queue)``), dropped once it has
     no subscription left. acquire-mode not-acquired (qpid.messaging ``{mode:
     browse}``) is a receiver with distribution-mode copy where the broker kind has it
@@ -102,10 +102,10 @@ from ...topology import (
     Topology,
     TopologyError,
 )
-from ..core.consume import FacadeConsume
 from ..core.publish import FacadePublish, PublishEntry
 from ..core.state import LATER, Later, Refused, SessionState
 from ..core.topology import KNOWN_EXCHANGE_TYPES, TopologyCore, exchange_arguments
+from .consume import Consume010
 
 if TYPE_CHECKING:
     from .listener import Facade
@@ -201,7 +201,7 @@ class TopologyMode:
         self.cannot_browse = BROWSES.get(settings.broker, "the broker kind cannot browse")
         self.publisher = TopologyPublish(container, self.core.template, facade, amqp10,
                                          backend)
-        self.queues: dict[str, FacadeConsume] = {}
+        self.queues: dict[str, Consume010] = {}
         """The consume routes of broker queues with subscriptions, by queue."""
         self.exchange_types: dict[str, str] = dict(KNOWN_EXCHANGE_TYPES)
         """Exchange types known to this listener (standard ones, and declared here)."""
@@ -228,7 +228,7 @@ class TopologyMode:
             raise Refused(ErrorCode.RESOURCE_LOCKED, f"cannot obtain exclusive access to "
                           f"queue {queue!r}: another session's exclusive queue", 0)
 
-    def queue_route(self, queue: str) -> FacadeConsume:
+    def queue_route(self, queue: str) -> Consume010:
         """The consume route of broker queue ``queue`` (made now if it has none; routes
         left without subscriptions are dropped meanwhile)."""
         for name, made in list(self.queues.items()):
@@ -237,7 +237,7 @@ class TopologyMode:
         route = self.queues.get(queue)
         if route is None:
             settings = self.core.queue_route_settings(queue)
-            route = self.queues[queue] = FacadeConsume(
+            route = self.queues[queue] = Consume010(
                 self.container, settings, self.facade, self.amqp10, None, register=False)
             route.translator = TopologyTranslator(settings, self.core)
             if self.facade.stopping:

@@ -1,7 +1,7 @@
 """0-9-1 façade consume: a 1.0 address consumed by basic.consume / basic.get clients.
 
 :class:`Consume091` is the route (a :class:`~bridge.facade.core.consume.FacadeConsume`:
-its bound, statistics, dead-letters and unmappable messages are the 0-10 façade's);
+its bound, statistics, dead-letters and unmappable messages are the core's, shared with the 0-10 front);
 each ``basic.consume`` on its queue is a :class:`Consumer091` with its own 1.0
 receiver on the route's address, and each channel's ``basic.get`` on it one more
 (a *getter*, kept for the channel's next gets).
@@ -327,7 +327,7 @@ class Consumer091:
         self.held.clear()
         for msg in self.unsettled.values():
             msg.delivery = None  # the client's outcome for it goes nowhere now
-        route.forget_dead_letters(self)  # type: ignore[arg-type]
+        route.forget_dead_letters(self)
         if link.refusal is None and link.failures + 1 >= CANCEL_AFTER and self.adopted \
                 and not self.cancelled:
             self._cancelled_by_source(link)
@@ -484,21 +484,21 @@ class Consume091(FacadeConsume):
 
     def forget(self, consumer: Consumer091) -> None:
         """``consumer`` has detached its link for good."""
-        self.subscriptions.discard(consumer)  # type: ignore[arg-type]
+        self.subscriptions.discard(consumer)
 
     def consume(self, ch: Channel091, tag: str, *, no_ack: bool, exclusive: bool
                 ) -> Consumer091:
         """A new consumer of ``ch`` on the route's queue (its 1.0 link attaching)."""
         consumer = Consumer091(self, ch, tag, no_ack=no_ack, exclusive=exclusive,
                                prefetch=ch.prefetch)
-        self.subscriptions.add(consumer)  # type: ignore[arg-type]
+        self.subscriptions.add(consumer)
         return consumer
 
     def getter(self, ch: Channel091) -> Consumer091:
         """The channel's getter for basic.get on the route's queue."""
         consumer = Consumer091(self, ch, None, no_ack=False, exclusive=False, prefetch=0,
                                getter=True)
-        self.subscriptions.add(consumer)  # type: ignore[arg-type]
+        self.subscriptions.add(consumer)
         return consumer
 
     def bind_temporary(self, ch: Channel091, temporary: TemporaryQueue) -> Consumer091:
@@ -507,7 +507,7 @@ class Consume091(FacadeConsume):
         once a basic.consume adopts it."""
         consumer = Consumer091(self, ch, None, no_ack=False, exclusive=True, prefetch=0,
                                temporary=temporary)
-        self.subscriptions.add(consumer)  # type: ignore[arg-type]
+        self.subscriptions.add(consumer)
         return consumer
 
     @property

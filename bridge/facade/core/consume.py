@@ -1,14 +1,15 @@
-"""Façade consume: a 1.0 address consumed by legacy subscribers of a façade queue.
+"""Façade consume: a 1.0 address consumed by the legacy subscribers of a façade queue.
 
-Every ``message.subscribe`` to the route's queue (or to a temporary queue bound to
-the route's exchange) is a :class:`Subscription` with its own 1.0 receiver on the
-route's source address; the receiver's link credit follows the subscription's 0-10
-message credit (credit or window mode; byte credit is honoured before each
-transfer, a flush waits ``FLUSH_GRACE`` for what link credit already promised);
-accept / reject / release settle the 1.0 delivery as accepted / rejected / released
-(modified with delivery-failed when set-redelivered and the source supports it:
-:mod:`bridge.amqp10.outcomes`); what the subscriber leaves unsettled when it goes away is
-given back to the 1.0 broker.  A message that arrives when no subscriber wants it is
+:class:`FacadeConsume` is the route both fronts share; each front's subscriber (the
+0-10 :class:`~bridge.facade.amqp010.consume.Subscription`, the 0-9-1
+:class:`~bridge.facade.amqp091.consume.Consumer091`) has its own 1.0 receiver on the
+route's source address (or a temporary queue's, its binding key filled in) and takes
+its deliveries through :meth:`FacadeConsume.take_delivery`.  The route bounds what its
+subscribers hold (``max_in_flight``: :meth:`FacadeConsume.room_for` shares it out as
+link credit), settles the 1.0 deliveries with the outcomes the clients give
+(:meth:`FacadeConsume.settle_held`: accepted / rejected / given back, modified with
+delivery-failed where the client has seen the message: :mod:`bridge.amqp10.outcomes`)
+and keeps the statistics.  A message that arrives when no subscriber wants it is
 released, and not flagged redelivered when it comes back (:mod:`bridge.facade.core.unseen`).
 A 1.0 message no subscriber can get (unmappable) is
 dead-lettered (the routes' :class:`~bridge.routes.deadletter.DeadLetters`) or
@@ -17,9 +18,7 @@ rejected: one section of :class:`FacadeConsume` (``-- dead-lettering``).
 
 from __future__ import annotations
 
-import logging
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,9 +27,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from proton import Delivery, symbol
 from proton.reactor import Container
 
-from amqp010.base import Command, Struct
-from amqp010.codec import encode_header
-from amqp010.spec import AcceptMode, AcquireMode, ErrorCode, ExchangeBind
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 
@@ -42,24 +38,48 @@ from ...routes.deadletter import DeadLetters
 from ...routes.refusals import MAPPING_ERROR, log_refused, report_poison
 from ...routes.stats import RouteStats
 from ...routes.translate import Translator
-from ...runtime import EngineSocket, Timer
 from ...runtime.containment import Part
-from .state import LATER, FacadeHost, Later, SessionState, waiting_for
+from .state import FacadeHost, waiting_for
 from .unseen import UnseenReleases
 
 if TYPE_CHECKING:
     from ...taps import RouteTap
 
-log = logging.getLogger("bridge.facade")  # the façade's one logger
-
 T = TypeVar("T")
 
 REJECTED_BY_SUBSCRIBER = symbol("amqp-bridge:rejected-by-subscriber")
-"""Condition of a 1.0 reject caused by a 0-10 subscriber's message.reject."""
-FLUSH_GRACE = 0.05
-"""Seconds a message.flush waits for messages already promised by 1.0 link credit."""
-SUBSCRIBE_TIMEOUT = 10.0
-"""Seconds a message.subscribe waits for its 1.0 link before it fails with not-found."""
+"""Condition of a 1.0 reject caused by a client's reject (0-10 message.reject, 0-9-1
+basic.reject / basic.nack without requeue)."""
+
+
+class Subscriber(Protocol):
+    """What the route uses of each front's subscriber (one 1.0 receiver link each)."""
+
+    @property
+    def exclusive(self) -> bool: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def cancelled(self) -> bool: ...
+
+    @property
+    def link(self) -> Amqp10Link: ...
+
+    @property
+    def unsettled(self) -> dict[int, Any]:
+        """What the client has and has not settled yet."""
+
+    @property
+    def busy(self) -> int:
+        """Messages promised (link credit), held and unsettled."""
+
+    def grant(self, route_busy: int | None = None) -> int:
+        """Top the link credit up within the route's bound; returns the credit added."""
+
+    def subscriber_credit(self) -> int:
+        """The client's credit (for the route's gauge)."""
 
 
 class HeldMessage(Protocol):
@@ -72,308 +92,10 @@ class HeldMessage(Protocol):
 
 
 @dataclass(eq=False, slots=True)
-class _Held:
-    """A 1.0 delivery mapped for the subscriber (waiting for credit, or transferred)."""
-
-    delivery: Delivery | None
-    """None once void: the link it came on was lost, and the source redelivers it."""
-    header: tuple[Struct, ...]
-    body: bytes
-    cost: int
-    """What the transfer takes from byte credit: header segment plus body octets."""
-    t0: float = 0.0
-    """When the 1.0 delivery arrived (``time.monotonic()``), for the latency histogram."""
-    data: bytes | None = None
-    """The 1.0 message as received, kept when the route's tap records deliveries."""
-
-
-class Subscription:
-    """One 0-10 subscription to a façade queue and its own 1.0 receiver link."""
-
-    def __init__(self, route: FacadeConsume, st: SessionState, destination: str | None,
-                 accept_mode: AcceptMode, exclusive: bool, *, queue: str, address: str,
-                 browse: bool = False) -> None:
-        self.route = route
-        self.st = st
-        self.destination = destination
-        self.accept_mode = accept_mode
-        self.exclusive = exclusive
-        self.held: deque[_Held] = deque()
-        """Received from 1.0, not yet transferred (waiting for 0-10 credit)."""
-        self.unsettled: dict[int, _Held] = {}
-        """Transferred to the subscriber, not yet accepted/rejected/released."""
-        self.flushes: list[int] = []
-        self.waiting_for_link: list[tuple[int, Command]] = []
-        """Commands to complete once the link is attached (message.subscribe, or the
-        exchange.bind that opened a temporary queue's link)."""
-        self.typical_cost = 1024
-        """Running estimate of a transfer's byte-credit cost (sizes 1.0 link credit)."""
-        self.cancelled = False
-        self.closed = False
-        self.queue = queue
-        self.acquire_mode = AcquireMode.NOT_ACQUIRED if browse else AcquireMode.PRE_ACQUIRED
-        """How its messages are transferred: not-acquired when it browses (its 1.0 source
-        has distribution-mode copy: the messages stay on the queue)."""
-        self.link = Amqp10Link(route.container, route.amqp10, address, sender=False,
-                               owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
-                               route=route.name, browse=browse)
-
-    @property
-    def adopted(self) -> bool:
-        """A subscriber took this subscription (a temporary queue's is made unadopted at
-        its bind, and adopted by the message.subscribe to the queue)."""
-        return self.destination is not None
-
-    @property
-    def client_socket(self) -> EngineSocket:
-        """The subscriber's connection (what a fault of this subscription closes)."""
-        return self.st.client.sock
-
-    @property
-    def busy(self) -> int:
-        """Messages promised (link credit), held and unsettled: the route's in-flight share."""
-        return self.link.promised + len(self.held) + len(self.unsettled)
-
-    def subscriber_credit(self) -> int:
-        """The subscriber's message credit (unlimited counts as the route's bound)."""
-        credit = self._credit()
-        if credit is None:
-            return 0
-        return self.route.limit_messages if credit.messages is None else credit.messages
-
-    def _credit(self) -> Any:
-        """The 0-10 credit the subscriber granted (None once cancelled or gone)."""
-        if self.cancelled or not self.st.live or self.destination is None:
-            return None
-        return self.st.session.outgoing_credit.get(self.destination)
-
-    # -- 1.0 credit follows 0-10 credit -------------------------------------------------------
-
-    def grant(self, route_busy: int | None = None) -> int:
-        """Bring the link credit to what the subscriber's credit and the route allow
-        (``route_busy``: the route's :attr:`~FacadeConsume.busy`, if known); returns
-        the credit added.
-
-        Link credit is never taken back (RabbitMQ 3.x leaves a drain unanswered and
-        stalls the session): what it still brings after a message.stop waits here
-        for new 0-10 credit."""
-        if self.closed or not self.link.up:
-            return 0
-        credit = self._credit()
-        route = self.route
-        if credit is None or route.paused or credit.messages == 0 or credit.bytes == 0:
-            return 0
-        if route.tap is not None and route.tap.backpressured:
-            return 0  # the archive writer is behind: take nothing more for now
-        wanted = route.limit_messages if credit.messages is None else credit.messages
-        if credit.bytes is not None:
-            # 1.0 has no byte credit: promise what the byte credit likely covers (from the
-            # sizes seen so far), at least one message so a large one can still get through
-            wanted = min(wanted, max(1, credit.bytes // self.typical_cost))
-        busy = route.busy if route_busy is None else route_busy
-        room = route.room_for(wanted, len(self.held) + self.link.promised, busy,
-                              idle=not self.unsettled)
-        if room <= 0 or route.bytes_in_flight >= route.limit_bytes:
-            return 0
-        self.link.add_credit(room)
-        return room
-
-    def on_subscriber_credit(self) -> None:
-        """The subscriber changed its credit (flow, stop, flow mode, window re-grant)."""
-        self.pump()
-        self.grant()
-        self.route.recount()
-
-    def flush(self, cid: int) -> bool:
-        """message.flush: True if completed now, False if it completes shortly.
-
-        It completes once what is available has been transferred.  What the 1.0
-        broker has is known only by draining the link, which RabbitMQ 3.x does not
-        answer, so messages already promised by link credit get ``FLUSH_GRACE`` to
-        arrive (the broker sends them at once when it has them); a flush of a
-        subscription whose link is still attaching waits for it first.
-        """
-        self.pump()
-        credit = self._credit()
-        link = self.link
-        if credit is None or credit.messages == 0 or credit.bytes == 0 or self.closed:
-            return True
-        attaching = not link.up and bool(self.waiting_for_link)
-        if not attaching and (not link.up or link.credit == 0):
-            return True  # nothing is on its way
-        self.flushes.append(cid)
-        if link.up and len(self.flushes) == 1:
-            self.route.container.schedule(FLUSH_GRACE, Timer(self._finish_flushes))
-        return False
-
-    def _finish_flushes(self) -> None:
-        self.pump()
-        self._complete_flushes()
-        self.route.facade.flush_later(self.st.client.sock)
-
-    def _complete_flushes(self) -> None:
-        for cid in self.flushes:
-            if self.st.live:
-                self.st.session.complete(cid)
-        self.flushes.clear()
-
-    # -- Amqp10Link owner -------------------------------------------------------------------
-
-    def on_link_up(self, link: Amqp10Link) -> None:
-        if self.waiting_for_link:
-            waiting, self.waiting_for_link = self.waiting_for_link, []
-            if self.st.live:
-                for cid, command in waiting:
-                    self.st.session.complete(cid)
-                    if isinstance(command, ExchangeBind):
-                        self.route.facade.bound(self.st)
-                self.route.facade.flush_later(self.st.client.sock)
-        self.grant()
-        if self.flushes:
-            self.route.container.schedule(FLUSH_GRACE, Timer(self._finish_flushes))
-
-    def complete_when_attached(self, cid: int, command: Command) -> Later | None:
-        """Complete ``cid`` (message.subscribe, exchange.bind) once the 1.0 link is
-        attached — now if it is; raise an exception if it is not within
-        ``SUBSCRIBE_TIMEOUT``."""
-        if self.link.up:
-            return None
-        self.waiting_for_link.append((cid, command))
-        self.route.container.schedule(SUBSCRIBE_TIMEOUT, Timer(self._subscribe_timeout))
-        return LATER
-
-    def _subscribe_timeout(self) -> None:
-        if not self.waiting_for_link or not self.st.live:
-            return
-        (cid, command), *_ = self.waiting_for_link
-        self.waiting_for_link = []
-        self.st.session.exception(
-            ErrorCode.NOT_FOUND, cid, f"the AMQP 1.0 source {self.link.address} did not "
-            f"attach within {SUBSCRIBE_TIMEOUT:.0f}s", command=command)
-        self.route.facade.flush_later(self.st.client.sock)
-
-    def adopt(self, destination: str, accept_mode: AcceptMode, exclusive: bool) -> None:
-        """message.subscribe to the temporary queue whose link this is (made at bind)."""
-        self.destination = destination
-        self.accept_mode = accept_mode
-        self.exclusive = exclusive
-        self.grant()
-
-    def on_link_down(self, link: Amqp10Link) -> None:
-        # what came on the lost link is void: the source redelivers it
-        route = self.route
-        for msg in self.held:
-            route.bytes_in_flight -= len(msg.body)
-        self.held.clear()
-        for msg in self.unsettled.values():
-            msg.delivery = None  # the subscriber's outcome for it goes nowhere now
-        route.forget_dead_letters(self)
-
-    def on_credit(self, link: Amqp10Link) -> None:
-        self.grant()
-
-    def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
-        route = self.route
-        taken = route.take_delivery(self, link, delivery, not self.closed and self.st.live,
-                                    route.translator.amqp10_to_legacy)
-        if taken is None:
-            return
-        data, (dp, mp, body) = taken
-        header = (dp, mp)
-        self.held.append(_Held(delivery, header, body, len(encode_header(header)) + len(body),
-                               t0=time.monotonic(), data=route.kept_for_tap(data)))
-        route.bytes_in_flight += len(body)
-        self.pump()
-        self.grant()
-
-    def pump(self) -> None:
-        """Transfer held messages while the subscriber's credit allows (in order)."""
-        if not self.held:
-            return
-        session = self.st.session
-        destination = self.destination
-        sent = False
-        while self.held and destination is not None:
-            credit = self._credit()
-            msg = self.held[0]
-            if credit is None or self.route.paused or not session.can_send \
-                    or not credit.allows(msg.cost):
-                break
-            self.held.popleft()
-            tid = session.message_transfer(destination, msg.header, msg.body,
-                                           accept_mode=self.accept_mode,
-                                           acquire_mode=self.acquire_mode)
-            self.unsettled[tid] = msg
-            self.st.transfers[tid] = self
-            self.typical_cost = (3 * self.typical_cost + msg.cost) // 4 or 1
-            sent = True
-        if sent:
-            self.route.facade.flush_later(self.st.client.sock)
-            self.route.recount()
-
-    def on_completed(self, tid: int) -> None:
-        """The subscriber completed our transfer: with accept-mode none that settles it."""
-        if self.accept_mode == AcceptMode.NONE:
-            self.settle(tid, Delivery.ACCEPTED)
-
-    def settle(self, tid: int, state: int, reason: str = "") -> None:
-        """Give the 1.0 delivery behind transfer ``tid`` its outcome."""
-        msg = self.unsettled.pop(tid, None)
-        self.st.transfers.pop(tid, None)
-        if msg is None:
-            return
-        self.route.settle_held(msg, state, reason)
-        if self.cancelled:
-            self._close_when_idle()
-        self.route.grant()
-
-    # -- the end ------------------------------------------------------------------------------
-
-    def cancel(self) -> None:
-        """message.cancel: no more messages; transfers already made can still be settled.
-
-        The link stays attached until they are (it carries their outcomes); what it
-        brings meanwhile is held and released when it detaches (released at once,
-        it would come straight back to the same link)."""
-        self.cancelled = True
-        if self.st.live:
-            for cid, _ in self.waiting_for_link:
-                self.st.session.complete(cid)
-        self.waiting_for_link = []
-        self._complete_flushes()
-        self._close_when_idle()
-        self.route.grant()
-
-    def end(self) -> None:
-        """The session is gone: whatever it did not settle goes back to the 1.0 broker."""
-        self.cancelled = True
-        for tid, msg in self.unsettled.items():
-            self.st.transfers.pop(tid, None)
-            self.route.settle_held(msg, Delivery.MODIFIED)  # the subscriber may have seen it
-        self.unsettled.clear()
-        self.flushes.clear()
-        self._close_when_idle()
-        self.route.grant()
-
-    def _close_when_idle(self) -> None:
-        """Detach once the transfers made are settled (the link carries their outcomes)."""
-        if not self.closed and not self.unsettled:
-            self.closed = True
-            self.route.release_held(self.held)
-            self.link.forget()  # detaches and ends the link's session
-            self.route.subscriptions.discard(self)
-            self.st.cancelled.discard(self)
-
-    def fault_part(self, method: str, event: Any) -> Part:
-        """A fault in a subscription is its client's: that connection is closed."""
-        return self.route.facade.socket_fault_part(self.client_socket)
-
-
-@dataclass(eq=False, slots=True)
 class _DeadLetter:
     """An unmappable 1.0 message whose copy is on its way to the dead-letter address."""
 
-    sub: Subscription
+    sub: Subscriber
     original: Delivery | None
     """None once void: the link it came on was lost."""
 
@@ -403,7 +125,7 @@ class FacadeConsume:
         self.stats = RouteStats()
         self.limit_messages = route.max_in_flight.messages
         self.limit_bytes = route.max_in_flight.bytes
-        self.subscriptions: set[Subscription] = set()
+        self.subscriptions: set[Subscriber] = set()
         self.bytes_in_flight = 0
         """Body octets of held and unsettled messages."""
         self.paused = False
@@ -461,17 +183,6 @@ class FacadeConsume:
     def binding_address(self, binding_key: str) -> str:
         """The 1.0 address a temporary queue bound with ``binding_key`` consumes from."""
         return self.address.replace("{binding_key}", binding_key)
-
-    def subscribe(self, st: SessionState, destination: str | None, accept_mode: AcceptMode,
-                  exclusive: bool, *, queue: str = "", address: str | None = None,
-                  browse: bool = False) -> Subscription:
-        """A new subscription of ``st`` to ``queue``, consuming from the route's address
-        (or ``address``: a temporary queue's, its binding key filled in); ``browse``: its
-        messages stay on the queue (a 0-10 not-acquired subscription)."""
-        sub = Subscription(self, st, destination, accept_mode, exclusive, queue=queue,
-                            address=address or self.address, browse=browse)
-        self.subscriptions.add(sub)
-        return sub
 
     def kept_for_tap(self, data: bytes) -> bytes | None:
         """A delivery's 1.0 bytes, kept with it when the route's tap records what is
@@ -587,9 +298,9 @@ class FacadeConsume:
         """Copies on their way to the dead-letter address (waiting or in flight)."""
         return len(self.dead_letters) if self.dead_letters is not None else 0
 
-    def unmappable(self, sub: Subscription, delivery: Delivery, data: bytes,
+    def unmappable(self, sub: Subscriber, delivery: Delivery, data: bytes,
                    exc: MappingError) -> None:
-        """A 1.0 message no 0-10 subscriber can get: dead-letter it, or reject it."""
+        """A 1.0 message no subscriber can get: dead-letter it, or reject it."""
         reason = f"cannot translate: {exc}"
         dead_letters = self.dead_letters
         log_refused(self.name, reason, dead_lettered=dead_letters is not None)
@@ -599,7 +310,7 @@ class FacadeConsume:
             return
         dead_letters.put(_DeadLetter(sub, delivery), data, reason)
 
-    def forget_dead_letters(self, sub: Subscription) -> None:
+    def forget_dead_letters(self, sub: Subscriber) -> None:
         """``sub``'s link is lost: its messages on their way to the dead-letter address
         are void (the source redelivers them)."""
         if self.dead_letters is not None:
@@ -644,4 +355,4 @@ class FacadeConsume:
         return Part("route", f"route {self.name}", {"route": self.name}, "logged")
 
 
-__all__ = ["FLUSH_GRACE", "REJECTED_BY_SUBSCRIBER", "HeldMessage", "SUBSCRIBE_TIMEOUT", "FacadeConsume", "Subscription"]
+__all__ = ["REJECTED_BY_SUBSCRIBER", "FacadeConsume", "HeldMessage", "Subscriber"]

@@ -26,7 +26,8 @@ from ...runtime import EngineSocket
 from ...runtime.containment import Part
 
 if TYPE_CHECKING:
-    from .consume import FacadeConsume, Subscription
+    from ..amqp010.consume import Subscription
+    from .consume import FacadeConsume
     from .publish import FacadePublish
 
 
