@@ -41,6 +41,7 @@ from .facade import (
     Facade091,
     FacadeConsume,
     FacadePublish,
+    Publish010,
     Publish091,
 )
 from .legacy.amqp010 import LegacyConnection
@@ -175,7 +176,7 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         dead_letter = self._dead_letter(route.dead_letter)
         if src.listener is not None and dst.connection in self.amqp10:
             facade = self.facades[src.listener]
-            publish = Publish091 if isinstance(facade, Facade091) else FacadePublish
+            publish = Publish091 if isinstance(facade, Facade091) else Publish010
             return publish(container, route, facade, self.amqp10[dst.connection], dead_letter)
         if dst.listener is not None and src.connection in self.amqp10:
             facade = self.facades[dst.listener]

@@ -40,9 +40,10 @@ Every module logs as ``bridge.facade`` (a literal name: operators filter on it).
 Everything runs on the container's thread.
 """
 
-from .amqp010 import Consume010, Facade
+from .amqp010 import Consume010, Facade, Publish010
 from .amqp091 import Consume091, Facade091, Publish091
 from .core.consume import FacadeConsume
 from .core.publish import FacadePublish
 
-__all__ = ["Consume010", "Consume091", "Facade", "Facade091", "FacadeConsume", "FacadePublish", "Publish091"]
+__all__ = ["Consume010", "Consume091", "Facade", "Facade091", "FacadeConsume", "FacadePublish", "Publish010",
+           "Publish091"]

@@ -5,7 +5,7 @@ A :class:`Facade` is one configured listener.  It plays the 0-10 *server* role
 and answers the model commands a 0-10 application sends to a broker, with two
 kinds of route behind it (``docs/semantics.md``, section "Façade"):
 
-``FacadePublish`` (``from: {listener: L, exchange: X}`` → 1.0 address)
+``Publish010`` (``from: {listener: L, exchange: X}`` → 1.0 address)
     every ``message.transfer`` to exchange X is mapped and sent unsettled to
     the 1.0 address; the transfer is *completed* (the publisher's confirmation)
     only once the 1.0 broker accepted it, or the dead-letter address did.  A
@@ -39,7 +39,7 @@ only those listed before it; ``state`` names the routes' classes for type checki
   command handlers, and :class:`FacadeHost`, what a route sees of its listener;
 - :mod:`~bridge.facade.amqp010.consume`: :class:`Consume010` and its :class:`Subscription`
   (one 1.0 receiver per 0-10 subscription, 1.0 link credit following 0-10 credit);
-- :mod:`~bridge.facade.core.publish`: :class:`FacadePublish` (publishes completed once the
+- :mod:`~bridge.facade.amqp010.publish`: :class:`Publish010` (publishes completed once the
   1.0 broker accepted them; throttling);
 - :mod:`~bridge.facade.core.access`: :class:`~bridge.facade.core.access.Access`, who may do what
   on a listener (both façades' permission checks, the user-id rule, refusal counts), and
@@ -60,11 +60,11 @@ only those listed before it; ``state`` names the routes' classes for type checki
 The façade logs as ``bridge.facade`` (every module).
 """
 
-from ..core.publish import FacadePublish
 from ..core.state import Client, FacadeHost, Refused, SessionState
 from .commands import ServerCommands
 from .consume import Consume010, Subscription
 from .listener import Facade
+from .publish import Publish010
 
-__all__ = ["Client", "Consume010", "Facade", "FacadeHost", "FacadePublish", "Refused",
+__all__ = ["Client", "Consume010", "Facade", "FacadeHost", "Publish010", "Refused",
            "ServerCommands", "SessionState", "Subscription"]

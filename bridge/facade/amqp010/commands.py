@@ -53,7 +53,6 @@ from amqp010.spec import (
 )
 
 from ..core.access import Access
-from ..core.publish import FacadePublish
 from ..core.state import (
     LATER,
     AccessRefused,
@@ -65,6 +64,7 @@ from ..core.state import (
 )
 from .command_access import checks_for, refusal
 from .consume import Consume010, Subscription
+from .publish import Publish010
 from .topology import TopologyMode
 
 log = logging.getLogger("bridge.facade")  # the façade's one logger
@@ -76,7 +76,7 @@ EXCHANGE_TYPES = ("direct", "fanout", "topic", "headers", "xml")
 class ServerCommands:
     """The model commands of one façade listener, answered from its route tables."""
 
-    def __init__(self, name: str, publish_routes: dict[str, FacadePublish],
+    def __init__(self, name: str, publish_routes: dict[str, Publish010],
                  consume_routes: dict[str, Consume010],
                  exchange_subscriptions: dict[str, Consume010],
                  stopping: Callable[[], bool], *, max_links: int,

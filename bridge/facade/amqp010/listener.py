@@ -43,11 +43,11 @@ from ...config import Listener
 from ...runtime import EngineSocket
 from ...topology import Topology
 from ..core.base import ListenerCore
-from ..core.publish import FacadePublish
 from ..core.state import Client, SessionState
 from .command_access import transfer_checks, transfer_refusal, user_id_refusal
 from .commands import ServerCommands
 from .consume import Consume010
+from .publish import Publish010
 from .topology import TopologyMode
 
 log = logging.getLogger("bridge.facade")  # the façade's one logger
@@ -63,7 +63,7 @@ class Facade(ListenerCore):
         self.authenticator = SimpleAuthenticator(
             self.passwords.check if self.passwords else None,
             anonymous=settings.allow_anonymous, external=self.client_certs, defer=True)
-        self.publish_routes: dict[str, FacadePublish] = {}
+        self.publish_routes: dict[str, Publish010] = {}
         self.consume_routes: dict[str, Consume010] = {}
         self.commands = ServerCommands(name, self.publish_routes, self.consume_routes,
                                        self.exchange_subscriptions, lambda: self.stopping,
@@ -71,7 +71,7 @@ class Facade(ListenerCore):
                                        links_of=self._links_of, refused=self._refused,
                                        access=self.access)
         """The model commands, answered from the route tables."""
-        self.queue_publishers: dict[str, FacadePublish] = {}
+        self.queue_publishers: dict[str, Publish010] = {}
         """Publishes to the default exchange naming a façade queue, by queue (made on
         first use): they go to the address the queue's subscribers consume from."""
         self.clients: dict[EngineSocket, Client] = {}
@@ -88,7 +88,7 @@ class Facade(ListenerCore):
 
     # -- setup ----------------------------------------------------------------------------
 
-    def add_publish(self, route: FacadePublish, exchange: str) -> None:
+    def add_publish(self, route: Any, exchange: str) -> None:
         """``route`` takes what clients publish to ``exchange``."""
         self._register(self.publish_routes, exchange, route, f"exchange {exchange!r}", "source")
 
@@ -292,7 +292,7 @@ class Facade(ListenerCore):
         dp = ev.delivery_properties
         return dp.routing_key if dp is not None and dp.routing_key else ""
 
-    def _queue_publisher(self, ev: MessageReceived) -> FacadePublish | None:
+    def _queue_publisher(self, ev: MessageReceived) -> Publish010 | None:
         """The route for a publish to the default exchange: the façade queue its routing
         key names (as a broker puts it in that queue), or an exception (None)."""
         key = self._default_exchange_key(ev)
@@ -310,7 +310,7 @@ class Facade(ListenerCore):
                 ev.session.exception(ErrorCode.NOT_FOUND, ev.command_id, reason,
                                      command=ev.transfer)
             return None
-        publisher = self.queue_publishers[key] = FacadePublish.into_queue(consume)
+        publisher = self.queue_publishers[key] = Publish010.into_queue(consume)
         return publisher
 
     # -- model commands -------------------------------------------------------------------

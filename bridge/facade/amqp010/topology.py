@@ -25,7 +25,7 @@ Declares, deletes, purges, bindings and queries
 
 Publishes
     Every message.transfer no route takes goes to ONE anonymous-terminus sender
-    (:class:`TopologyPublish`: a :class:`~bridge.facade.core.publish.FacadePublish`, so the
+    (:class:`TopologyPublish`: a :class:`~bridge.facade.amqp010.publish.Publish010`, so the
     in-flight bound, throttling and stop rule), each message's ``to`` the backend's
     ``publish_address(exchange, routing key)``. The transfer is completed with the 1.0
     outcome: accepted; released (routed to no queue: RabbitMQ 4 releases such a
@@ -102,10 +102,11 @@ from ...topology import (
     Topology,
     TopologyError,
 )
-from ..core.publish import FacadePublish, PublishEntry
+from ..core.publish import PublishEntry
 from ..core.state import LATER, Later, Refused, SessionState
 from ..core.topology import KNOWN_EXCHANGE_TYPES, TopologyCore, exchange_arguments
 from .consume import Consume010
+from .publish import Publish010
 
 if TYPE_CHECKING:
     from .listener import Facade
@@ -136,7 +137,7 @@ def refusal(error: TopologyError) -> Refused:
     return Refused(ERROR_CODES.get(error.kind, ErrorCode.INTERNAL_ERROR), error.text)
 
 
-class TopologyPublish(FacadePublish):
+class TopologyPublish(Publish010):
     """Every transfer of a topology-mode listener no route takes, on one anonymous-terminus
     sender (module docstring, "Publishes")."""
 

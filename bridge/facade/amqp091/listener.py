@@ -377,7 +377,7 @@ class Facade091(ListenerCore):
             consume = self.consume_routes.get(queue)
             if consume is None:
                 return None
-            publisher = Publish091.into_queue(consume)  # type: ignore[assignment]
+            publisher = Publish091.into_queue(consume)
             assert isinstance(publisher, Publish091)
             self.queue_publishers[queue] = publisher
         return publisher

@@ -1,6 +1,6 @@
 """0-9-1 façade publish: basic.publish to a façade exchange, forwarded to a 1.0 address.
 
-:class:`Publish091` is the 0-10 façade's :class:`~bridge.facade.core.publish.FacadePublish`
+:class:`Publish091` is the core's :class:`~bridge.facade.core.publish.FacadePublish`
 (the 1.0 sender, the in-flight bound and throttling, releases, poison messages,
 dead-lettering) with a 0-9-1 front: a publish is mapped by :mod:`mappings.amqp091`
 (the route's translation and CloudEvents) and, on a channel in confirm mode,
@@ -48,14 +48,15 @@ class Publish091(FacadePublish):
     _abandoned_lines = WarnLimiter()
     """The ERROR lines about publishes abandoned on a refusing route (one per route every
     10 s, with the number)."""
-    MAPPING_REFUSAL = SIZE_REFUSAL = ReplyCode.PRECONDITION_FAILED  # (a nack carries none)
+    MAPPING_REFUSAL = SIZE_REFUSAL = LINK_REFUSAL = INTERNAL_REFUSAL = \
+        ReplyCode.PRECONDITION_FAILED  # (a nack carries none)
 
     def publish091(self, ch: Channel091, ev: MessageReceived) -> None:
         """Take a client's publish (``ev.publish_tag``: its number in confirm mode)."""
         self.stats.received += 1
         method: Any = ev.method
         where = Delivery091(exchange=method.exchange or "", routing_key=method.routing_key or "")
-        entry = PublishEntry(ch, ev.publish_tag or 0, method, b"", len(ev.body),  # type: ignore[arg-type]
+        entry = PublishEntry(ch, ev.publish_tag or 0, method, b"", len(ev.body),
                              t0=time.monotonic(), returnable=ev if method.mandatory else None)
         self.take(entry, lambda: self.to_amqp10(ev, where),
                   lambda: plain_copy_091(ev.properties, where, ev.body, self.route))

@@ -1,15 +1,19 @@
 """Façade publish: legacy publishes to a façade exchange, forwarded to a 1.0 address.
 
-Every ``message.transfer`` a client sends to the route's exchange (or to the default
-exchange naming a façade queue: :meth:`FacadePublish.into_queue`) is mapped and sent
-unsettled on the route's 1.0 sender; the transfer is *completed* (the publisher's
-confirmation) only once the 1.0 broker accepted it, or the dead-letter address did.
-A rejection without a dead-letter address becomes an execution.exception (the 1.0
-condition mapped to a 0-10 error code).  Publishers are throttled as qpidd throttles
-them: completion is withheld, and past the route's ``max_in_flight`` the listener
-stops reading from their sockets.  What was in flight on a lost link is sent again
-when a link is back (at-least-once), unless the target ended the link over it once
-too often (:mod:`bridge.amqp10.poison`).  The route's sender is an
+:class:`FacadePublish` is the publish route both fronts share; each front's subclass
+(the 0-10 :class:`~bridge.facade.amqp010.publish.Publish010`, the 0-9-1
+:class:`~bridge.facade.amqp091.publish.Publish091`) takes its clients' publishes —
+to the route's exchange, or to the default exchange naming a façade queue
+(:meth:`FacadePublish.into_queue`) — and answers them in its protocol (the hooks in
+``-- answering the publisher``).  A publish is mapped and sent unsettled on the
+route's 1.0 sender; its publisher's confirmation (0-10: the transfer completed, 0-9-1:
+basic.ack in confirm mode) comes only once the 1.0 broker accepted it, or the
+dead-letter address did; a refusal without a dead-letter address is refused to the
+publisher with the 1.0 condition mapped to the front's code.  Publishers are throttled
+as qpidd throttles them: confirmation is withheld, and past the route's
+``max_in_flight`` the listener stops reading from their sockets.  What was in flight on
+a lost link is sent again when a link is back (at-least-once), unless the target ended
+the link over it once too often (:mod:`bridge.amqp10.poison`).  The route's sender is an
 :class:`~bridge.routes.amqp10_endpoint.Amqp10Target`; the dead-letter address is the
 routes' :class:`~bridge.routes.deadletter.DeadLetters`, within the same in-flight bound
 (one section of the class: ``-- refusals and dead-lettering``).
@@ -37,16 +41,13 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from proton import Delivery
 from proton.reactor import Container
 
-from amqp010.base import Command
-from amqp010.events import MessageReceived
-from amqp010.spec import DeliveryProperties, ErrorCode
 from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 
@@ -55,13 +56,13 @@ from ...amqp10.outcomes import condition_name, condition_text
 from ...config import Route
 from ...routes.amqp10_endpoint import Amqp10Target
 from ...routes.deadletter import DeadLetters
-from ...routes.refusals import MAPPING_ERROR, log_refused, plain_copy, report_poison, too_large
+from ...routes.refusals import log_refused, report_poison, too_large
 from ...routes.stats import RouteStats
 from ...routes.translate import Translator
 from ...runtime import Timer
 from ...runtime.containment import Part
 from .consume import FacadeConsume
-from .state import FacadeHost, SessionState, waiting_for
+from .state import FacadeHost, waiting_for
 
 if TYPE_CHECKING:
     from ...taps import RouteTap
@@ -72,30 +73,16 @@ MAX_RELEASES = 3
 """Times a published message may be released by the 1.0 target before it counts as rejected."""
 DRAIN_LIMIT_REASON = "not forwarded before the bridge's drain limit (shutdown.drain_timeout)"
 
-# 1.0 rejection conditions -> the execution.exception a 0-10 publisher gets
-_ERROR_CODES = {
-    "amqp:unauthorized-access": ErrorCode.UNAUTHORIZED_ACCESS,
-    "amqp:not-found": ErrorCode.NOT_FOUND,
-    "amqp:resource-locked": ErrorCode.RESOURCE_LOCKED,
-    "amqp:precondition-failed": ErrorCode.PRECONDITION_FAILED,
-    "amqp:resource-deleted": ErrorCode.RESOURCE_DELETED,
-    "amqp:illegal-state": ErrorCode.ILLEGAL_STATE,
-    "amqp:resource-limit-exceeded": ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-    "amqp:not-allowed": ErrorCode.NOT_ALLOWED,
-    "amqp:not-implemented": ErrorCode.NOT_IMPLEMENTED,
-    "amqp:invalid-field": ErrorCode.INVALID_ARGUMENT,
-    "amqp:decode-error": ErrorCode.INVALID_ARGUMENT,
-    str(MAPPING_ERROR): ErrorCode.INVALID_ARGUMENT,
-}
-
-
 @dataclass(eq=False, slots=True)
 class PublishEntry:
     """A legacy publish on its way to the 1.0 target (or its dead-letter address)."""
 
-    st: SessionState
+    st: Any
+    """What it came on: the 0-10 session's state, the 0-9-1 channel."""
     command_id: int
-    command: Command
+    """0-10: the transfer's command id; 0-9-1: its confirm-mode publish tag (0 without)."""
+    command: Any
+    """The 0-10 command, the 0-9-1 method."""
     data: bytes
     """The encoded 1.0 message."""
     size: int
@@ -158,10 +145,10 @@ class FacadePublish:
                 window=lambda: self.limit_messages - len(self.target.in_flight) + self._diverted)
 
     @classmethod
-    def into_queue(cls, consume: FacadeConsume) -> FacadePublish:
+    def into_queue(cls, consume: FacadeConsume) -> Self:
         """Publishes to the default exchange with façade queue Q as routing key: sent to
         the 1.0 address Q's subscribers consume from (unrendered; the consume route's
-        window and poison rule), as a 0-10 broker would put them in Q."""
+        window and poison rule), as a broker would put them in Q."""
         settings = consume.route
         assert settings.target.queue is not None
         route = settings.model_copy(update={
@@ -248,8 +235,8 @@ class FacadePublish:
             self._dead_letter(entry, AmqpMessage.decode(entry.data), reason)
             return
         self.stats.rejected += 1
-        self._fail(entry, _ERROR_CODES.get(self.sender.last_condition or "",
-                                           ErrorCode.RESOURCE_DELETED), reason)
+        self._fail(entry, self.ERROR_CODES.get(self.sender.last_condition or "",
+                                              self.LINK_REFUSAL), reason)
 
     # -- the drain limit ------------------------------------------------------------------
 
@@ -308,36 +295,23 @@ class FacadePublish:
         return len(entries)
 
     def _tell_abandoned(self, entry: PublishEntry, reason: str) -> None:
-        """Tell the publisher of an abandoned publish, if it is still there."""
-        self.bytes -= entry.size
-        st = entry.st
-        if st.live:
-            st.session.exception(ErrorCode.RESOURCE_DELETED, entry.command_id, reason,
-                                 command=entry.command)
-            self.facade.flush_later(st.client.sock)
+        """Tell the publisher of an abandoned publish, if it is still there (the front's)."""
+        raise NotImplementedError
 
-    # -- from the façade ------------------------------------------------------------------
+    # -- from the front ---------------------------------------------------------------------
 
-    def publish(self, st: SessionState, ev: MessageReceived) -> None:
-        self.stats.received += 1
-        dp = ev.delivery_properties or DeliveryProperties()
-        if dp.redelivered:
-            self.stats.redelivered += 1
-        dp.exchange = ev.destination  # set by the broker on receipt, as qpidd does
-        mp = ev.message_properties
-        entry = PublishEntry(st, ev.command_id, ev.transfer, b"", len(ev.body), t0=time.monotonic())
-        self.take(entry, lambda: self.amqp10_message(dp, mp, ev.body),
-                  lambda: plain_copy(ev, self.route))
-
-    def amqp10_message(self, dp: DeliveryProperties, mp: Any, body: bytes) -> AmqpMessage:
-        """A publish's 1.0 message (``dp.exchange`` is its exchange); a subclass may address
-        it (a topology-mode publish on the anonymous terminus)."""
-        return self.translator.legacy_to_amqp10(dp, mp, body)
-
-    MAPPING_REFUSAL: int = ErrorCode.INVALID_ARGUMENT
-    """The error code of a publish refused because it cannot be translated."""
-    SIZE_REFUSAL: int = ErrorCode.RESOURCE_LIMIT_EXCEEDED
-    """The error code of a publish refused for its size."""
+    ERROR_CODES: Mapping[str, int] = {}
+    """A 1.0 refusal's condition → the code the front refuses the publish with (its
+    protocol's; :meth:`_fail` takes it); else :attr:`INTERNAL_REFUSAL`."""
+    LINK_REFUSAL: int
+    """The code of a publish refused because the route's link is down past
+    ``attach_timeout`` (when the link's last refusal names no known condition)."""
+    INTERNAL_REFUSAL: int
+    """The code of a publish refused for any other reason no condition names."""
+    MAPPING_REFUSAL: int
+    """The code of a publish refused because it cannot be translated."""
+    SIZE_REFUSAL: int
+    """The code of a publish refused for its size."""
 
     def take(self, entry: PublishEntry, translate: Callable[[], AmqpMessage],
              plain: Callable[[], AmqpMessage]) -> None:
@@ -482,7 +456,7 @@ class FacadePublish:
             self._refused(entry, condition, reason)
         else:  # the dead-letter address refuses the copy too
             self.stats.rejected += 1
-            self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR),
+            self._fail(entry, self.ERROR_CODES.get(condition or "", self.INTERNAL_REFUSAL),
                        f"{reason} (as a dead-letter copy)")
 
     def _refused(self, entry: PublishEntry, condition: str | None, reason: str) -> None:
@@ -490,7 +464,7 @@ class FacadePublish:
             self._dead_letter(entry, AmqpMessage.decode(entry.data), reason)
             return
         self.stats.rejected += 1
-        self._fail(entry, _ERROR_CODES.get(condition or "", ErrorCode.INTERNAL_ERROR), reason)
+        self._fail(entry, self.ERROR_CODES.get(condition or "", self.INTERNAL_REFUSAL), reason)
 
     def _dead_letter(self, entry: PublishEntry, message: AmqpMessage, reason: str) -> None:
         dead_letters = self.dead_letters
@@ -512,7 +486,7 @@ class FacadePublish:
             return
         self.stats.rejected += 1
         text = condition_text(delivery.remote.condition)
-        self._fail(entry, ErrorCode.INTERNAL_ERROR,
+        self._fail(entry, self.INTERNAL_REFUSAL,
                    f"the dead-letter address refused the message: {text}")
         self._send()
         self._recount()
@@ -527,23 +501,16 @@ class FacadePublish:
             self._recount(also_pending=len(items))
         return True
 
-    # -- answering the publisher -----------------------------------------------------------
+    # -- answering the publisher (the front's) -----------------------------------------------
 
     def _complete(self, entry: PublishEntry) -> None:
-        """The publish is safe on the 1.0 side: complete the client's transfer."""
-        self.bytes -= entry.size
-        if entry.st.live:
-            entry.st.session.complete(entry.command_id)
-            self.facade.flush_later(entry.st.client.sock)
+        """The publish is safe on the 1.0 side: confirm it to its publisher."""
+        raise NotImplementedError
 
     def _fail(self, entry: PublishEntry, code: int, reason: str) -> None:
-        """The publish cannot be forwarded: the publisher's session ends with the reason."""
-        self.bytes -= entry.size
-        st = entry.st
-        self.facade.publish_refused(st.client.sock.peer, reason, route=self.name)
-        if st.live:
-            st.session.exception(code, entry.command_id, reason, command=entry.command)
-            self.facade.flush_later(st.client.sock)
+        """The publish cannot be forwarded: counted, logged, its publisher told (``code``:
+        one of the front's refusal codes)."""
+        raise NotImplementedError
 
     def on_tap_ready(self) -> None:
         """The tap's writer caught up: read the publishers again (unless otherwise throttled)."""
