@@ -1,4 +1,4 @@
-"""The legacy façade: an AMQP 0-10 server for unchanged 0-10 applications, backed by AMQP 1.0.
+"""The 0-10 front of the façade: an AMQP 0-10 server for unchanged 0-10 applications, backed by AMQP 1.0.
 
 A :class:`Facade` is one configured listener.  It plays the 0-10 *server* role
 (our engine, hosted as proton selectables like every 0-10 socket of the bridge)
@@ -31,40 +31,41 @@ afresh.  Everything runs on the container's thread.
 
 Theory of operation
 -------------------
-The package is split by role, dependencies one way (at run time each module imports
-only those listed before it; ``state`` names the routes' classes for type checking only):
+The 0-10 front of :mod:`bridge.facade`: it speaks 0-10 to the client and leaves the 1.0
+side to the core (:mod:`bridge.facade.core`: the listener core, access, the route
+cores, temporary queues, the topology modes' shared part).  One module one job,
+dependencies one way (at run time each module imports only those listed before it;
+``state`` names the routes' classes for type checking only):
 
-- :mod:`~bridge.facade.core.state`: per-connection and per-session state (:class:`Client`,
-  :class:`SessionState`, temporary queues), the :class:`Refused` / ``LATER`` answers of
-  command handlers, and :class:`FacadeHost`, what a route sees of its listener;
+- :mod:`~bridge.facade.amqp010.state`: per-connection and per-session state
+  (:class:`Client`, :class:`SessionState`) and the :class:`Refused` / ``LATER`` answers
+  of command handlers;
 - :mod:`~bridge.facade.amqp010.consume`: :class:`Consume010` and its :class:`Subscription`
   (one 1.0 receiver per 0-10 subscription, 1.0 link credit following 0-10 credit);
-- :mod:`~bridge.facade.amqp010.publish`: :class:`Publish010` (publishes completed once the
-  1.0 broker accepted them; throttling);
-- :mod:`~bridge.facade.core.access`: :class:`~bridge.facade.core.access.Access`, who may do what
-  on a listener (both façades' permission checks, the user-id rule, refusal counts), and
-  :mod:`~bridge.facade.amqp010.command_access`, the permissions each 0-10 command needs;
-- :mod:`~bridge.facade.core.topology`: what both façades' topology modes share (the
-  made routes' settings, owner ids at the backend, the reply-to mapping back), and
-  :mod:`~bridge.facade.amqp010.topology`: the 0-10 façade's topology mode (names no route
+- :mod:`~bridge.facade.amqp010.publish`: :class:`Publish010` (transfers completed once the
+  1.0 broker accepted them; 0-10 error codes for refusals);
+- :mod:`~bridge.facade.amqp010.command_access`: the permissions each 0-10 command needs
+  (checked by the core's :class:`~bridge.facade.core.access.Access`) and qpidd's texts;
+- :mod:`~bridge.facade.amqp010.topology`: the 0-10 topology mode (names no route
   configures are the 1.0 broker's, through a :class:`~bridge.topology.Topology`
-  backend; docs/topology.md);
+  backend; docs/topology.md), on the core's :mod:`~bridge.facade.core.topology`;
 - :mod:`~bridge.facade.amqp010.commands`: :class:`ServerCommands`, the 0-10 server's command
   model (declare / query / bind / subscribe answers, temporary queues, error codes),
   each command checked against the user's permissions first, names no route
   configures handed to the topology mode when the listener has one;
-- :mod:`~bridge.facade.amqp010.listener`: :class:`Facade`, the listener (accepting through the
-  runtime's :class:`~bridge.runtime.EngineListener`, logins, limits, event dispatch,
-  graceful stop).
+- :mod:`~bridge.facade.amqp010.listener`: :class:`Facade`, the listener (on the core's
+  :class:`~bridge.facade.core.base.ListenerCore`: accepting, logins, limits, graceful
+  stop) and its event dispatch.
 
 The façade logs as ``bridge.facade`` (every module).
 """
 
-from ..core.state import Client, FacadeHost, Refused, SessionState
+from ..core.state import FacadeHost
 from .commands import ServerCommands
 from .consume import Consume010, Subscription
 from .listener import Facade
 from .publish import Publish010
+from .state import Client, Refused, SessionState
 
 __all__ = ["Client", "Consume010", "Facade", "FacadeHost", "Publish010", "Refused",
            "ServerCommands", "SessionState", "Subscription"]

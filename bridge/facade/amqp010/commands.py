@@ -53,18 +53,11 @@ from amqp010.spec import (
 )
 
 from ..core.access import Access
-from ..core.state import (
-    LATER,
-    AccessRefused,
-    AlreadyBound,
-    Later,
-    Refused,
-    SessionState,
-    TemporaryQueue,
-)
+from ..core.state import AlreadyBound, TemporaryQueue
 from .command_access import checks_for, refusal
 from .consume import Consume010, Subscription
 from .publish import Publish010
+from .state import LATER, AccessRefused, Later, Refused, SessionState
 from .topology import TopologyMode
 
 log = logging.getLogger("bridge.facade")  # the façade's one logger

@@ -29,7 +29,7 @@ from ...amqp10.link import Amqp10Link
 from ...runtime import EngineSocket, Timer
 from ...runtime.containment import Part
 from ..core.consume import FacadeConsume
-from ..core.state import LATER, Later, SessionState
+from .state import LATER, Later, SessionState
 
 FLUSH_GRACE = 0.05
 """Seconds a message.flush waits for messages already promised by 1.0 link credit."""

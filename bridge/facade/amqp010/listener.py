@@ -43,11 +43,11 @@ from ...config import Listener
 from ...runtime import EngineSocket
 from ...topology import Topology
 from ..core.base import ListenerCore
-from ..core.state import Client, SessionState
 from .command_access import transfer_checks, transfer_refusal, user_id_refusal
 from .commands import ServerCommands
 from .consume import Consume010
 from .publish import Publish010
+from .state import Client, SessionState
 from .topology import TopologyMode
 
 log = logging.getLogger("bridge.facade")  # the façade's one logger

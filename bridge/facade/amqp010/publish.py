@@ -20,7 +20,7 @@ from mappings.message import AmqpMessage
 
 from ...routes.refusals import MAPPING_ERROR, plain_copy
 from ..core.publish import FacadePublish, PublishEntry
-from ..core.state import SessionState
+from .state import SessionState
 
 # 1.0 rejection conditions -> the execution.exception a 0-10 publisher gets
 _ERROR_CODES = {

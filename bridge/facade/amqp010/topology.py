@@ -103,10 +103,10 @@ from ...topology import (
     TopologyError,
 )
 from ..core.publish import PublishEntry
-from ..core.state import LATER, Later, Refused, SessionState
 from ..core.topology import KNOWN_EXCHANGE_TYPES, TopologyCore, exchange_arguments
 from .consume import Consume010
 from .publish import Publish010
+from .state import LATER, Later, Refused, SessionState
 
 if TYPE_CHECKING:
     from .listener import Facade
