@@ -18,6 +18,11 @@ The layers, bottom up (docs/architecture.md):
 - ``bridge``: imports ``amqp010`` (not ``testing``, but for
   :data:`TESTING_USERS`), ``mappings``, and of the pipeline only
   :data:`PIPELINE_ENTRY`;
+- ``bridge.facade``: one core and one front per protocol, dependencies one way
+  (fronts → core → the rest of the bridge): the core (:data:`FACADE_CORE`) never
+  imports a front nor the package that gathers them, nor a legacy protocol
+  (:data:`LEGACY_PROTOCOLS`: those are the fronts'); no front
+  (:data:`FACADE_FRONTS`) imports another;
 - ``tools``: scripts, may import anything; nothing imports them.
 
 No two packages import each other, even through others, and no two modules
@@ -60,6 +65,16 @@ TESTING_USERS = frozenset({
     "bridge.demo",
 })
 """Bridge modules that may import ``amqp010.testing``."""
+
+FACADE_CORE = "bridge.facade.core"
+"""What both façades share (listener core, access, route cores, temporary queues)."""
+
+FACADE_FRONTS = ("bridge.facade.amqp010", "bridge.facade.amqp091")
+"""One façade front per legacy protocol, each on the core."""
+
+LEGACY_PROTOCOLS = ("amqp010", "amqp091", "mappings.amqp010", "mappings.amqp091",
+                    "bridge.legacy")
+"""The legacy protocols' engines, mappings and bridge endpoints: the façade core uses none."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +196,21 @@ def forbidden(source: str, target: str) -> str | None:
             return f"the bridge imports of the pipeline only {PIPELINE_ENTRY}"
         if within(target, "amqp010.testing") and source not in TESTING_USERS:
             return f"only {sorted(TESTING_USERS)} of the bridge import amqp010.testing"
+        return facade_rule(source, target)
+    return None
+
+
+def facade_rule(source: str, target: str) -> str | None:
+    """Why a module of the façade may not import ``target``, or None (fronts → core)."""
+    if within(source, FACADE_CORE):
+        if target == "bridge.facade" or any(within(target, front) for front in FACADE_FRONTS):
+            return "the façade core never imports a front"
+        if any(within(target, protocol) for protocol in LEGACY_PROTOCOLS):
+            return "the façade core speaks no legacy protocol (its fronts do)"
+    for front in FACADE_FRONTS:
+        if within(source, front) and any(within(target, other) for other in FACADE_FRONTS
+                                         if other != front):
+            return "a façade front never imports another front"
     return None
 
 
@@ -322,6 +352,42 @@ def test_no_import_cycle_between_the_bridges_subpackages() -> None:
 
 
 # --- the reader itself -------------------------------------------------------------------------
+
+
+def test_the_facade_rules_name_a_core_importing_a_front_and_fronts_importing_each_other(
+        tmp_path: Path) -> None:
+    write(tmp_path, {
+        "amqp010/__init__.py": "",
+        "amqp010/spec.py": "",
+        "mappings/__init__.py": "",
+        "mappings/message.py": "",
+        "bridge/__init__.py": "",
+        "bridge/config.py": "",
+        "bridge/facade/__init__.py": "from .amqp010 import listener\n",
+        "bridge/facade/core/__init__.py": "",
+        "bridge/facade/core/access.py": "from ...config import X\nfrom mappings.message import M\n",
+        "bridge/facade/core/publish.py": (
+            "from amqp010.spec import ErrorCode\nfrom ..amqp010 import publish\n"),
+        "bridge/facade/core/state.py": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .. import Facade\n"),
+        "bridge/facade/amqp010/__init__.py": "",
+        "bridge/facade/amqp010/listener.py": "from ..core import access\nfrom amqp010 import spec\n",
+        "bridge/facade/amqp010/publish.py": "from ..core.publish import P\n",
+        "bridge/facade/amqp091/__init__.py": "",
+        "bridge/facade/amqp091/listener.py": "from ..amqp010.listener import L\n",
+    })
+    _, edges = import_graph(tmp_path)
+    assert violations(edges) == [
+        "bridge/facade/amqp091/listener.py:1: bridge.facade.amqp091.listener → "
+        "bridge.facade.amqp010.listener: a façade front never imports another front",
+        "bridge/facade/core/publish.py:1: bridge.facade.core.publish → amqp010.spec: "
+        "the façade core speaks no legacy protocol (its fronts do)",
+        "bridge/facade/core/publish.py:2: bridge.facade.core.publish → "
+        "bridge.facade.amqp010.publish: the façade core never imports a front",
+        "bridge/facade/core/state.py:3: bridge.facade.core.state → bridge.facade: "
+        "the façade core never imports a front",
+    ]
+
 
 
 def write(root: Path, files: dict[str, str]) -> None:

@@ -45,5 +45,5 @@ from .amqp091 import Consume091, Facade091, Publish091
 from .core.consume import FacadeConsume
 from .core.publish import FacadePublish
 
-__all__ = ["Consume010", "Consume091", "Facade", "Facade091", "FacadeConsume", "FacadePublish", "Publish010",
-           "Publish091"]
+__all__ = ["Consume010", "Consume091", "Facade", "Facade091", "FacadeConsume", "FacadePublish",
+           "Publish010", "Publish091"]

@@ -1,4 +1,5 @@
-"""The 0-10 front of the façade: an AMQP 0-10 server for unchanged 0-10 applications, backed by AMQP 1.0.
+"""The 0-10 front of the façade: an AMQP 0-10 server for unchanged 0-10 applications,
+backed by AMQP 1.0.
 
 A :class:`Facade` is one configured listener.  It plays the 0-10 *server* role
 (our engine, hosted as proton selectables like every 0-10 socket of the bridge)

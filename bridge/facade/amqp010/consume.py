@@ -116,8 +116,9 @@ class Subscription:
 
     def grant(self, route_busy: int | None = None) -> int:
         """Bring the link credit to what the subscriber's credit and the route allow
-        (``route_busy``: the route's :attr:`~bridge.facade.core.consume.FacadeConsume.busy`, if known); returns
-        the credit added.
+        (``route_busy``: the route's
+        :attr:`~bridge.facade.core.consume.FacadeConsume.busy`, if known); returns the
+        credit added.
 
         Link credit is never taken back (RabbitMQ 3.x leaves a drain unanswered and
         stalls the session): what it still brings after a message.stop waits here

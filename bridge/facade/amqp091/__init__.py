@@ -1,5 +1,5 @@
-"""The 0-9-1 façade: an AMQP 0-9-1 server for unchanged RabbitMQ applications, backed by
-AMQP 1.0.
+"""The 0-9-1 front of the façade: an AMQP 0-9-1 server for unchanged RabbitMQ
+applications, backed by AMQP 1.0.
 
 A :class:`Facade091` is one ``amqp0-9-1`` listener.  pika, kombu or aio-pika
 applications connect to it as to RabbitMQ; it plays the 0-9-1 *server* role (our
@@ -42,10 +42,10 @@ One module one job, dependencies one way (each imports only those before it):
 - :mod:`~bridge.facade.amqp091.listener`: :class:`Facade091`, the listener (on the
   shared :class:`~bridge.facade.core.base.ListenerCore`) and its event dispatch.
 
-The routes are the 0-10 façade's (:mod:`bridge.facade.core.publish`,
-:mod:`bridge.facade.core.consume`) with a 0-9-1 front; messages cross with the route's
-:class:`~bridge.routes.translate.Translator` (a consumer sees the routing key the
-message was published with); the façade logs as
+The routes are the core's (:mod:`bridge.facade.core.publish`,
+:mod:`bridge.facade.core.consume`, shared with the 0-10 front) with a 0-9-1 front;
+messages cross with the route's :class:`~bridge.routes.translate.Translator` (a
+consumer sees the routing key the message was published with); the façade logs as
 ``bridge.facade``.  Everything runs on the container's thread.
 """
 

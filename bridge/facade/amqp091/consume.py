@@ -1,7 +1,8 @@
 """0-9-1 façade consume: a 1.0 address consumed by basic.consume / basic.get clients.
 
 :class:`Consume091` is the route (a :class:`~bridge.facade.core.consume.FacadeConsume`:
-its bound, statistics, dead-letters and unmappable messages are the core's, shared with the 0-10 front);
+its bound, statistics, dead-letters and unmappable messages are the core's, shared
+with the 0-10 front);
 each ``basic.consume`` on its queue is a :class:`Consumer091` with its own 1.0
 receiver on the route's address, and each channel's ``basic.get`` on it one more
 (a *getter*, kept for the channel's next gets).
