@@ -45,7 +45,7 @@ class TemporaryQueue:
     binding: tuple[str, str] | None = None
     """(exchange, binding key)."""
     sub: Any = None
-    """Its subscription (0-10 :class:`~bridge.facade.core.consume.Subscription`, 0-9-1
+    """Its subscription (0-10 :class:`~bridge.facade.amqp010.consume.Subscription`, 0-9-1
     :class:`~bridge.facade.amqp091.consume.Consumer091`), made (and its 1.0 link attached)
     when it was bound: from then on the 1.0 broker keeps what is published for it, as a
     bound queue does."""
