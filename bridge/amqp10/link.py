@@ -287,16 +287,18 @@ class Amqp10Link:
 
     def on_session_remote_close(self, event: Any) -> None:
         session = event.session
-        if session == self.session:
-            self._lost("session ended by the peer", session.remote_condition)
-            return
-        for entry in self._detaching:
-            if entry[1] == session:  # ended by the peer before it detached the link
-                self._detaching.remove(entry)
-                self._end_session(session)
+        session.amqp_bridge_end_seen = True  # see _free_once
+        try:
+            if session == self.session:
+                self._lost("session ended by the peer", session.remote_condition)
                 return
-        if session.state & Endpoint.LOCAL_CLOSED:
-            session.free()  # an old session's end handshake is complete
+            for entry in self._detaching:
+                if entry[1] == session:  # ended by the peer before it detached the link
+                    self._detaching.remove(entry)
+                    self._end_session(session)
+                    return
+        finally:
+            self._free_once(session)  # an old session's end handshake may be complete
 
     def on_disconnected(self) -> None:
         """The connection's transport is gone; proton reconnects."""
@@ -368,11 +370,25 @@ class Amqp10Link:
             return
         self._end_session(session)
 
-    @staticmethod
-    def _end_session(session: Any) -> None:
+    @classmethod
+    def _end_session(cls, session: Any) -> None:
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
-        if session.state & Endpoint.REMOTE_CLOSED:
+        cls._free_once(session)
+
+    @staticmethod
+    def _free_once(session: Any) -> None:
+        """Free ``session`` once both ends have ended it — and only after its
+        session-remote-close event has been handled. A peer that detaches a link and ends
+        its session in one read (RabbitMQ 4 refusing an attach) has that event still
+        queued while the detach is handled: freeing the session there, and again in the
+        event, is a double free (``pn_session_free`` twice), which corrupts proton's
+        reference counts and crashes the process later, in C. The flags live in the
+        session's record, so every wrapper of it sees them."""
+        if (getattr(session, "amqp_bridge_end_seen", False)
+                and not getattr(session, "amqp_bridge_freed", False)
+                and session.state & Endpoint.LOCAL_CLOSED):
+            session.amqp_bridge_freed = True
             session.free()
 
     def _link_gone(self, link: Any) -> None:
