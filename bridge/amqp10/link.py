@@ -292,12 +292,12 @@ class Amqp10Link:
         session = event.session
         if session == self.session:
             self._lost("session ended by the peer", session.remote_condition)
-        else:
-            for entry in self._detaching:
-                if entry[1] == session:  # ended by the peer before it detached the link
-                    self._detaching.remove(entry)
-                    self._end_session(session)
-                    break
+        elif (entry := _entry_of(self._detaching, session)) is not None:
+            self._detaching.remove(entry)  # ended by the peer before it detached the link
+            self._end_session(session)
+        elif (entry := _entry_of(self._stale, session)) is not None:
+            self._stale.remove(entry)  # begun again after a reconnect, ended before the attach
+            self._retire(*entry)
         if session.state & Endpoint.LOCAL_CLOSED:
             session.free()  # its end handshake is complete
 
@@ -444,6 +444,11 @@ class Amqp10Link:
                     {"route": self.route, "link": self.name,
                      "connection": self.connection_name, "address": self.address or ""},
                     "link lost, re-attaching", recover, back=lambda: self.up or self.closing)
+
+
+def _entry_of(entries: list[tuple[Any, Any]], session: Any) -> tuple[Any, Any] | None:
+    """The (link, session) entry of ``session`` in ``entries`` (None: none)."""
+    return next((entry for entry in entries if entry[1] == session), None)
 
 
 __all__ = ["RELINK", "STABLE_LINK", "Amqp10Link", "LinkOwner", "send_raw"]
