@@ -222,8 +222,8 @@ class EngineSocket(Generic[E]):
                 self._run(self.engine.receive_data, b"")
                 return
             self._connecting = False
-        self._drain_engine()  # sends too
-        self._update()
+        self._write_out()
+        self._close_or_rearm()
 
     def on_selectable_expired(self, event: Any) -> None:
         if self.reading_paused:
@@ -281,10 +281,11 @@ class EngineSocket(Generic[E]):
             self._run(fn, self.engine)
 
     def flush(self) -> None:
-        """Write what the engine produced and re-arm the selectable."""
+        """Write what the engine produced and re-arm the selectable (or close the
+        transport, if writing found the connection ended: :meth:`_write_out`)."""
         if not self._in_callback:
-            self._drain_engine()
-            self._update()
+            self._write_out()
+            self._close_or_rearm()
 
     def abort(self, text: str) -> None:
         """Close the connection at once (connection.close with connection-forced, its
@@ -320,19 +321,46 @@ class EngineSocket(Generic[E]):
     # -- internals -----------------------------------------------------------------------
 
     def _run(self, fn: Callable[..., None], arg: Any) -> None:
-        self._in_callback = True
-        try:
-            fn(arg)
-            for ev in self.engine.events():
-                self.on_event(self, ev)
-        finally:
-            self._in_callback = False
-        self._drain_engine()
+        self._dispatch(fn, arg)
+        self._write_out()
         if self.listener is not None:
             self.listener.count_buffered(self)
             if (self.max_unsent is not None and self.unsent > self.max_unsent
                     and not self.engine.closed):
                 self.listener.not_reading(self)
+        self._close_or_rearm()
+
+    def _dispatch(self, fn: Callable[..., None] | None, arg: Any = None) -> bool:
+        """Run ``fn(arg)`` (if given), then hand every event the engine has to ``on_event``;
+        returns whether there was one."""
+        told = False
+        self._in_callback = True
+        try:
+            if fn is not None:
+                fn(arg)
+            for ev in self.engine.events():
+                told = True
+                self.on_event(self, ev)
+        finally:
+            self._in_callback = False
+        return told
+
+    def _write_out(self) -> None:
+        """Write what the engine produced, and hand ``on_event`` what writing raised.
+
+        Collecting the output ticks the engine's clock (:meth:`_drain_engine`), and that
+        tick may be the one that finds the peer silent past the heartbeat limit: the
+        deadline that woke the loop was the heartbeat *send* deadline, a moment before
+        the silence limit, and the clock passed the limit while the burst ran. The engine
+        then ends the connection (HeartbeatTimeout, every session or channel detached,
+        ConnectionClosed), and those events must reach the owner like any other end, or
+        it would never learn that its connection is gone, nor reconnect."""
+        self._drain_engine()
+        while self._dispatch(None):
+            self._drain_engine()
+
+    def _close_or_rearm(self) -> None:
+        """Close the transport if the engine is closed, else re-arm the selectable."""
         if self.engine.closed:
             self.close_transport()
         else:
