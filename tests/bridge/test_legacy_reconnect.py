@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import socket
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -30,6 +31,20 @@ from bridge.legacy.client import LegacyClient
 from bridge.runtime import EngineSocket
 from tests.engine.pump import client_conn, open_pair, server_conn
 from tests.engine091.peer import open_client
+from tests.support.bridge import (
+    BridgeRun,
+    collect,
+    legacy_broker,
+    legacy_client,
+    legacy_ids,
+    legacy_message,
+    publish_legacy,
+    wait_for,
+)
+from tests.support.logs import records
+from tests.support.metrics import metrics_port, scrape
+from tests.support.rabbitmq import queue_address, unique_queue
+from tests.support.relay import Relay
 
 CONFIG = """
 connections:
@@ -112,3 +127,69 @@ def test_a_silence_found_while_writing_ends_the_connection_and_reconnects(
     assert lost and "no traffic from the peer" in lost[0].getMessage(), caplog.text
     assert (conn.open, conn.socket, conn.reconnects) == (False, None, 1)
     assert [getattr(r, "event", None) for r in caplog.records][-1] == "reconnect_scheduled"
+
+
+def test_an_attempt_the_silent_network_holds_is_abandoned_and_retried(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """The network to the 0-10 broker goes silent: the heartbeat gives the connection up,
+    and every attempt after it connects (the relay takes the TCP connection) but hears
+    nothing. Each is abandoned after ``connect_timeout`` with a WARNING and counted as a
+    reconnect; once the network is back, the next attempt opens and messages flow (an
+    attempt used to wait for an answer for good)."""
+    out = unique_queue("relink")
+    with legacy_broker() as (_broker, server):
+        with legacy_client(server) as admin:
+            admin.declare_queue("out")
+        relay = Relay(server.address)
+        config = f"""
+connections:
+  legacy:
+    protocol: amqp0-10
+    url: "{relay.url(server.url)}"
+    heartbeat: 1
+    connect_timeout: 1
+    reconnect: {{initial_delay: 0.2, max_delay: 0.5}}
+  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+metrics: {{bind: "127.0.0.1:0"}}
+logging: {{format: json}}
+routes:
+  - name: out
+    from: {{connection: legacy, queue: out}}
+    to:   {{connection: cloud, address: "{queue_address(out)}"}}
+"""
+        bridge = BridgeRun(config, tmp_path)
+        try:
+            bridge.start()
+            port = metrics_port(bridge.log)
+
+            def events(name: str) -> list[dict[str, Any]]:
+                return [r for r in records(bridge.log())
+                        if r.get("event") == name and r.get("connection") == "legacy"]
+
+            def reconnects() -> float:
+                return scrape(port).value("amqp_bridge_reconnects_total", connection="legacy",
+                                          protocol="amqp0-10")
+
+            wait_for(lambda: len(events("session_attached")) == 1, 30, "the session", bridge)
+            before = reconnects()
+            relay.pause()
+            try:
+                wait_for(lambda: len(events("lost")) == 1, 20, "the heartbeat to give up",
+                         bridge)
+                wait_for(lambda: len(events("connect_timeout")) >= 2, 30,
+                         "two attempts abandoned", bridge)
+                abandoned = events("connect_timeout")
+                assert all(r["level"] == "warning" and "connect_timeout" in r["error"]
+                           for r in abandoned), abandoned
+                assert reconnects() >= before + 1 + len(abandoned)
+            finally:
+                relay.resume()
+            wait_for(lambda: len(events("session_resumed")) == 1, 30, "the session resumed",
+                     bridge)
+            message = legacy_message(1)
+            publish_legacy(server, "out", [message])
+            got = collect(rabbitmq_url, queue_address(out), lambda ms: len(ms) >= 1)
+            assert legacy_ids(got) == [message[1].message_id]
+        finally:
+            bridge.stop()
+            relay.close()
