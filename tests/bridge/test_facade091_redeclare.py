@@ -48,6 +48,12 @@ class Running:
         """A connection straight to RabbitMQ."""
         return pika.BlockingConnection(pika.URLParameters(self.rabbitmq_url + "/%2F"))
 
+    def delete(self, queue: str) -> None:
+        """Delete ``queue`` straight on RabbitMQ."""
+        native = self.broker()
+        native.channel().queue_delete(queue)
+        native.close()
+
     def answered_by(self, whom: str) -> float:
         return counted(self.metrics, "amqp_bridge_facade_queue_declares_total",
                        listener="legacy", answered_by=whom)
@@ -134,10 +140,10 @@ def test_a_consumed_queue_is_redeclared_without_the_broker(facade: Running) -> N
         assert (ok.message_count, ok.consumer_count) == (0, 1)
         assert worker.channel().queue_declare(queue, passive=True).method.consumer_count == 1
         after = facade.answered_by("bridge"), facade.answered_by("broker")
-        # one broker answer a second (MAX_AGE) at most: the 22 redeclares take far less
-        # on any machine that runs this suite, and "most" is what the test needs
-        assert after[0] - before[0] >= 18, (before, after)
-        assert after[1] - before[1] <= 4, (before, after)
+        # a broker answer serves the redeclares of the next MAX_AGE (5) seconds: most of
+        # the 22 are the bridge's however slow the machine is
+        assert after[0] - before[0] >= 11, (before, after)
+        assert after[0] - before[0] + after[1] - before[1] == 22, (before, after)
     finally:
         client.close()
         worker.close()
@@ -148,9 +154,7 @@ def test_a_queue_deleted_elsewhere_is_made_again_by_a_redeclare(facade: Running)
     client = facade.connect()
     try:
         consumed(client, queue, {"x-expires": 600000})
-        native = facade.broker()
-        native.channel().queue_delete(queue)
-        native.close()
+        facade.delete(queue)
 
         def redeclared() -> int | None:
             client.channel().queue_declare(queue, arguments={"x-expires": 600000})
@@ -161,9 +165,7 @@ def test_a_queue_deleted_elsewhere_is_made_again_by_a_redeclare(facade: Running)
         poll(redeclared, lambda depth: depth == 0, 10, f"{queue} made again")
     finally:
         client.close()
-        native = facade.broker()
-        native.channel().queue_delete(queue)
-        native.close()
+        facade.delete(queue)
 
 
 def test_a_queue_made_again_elsewhere_refuses_the_old_redeclare(facade: Running) -> None:
@@ -187,9 +189,7 @@ def test_a_queue_made_again_elsewhere_refuses_the_old_redeclare(facade: Running)
         assert info.value.reply_code == 406
     finally:
         client.close()
-        native = facade.broker()
-        native.channel().queue_delete(queue)
-        native.close()
+        facade.delete(queue)
 
 
 def test_a_queue_deleted_through_the_listener_is_made_again_at_once(facade: Running) -> None:
@@ -226,6 +226,4 @@ def test_without_credit_the_count_of_ready_messages_is_the_brokers(facade: Runni
         assert ch.queue_declare(queue).method.message_count == 2
     finally:
         client.close()
-        native = facade.broker()
-        native.channel().queue_delete(queue)
-        native.close()
+        facade.delete(queue)
