@@ -10,7 +10,8 @@ Set-up: the unchanged programs of the real-application tests — the RabbitMQ tu
 RPC server and client in pika (``tests/apps/programs/pika_rpc_*.py``: one call at a
 time, replies to an exclusive server-named queue or by direct reply-to), aio-pika's
 RPC pattern, and Celery with all defaults and ``rpc://`` (a producer sends T tasks and
-``.get()``s every result) — and the façade configured by ``examples/topology.yaml`` (no
+``.get()``s every result; and one that waits for each result before the next task,
+``benchmarks/rpc_apps/``, whose reply queue has a consumer while it is redeclared) — and the façade configured by ``examples/topology.yaml`` (no
 per-name configuration) in front of RabbitMQ 4's AMQP 1.0. Each round runs every
 contender once, the two sides interleaved (best round kept); the ratio façade/direct is
 the figure to compare across machines.
@@ -57,15 +58,21 @@ def rpc_rate(url: str, kind: str, calls: int, workdir: Path) -> float:
     return float(re.search(r"rate ([\d.]+)", out).group(1))  # type: ignore[union-attr]
 
 
-def celery_rate(url: str, tasks: int, workdir: Path) -> float:
-    """Tasks/s of Celery with ``rpc://``: T ``.delay()`` then every ``.get()``, one worker."""
+ONE_BY_ONE = ROOT / "benchmarks" / "rpc_apps" / "celery_rpc_one_by_one.py"
+"""The Celery producer that ``.get()``s each result before the next ``.delay()``."""
+
+
+def celery_rate(url: str, tasks: int, workdir: Path, *, one_by_one: bool = False) -> float:
+    """Tasks/s of Celery with ``rpc://``, one worker: T ``.delay()`` then every
+    ``.get()`` (``one_by_one``: each ``.delay().get()`` in turn)."""
     env = {"BROKER_URL": url, "RECORD_FILE": str(workdir / "records.txt")}
     name = f"bench@{uuid.uuid4().hex[:8]}"
     worker = AppProcess(["celery", "-A", "celery_rpc_app", "worker", "-n", name,
                          "--loglevel=INFO", "--concurrency=2"], workdir / f"{name}.log", env)
     try:
         worker.wait_for(re.escape(name) + r" ready\.", timeout=60)
-        out = run_program(["celery_rpc_producer.py", uuid.uuid4().hex, str(tasks)],
+        producer = str(ONE_BY_ONE) if one_by_one else "celery_rpc_producer.py"
+        out = run_program([producer, uuid.uuid4().hex, str(tasks)],
                           workdir / f"producer-{name}.log", env, timeout=600)
     finally:
         worker.stop(signal.SIGTERM)
@@ -98,20 +105,22 @@ def main() -> int:
     try:
         wait_listening(port, bridge)
         for round_no in range(1, args.rounds + 1):
-            for kind in ("exclusive", "direct", "aio-pika", "celery"):
+            for kind in ("exclusive", "direct", "aio-pika", "celery", "celery-1by1"):
                 for side, url in sides.items():
-                    if kind == "celery":
-                        rate = celery_rate(url.removesuffix("%2F") + "/", args.tasks, workdir)
+                    if kind.startswith("celery"):
+                        rate = celery_rate(url.removesuffix("%2F") + "/", args.tasks, workdir,
+                                           one_by_one=kind == "celery-1by1")
                     else:
                         rate = rpc_rate(url, kind, args.calls, workdir)
                     best[kind, side] = max(best.get((kind, side), 0.0), rate)
-                    print(f"round {round_no}: {kind:10s} {side:7s} {rate:8.0f}/s", flush=True)
+                    print(f"round {round_no}: {kind:11s} {side:7s} {rate:8.0f}/s", flush=True)
     finally:
         bridge.stop()
     for kind, what in (("exclusive", "pika RPC, exclusive reply queue"),
                        ("direct", "pika RPC, direct reply-to"),
                        ("aio-pika", "aio-pika RPC pattern"),
-                       ("celery", "Celery tasks with rpc:// results")):
+                       ("celery", "Celery tasks with rpc:// results"),
+                       ("celery-1by1", "Celery, each result awaited before the next task")):
         direct, facade = best[kind, "direct"], best[kind, "façade"]
         print(f"{what}: direct {direct:.0f}/s, façade {facade:.0f}/s, "
               f"ratio {facade / direct:.2f}")

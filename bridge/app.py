@@ -237,6 +237,12 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         return [(name, sum(1 for link in list(h.watchers) if link.open))
                 for name, h in list(self.amqp10_handlers.items())]
 
+    def observed_queue_declares(self) -> list[tuple[str, dict[str, int]]]:
+        """``(name, queue declares by who answered)`` per topology-mode 0-9-1 listener."""
+        return [(name, dict(mode.declares.answered_by)) for name, f in list(self.facades.items())
+                if (mode := getattr(f, "topology", None)) is not None
+                and hasattr(mode, "declares")]
+
     def observed_ended(self) -> list[tuple[str, dict[str, int]]]:
         """``(name, client connections and sessions the bridge ended, by reason)`` per
         façade listener."""

@@ -83,8 +83,13 @@ def run(config_path: str, log_level: str | None, log_format: str | None) -> None
     """Run the bridge until SIGTERM or SIGINT.
 
     Exits 2 for an invalid configuration, 3 after a permanent fault (a certificate or a
-    login refused, see docs/operations.md), 1 on an unexpected error."""
+    login refused, see docs/operations.md), 1 on an unexpected error. A fatal signal (a
+    crash in C code: SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGILL) first writes every thread's
+    Python stack to stderr (:mod:`faulthandler`)."""
+    import faulthandler
     import logging
+
+    faulthandler.enable(file=sys.stderr, all_threads=True)
 
     from .app import run as run_bridge
     from .config import ConfigError, load_config

@@ -8,7 +8,8 @@ session over one link takes no other link with it. The link is replaced by a fre
 one (on a fresh session) whenever it is lost, and its owner hears of it through the
 typed :class:`LinkOwner` interface; the connection's handler tells the link when the
 transport drops (:class:`~bridge.amqp10.connection.LinkWatcher`). Old links and
-sessions are closed and freed in the order proton and RabbitMQ 3.10 need (see
+sessions are closed in the order proton and RabbitMQ 3.10 need, and each session is
+freed exactly once, when the peer's end of it is dispatched (see
 :meth:`Amqp10Link._retire`).
 """
 
@@ -286,17 +287,19 @@ class Amqp10Link:
             self._link_gone(event.link)
 
     def on_session_remote_close(self, event: Any) -> None:
+        """The peer ended a session: give it up if we had not yet, and free it once it is
+        closed on our side too — here only (see :meth:`_retire`)."""
         session = event.session
         if session == self.session:
             self._lost("session ended by the peer", session.remote_condition)
-            return
-        for entry in self._detaching:
-            if entry[1] == session:  # ended by the peer before it detached the link
-                self._detaching.remove(entry)
-                self._end_session(session)
-                return
+        elif (entry := _entry_of(self._detaching, session)) is not None:
+            self._detaching.remove(entry)  # ended by the peer before it detached the link
+            self._end_session(session)
+        elif (entry := _entry_of(self._stale, session)) is not None:
+            self._stale.remove(entry)  # begun again after a reconnect, ended before the attach
+            self._retire(*entry)
         if session.state & Endpoint.LOCAL_CLOSED:
-            session.free()  # an old session's end handshake is complete
+            session.free()  # its end handshake is complete
 
     def on_disconnected(self) -> None:
         """The connection's transport is gone; proton reconnects."""
@@ -354,12 +357,20 @@ class Amqp10Link:
 
     def _retire(self, link: Any, session: Any) -> None:
         """Close a link, and its session once the peer has detached the link too; the
-        session is freed once the peer ends it as well.  Ending the session earlier — before
-        the peer's begin, or while its answers about the link are still on the way — makes
-        proton fail the whole connection ("begin reply to unknown channel", or "no such
-        channel" when proton reuses the channel for a new session and the old session's
-        late frames arrive): every route on it, which a façade client subscribing and
-        leaving at once could otherwise do at will."""
+        session is freed when the peer's end of it is dispatched.
+
+        Ending the session earlier — before the peer's begin, or while its answers about
+        the link are still on the way — makes proton fail the whole connection ("begin
+        reply to unknown channel", or "no such channel" when proton reuses the channel
+        for a new session and the old session's late frames arrive): every route on it,
+        which a façade client subscribing and leaving at once could otherwise do at will.
+
+        Freeing it anywhere but in :meth:`on_session_remote_close` freed it twice:
+        proton marks a session remotely closed as it reads the peer's end, before the
+        event is dispatched, so a link given up in between (a façade client leaving in
+        the same loop round as RabbitMQ's begin and end for a missing queue) saw the
+        end, freed the session, and the event freed it again — a double free that proton
+        does not check outside debug builds, and a segfault in its C code later."""
         if link.state & Endpoint.LOCAL_ACTIVE:
             link.close()
         if (session.state & Endpoint.LOCAL_ACTIVE
@@ -370,10 +381,9 @@ class Amqp10Link:
 
     @staticmethod
     def _end_session(session: Any) -> None:
+        """Close a session given up (freed once the peer's end is dispatched)."""
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
-        if session.state & Endpoint.REMOTE_CLOSED:
-            session.free()
 
     def _link_gone(self, link: Any) -> None:
         """The peer detached a link we gave up: its session may end now."""
@@ -434,6 +444,11 @@ class Amqp10Link:
                     {"route": self.route, "link": self.name,
                      "connection": self.connection_name, "address": self.address or ""},
                     "link lost, re-attaching", recover, back=lambda: self.up or self.closing)
+
+
+def _entry_of(entries: list[tuple[Any, Any]], session: Any) -> tuple[Any, Any] | None:
+    """The (link, session) entry of ``session`` in ``entries`` (None: none)."""
+    return next((entry for entry in entries if entry[1] == session), None)
 
 
 __all__ = ["RELINK", "STABLE_LINK", "Amqp10Link", "LinkOwner", "send_raw"]

@@ -107,6 +107,14 @@ class Connection(_Model):
                              "every second).")
     reconnect: Reconnect = Field(default_factory=Reconnect,
                                  description="Backoff between connection attempts.")
+    connect_timeout: float = Field(
+        30.0, gt=0,
+        description="AMQP 0-10 and 0-9-1: seconds a connection attempt has from its TCP "
+                    "connect to the end of the opening handshake (TLS and login included); "
+                    "an attempt still not open then is abandoned (logged at WARNING, "
+                    "event connect_timeout) and retried with the reconnect backoff, so a "
+                    "broker or network that accepts the connection but never answers cannot "
+                    "hold it for good.")
     session_timeout: int = Field(
         30, ge=0, le=86400,
         description="AMQP 0-10 only: seconds the broker is asked to keep each route's session "
@@ -133,6 +141,9 @@ class Connection(_Model):
         elif "AMQPLAIN" in self.mechanisms:
             raise ValueError(f"sasl_mechanisms: AMQPLAIN is an AMQP 0-9-1 mechanism, not "
                              f"one of {self.protocol}")
+        if self.protocol == "amqp1.0" and "connect_timeout" in self.model_fields_set:
+            raise ValueError("connect_timeout: AMQP 0-10 and 0-9-1 only (an amqp1.0 "
+                             "connection's attempts are proton's)")
         if self.protocol != "amqp0-10" and "session_timeout" in self.model_fields_set:
             raise ValueError(f"session_timeout: AMQP 0-10 only (an {self.protocol} "
                              f"connection has no sessions to resume)")

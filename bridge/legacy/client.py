@@ -186,7 +186,8 @@ class LegacyClient:
                 self.container, host, port, engine, self._on_event,
                 ssl_context=self.ssl_context if tls else None,
                 server_hostname=(settings_tls.server_name if settings_tls is not None
-                                 else None) or host)
+                                 else None) or host,
+                handshake_timeout=self.settings.connect_timeout)
         except OSError as exc:
             self.last_error = str(exc)
             self.url_index += 1
@@ -273,12 +274,20 @@ class LegacyClient:
                 return False
         else:
             self.permanent_faults = 0
-            if self.socket is not None and self.socket.error:
-                self.last_error += f" ({self.socket.error})"
-            self.log.info("%s %s: connection closed: %s", self.protocol, self.name, self.last_error,
-                     extra=self.log_fields(
-                         "closed" if self.stopping else "lost" if was_open else "connect_failed",
-                         error=self.last_error))
+            sock = self.socket
+            if sock is not None and sock.error:
+                self.last_error += f" ({sock.error})"
+            if sock is not None and sock.handshake_expired and not self.stopping:
+                # a peer that took the connection and never finished the handshake: not
+                # the usual refused or reset attempt
+                self.log.warning("%s %s: connection attempt abandoned: %s", self.protocol,
+                                 self.name, self.last_error,
+                                 extra=self.log_fields("connect_timeout", error=self.last_error))
+            else:
+                self.log.info("%s %s: connection closed: %s", self.protocol, self.name,
+                              self.last_error, extra=self.log_fields(
+                                  "closed" if self.stopping else "lost" if was_open
+                                  else "connect_failed", error=self.last_error))
         return True
 
     def _reconnect_after(self, was_open: bool) -> None:

@@ -137,6 +137,12 @@ class ObservedBridge(Protocol):
         """``(name, open links)`` per AMQP 1.0 connection (attached or attaching)."""
         ...
 
+    def observed_queue_declares(self) -> Iterable[tuple[str, dict[str, int]]]:
+        """``(name, answered by -> count)`` per topology-mode 0-9-1 listener: queue
+        declares sent to the 1.0 broker (``broker``) and redeclares the bridge answered
+        itself (``bridge``, docs/topology.md)."""
+        ...
+
     def observed_ended(self) -> Iterable[tuple[str, dict[str, int]]]:
         """``(name, reason -> count)`` per façade listener: client connections and
         sessions the bridge ended on its own (heartbeat timeout, session-layer error)."""
@@ -234,6 +240,15 @@ class BridgeCollector(Collector):
             for (operation, permission), n in sorted(by_operation.items()):
                 access.add_metric([name, operation, permission], n)
         yield access
+        declares = CounterMetricFamily(
+            "amqp_bridge_facade_queue_declares", "queue.declare of a topology-mode 0-9-1 "
+            "listener, by who answered it: the 1.0 broker, or the bridge (a redeclare of a "
+            "queue its consumers prove unchanged since the broker's answer).",
+            labels=["listener", "answered_by"])
+        for name, by_whom in self.bridge.observed_queue_declares():
+            for whom, n in sorted(by_whom.items()):
+                declares.add_metric([name, whom], n)
+        yield declares
         faults = CounterMetricFamily(
             "amqp_bridge_faults", "Unexpected exceptions contained (the part was recovered "
             "or closed, the process went on).", labels=["kind"])

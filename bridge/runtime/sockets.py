@@ -13,6 +13,12 @@ deadline (heartbeat, handshake timeout) expired, and it drives the engine:
     writable  -> engine.data_to_send -> sock.send (partial sends kept)
     deadline  -> engine.tick(now) -> heartbeats / dead-peer detection
 
+Writing ticks the engine's clock too (what goes out is stamped with the time it leaves),
+so a write may be what finds the peer silent too long: every event the engine has, after
+whatever step, goes to the application before the transport closes
+(:meth:`EngineSocket._write_out`). A client connection (:func:`connect`) not open by its
+handshake deadline is aborted, so that its owner retries.
+
 TLS (``tls``) stays sans-IO too: an :class:`ssl.SSLObject` over a pair of
 :class:`ssl.MemoryBIO` sits between the socket and the engine, so the handshake and
 every record move with the same non-blocking reads and writes.  What the engine
@@ -141,6 +147,10 @@ class EngineSocket(Generic[E]):
 
     handshake_deadline = 0.0
     """When (``time.time()``) the connection must be open (0: no deadline)."""
+    handshake_timeout = 0.0
+    """A client connection's time to open (:func:`connect`), for the reason it gives."""
+    handshake_expired = False
+    """A client connection was abandoned because it was not open by its deadline."""
     listener: SocketOwner | None = None
     """The listener that accepted it (counts its buffered input and its end)."""
     counted = 0
@@ -222,19 +232,25 @@ class EngineSocket(Generic[E]):
                 self._run(self.engine.receive_data, b"")
                 return
             self._connecting = False
-        self._drain_engine()  # sends too
-        self._update()
+        self._write_out()
+        self._close_or_rearm()
 
     def on_selectable_expired(self, event: Any) -> None:
         if self.reading_paused:
             # we do not read, so we cannot hear its heartbeats: its silence is ours
             self.engine.note_peer_alive()
         now = time.time()
-        if (self.handshake_deadline and now >= self.handshake_deadline
-                and self.listener is not None and not self.closed):
-            self.handshake_deadline = 0.0
-            self.listener.handshake_expired(self)
-            return
+        if self.handshake_deadline and now >= self.handshake_deadline and not self.closed:
+            if self.listener is not None:
+                self.handshake_deadline = 0.0
+                self.listener.handshake_expired(self)
+                return
+            if not self.engine.is_open:  # a client connection: abandon it (its owner retries)
+                self.handshake_deadline = 0.0
+                self.handshake_expired = True
+                self.abort(f"not open within {self.handshake_timeout:g}s of connecting "
+                           f"(connect_timeout)")
+                return
         self._run(self.engine.tick, now)
 
     def on_selectable_final(self, event: Any) -> None:
@@ -281,10 +297,11 @@ class EngineSocket(Generic[E]):
             self._run(fn, self.engine)
 
     def flush(self) -> None:
-        """Write what the engine produced and re-arm the selectable."""
+        """Write what the engine produced and re-arm the selectable (or close the
+        transport, if writing found the connection ended: :meth:`_write_out`)."""
         if not self._in_callback:
-            self._drain_engine()
-            self._update()
+            self._write_out()
+            self._close_or_rearm()
 
     def abort(self, text: str) -> None:
         """Close the connection at once (connection.close with connection-forced, its
@@ -320,19 +337,46 @@ class EngineSocket(Generic[E]):
     # -- internals -----------------------------------------------------------------------
 
     def _run(self, fn: Callable[..., None], arg: Any) -> None:
-        self._in_callback = True
-        try:
-            fn(arg)
-            for ev in self.engine.events():
-                self.on_event(self, ev)
-        finally:
-            self._in_callback = False
-        self._drain_engine()
+        self._dispatch(fn, arg)
+        self._write_out()
         if self.listener is not None:
             self.listener.count_buffered(self)
             if (self.max_unsent is not None and self.unsent > self.max_unsent
                     and not self.engine.closed):
                 self.listener.not_reading(self)
+        self._close_or_rearm()
+
+    def _dispatch(self, fn: Callable[..., None] | None, arg: Any = None) -> bool:
+        """Run ``fn(arg)`` (if given), then hand every event the engine has to ``on_event``;
+        returns whether there was one."""
+        told = False
+        self._in_callback = True
+        try:
+            if fn is not None:
+                fn(arg)
+            for ev in self.engine.events():
+                told = True
+                self.on_event(self, ev)
+        finally:
+            self._in_callback = False
+        return told
+
+    def _write_out(self) -> None:
+        """Write what the engine produced, and hand ``on_event`` what writing raised.
+
+        Collecting the output ticks the engine's clock (:meth:`_drain_engine`), and that
+        tick may be the one that finds the peer silent past the heartbeat limit: the
+        deadline that woke the loop was the heartbeat *send* deadline, a moment before
+        the silence limit, and the clock passed the limit while the burst ran. The engine
+        then ends the connection (HeartbeatTimeout, every session or channel detached,
+        ConnectionClosed), and those events must reach the owner like any other end, or
+        it would never learn that its connection is gone, nor reconnect."""
+        self._drain_engine()
+        while self._dispatch(None):
+            self._drain_engine()
+
+    def _close_or_rearm(self) -> None:
+        """Close the transport if the engine is closed, else re-arm the selectable."""
         if self.engine.closed:
             self.close_transport()
         else:
@@ -508,9 +552,14 @@ def register_selectable(container: Container, handler: Any, sock: socket.socket)
 
 def connect(container: Container, host: str, port: int, engine: E,
             on_event: EventHandler, *, trace: Any = None, ssl_context: ssl.SSLContext | None = None,
-            server_hostname: str | None = None) -> EngineSocket[E]:
+            server_hostname: str | None = None,
+            handshake_timeout: float | None = None) -> EngineSocket[E]:
     """Start a non-blocking client connection to a peer, spoken to by ``engine`` (a
-    client-role engine; TLS with ``ssl_context``, verifying ``server_hostname`` or ``host``)."""
+    client-role engine; TLS with ``ssl_context``, verifying ``server_hostname`` or ``host``).
+
+    With ``handshake_timeout`` (seconds), a connection not open that long after this call
+    (TCP connect, TLS, the protocol's handshake and login) is aborted: ``on_event`` gets
+    ConnectionClosed, and :attr:`EngineSocket.handshake_expired` tells why."""
     info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(info[0], socket.SOCK_STREAM)
     sock.setblocking(False)
@@ -519,9 +568,13 @@ def connect(container: Container, host: str, port: int, engine: E,
         sock.close()
         raise OSError(err, f"connect to {host}:{port}: {errno.errorcode.get(err, err)}")
     engine.tick(time.time())
-    return EngineSocket(container, sock, engine, on_event, connecting=True,
-                         peer=f"{host}:{port}", trace=trace, tls=ssl_context,
-                         server_hostname=server_hostname or host)
+    hosted = EngineSocket(container, sock, engine, on_event, connecting=True,
+                          peer=f"{host}:{port}", trace=trace, tls=ssl_context,
+                          server_hostname=server_hostname or host)
+    if handshake_timeout:
+        hosted.handshake_timeout = handshake_timeout
+        hosted.handshake_deadline = time.time() + handshake_timeout
+    return hosted
 
 
 

@@ -320,7 +320,10 @@ def test_kill_9_mid_stream_091_to_amqp10_loses_nothing(
     moved_before = queued(pika_channel, target)
     assert moved_before < KILLED, "the bridge finished before it was killed"
     with BridgeRun(config091(rabbitmq_url, route, legacy="rabbit091"), tmp_path, "second") as second:
-        wait_until(lambda: queued(pika_channel, target) >= KILLED, 120, "every message", second)
+        # the target count includes the redeliveries of the killed bridge's window: wait
+        # for the source to be empty too
+        wait_until(lambda: queued(pika_channel, target) >= KILLED
+                   and queued(pika_channel, source) == 0, 120, "every message", second)
     # stopped gracefully (in-flight messages settled): nothing is left at the source
     assert queued(pika_channel, source) == 0
     received = receive_messages(rabbitmq_url, queue_address(target),
@@ -350,7 +353,8 @@ def test_kill_9_mid_stream_amqp10_to_091_loses_nothing(
         first.kill()
     assert queued(pika_channel, target) < KILLED, "the bridge finished before it was killed"
     with BridgeRun(config091(rabbitmq_url, route, legacy="rabbit091"), tmp_path, "second") as second:
-        wait_until(lambda: queued(pika_channel, target) >= KILLED, 120, "every message", second)
+        wait_until(lambda: queued(pika_channel, target) >= KILLED
+                   and queued(pika_channel, source) == 0, 120, "every message", second)
     # stopped gracefully (in-flight messages settled): nothing is left at the source
     assert_no_message(rabbitmq_url, queue_address(source))
     ids: list[str] = []

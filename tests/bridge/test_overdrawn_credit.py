@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pika
-from proton import Connection, Endpoint, Message, Transport
+from proton import Message
 
 from bridge.amqp10.link import Amqp10Link
 from tests.support.bridge import BridgeRun, bridge_config, wait_for
 from tests.support.logs import route_stats
+from tests.support.memory_pair import MemoryPair
 from tests.support.overcredit import OverCredit, link_credit, split
 from tests.support.rabbitmq import queue_address, send_messages, unique_queue
 from tests.support.relay import Relay
@@ -31,66 +31,6 @@ from tests.support.relay import Relay
 
 class _Owner:
     """A link owner that is never called here (no reactor, so no events)."""
-
-
-class Pair:
-    """The bridge's proton connection and a peer's, their bytes moved by :meth:`pump`."""
-
-    def __init__(self, overcredit: OverCredit) -> None:
-        self.ours, self.theirs = Connection(), Connection()
-        self.our_transport, self.their_transport = Transport(), Transport(Transport.SERVER)
-        self.our_transport.bind(self.ours)
-        self.their_transport.bind(self.theirs)
-        self.rewrite = overcredit()
-        self.sent: list[bytes] = []
-        """What our side wrote, as the peer received it (after the rewrite)."""
-
-    def pump(self) -> None:
-        for _ in range(10):
-            moved = _move(self.our_transport, self.their_transport, self.rewrite, self.sent)
-            moved += _move(self.their_transport, self.our_transport, None, None)
-            if not moved:
-                return
-
-    def open_peer(self) -> Any:
-        """The peer answers whatever we opened; returns its sender link."""
-        for endpoint in (self.theirs, *_sessions(self.theirs), *_links(self.theirs)):
-            if endpoint.state & Endpoint.LOCAL_UNINIT:
-                if hasattr(endpoint, "source"):
-                    endpoint.source.copy(endpoint.remote_source)
-                    endpoint.target.copy(endpoint.remote_target)
-                endpoint.open()
-        self.pump()
-        (sender,) = list(_links(self.theirs))
-        return sender
-
-
-def _sessions(conn: Connection) -> Any:
-    s = conn.session_head(0)
-    while s:
-        yield s
-        s = s.next(0)
-
-
-def _links(conn: Connection) -> Any:
-    link = conn.link_head(0)
-    while link:
-        yield link
-        link = link.next(0)
-
-
-def _move(src: Transport, dst: Transport, rewrite: Any, log: list[bytes] | None) -> int:
-    size = src.pending()
-    if size <= 0:
-        return 0
-    data = src.peek(size) or b""
-    src.pop(size)
-    if rewrite is not None:
-        data = rewrite(data)
-    if log is not None:
-        log.append(data)
-    dst.push(data)
-    return size
 
 
 def _link_credits(data: bytes) -> list[int]:
@@ -101,7 +41,7 @@ def _link_credits(data: bytes) -> list[int]:
 
 def test_a_top_up_after_the_peer_overdrew_the_credit_is_what_was_granted() -> None:
     overcredit = OverCredit(extra=3)
-    pair = Pair(overcredit)
+    pair = MemoryPair(overcredit())
     pair.ours.open()
     link = Amqp10Link(None, pair.ours, "/queue/q", sender=False,  # type: ignore[arg-type]
                       owner=_Owner(), name="r")  # type: ignore[arg-type]

@@ -97,6 +97,16 @@ def test_amqplain_is_091_only_and_session_timeout_is_010_only() -> None:
                for p in found), found
 
 
+def test_connect_timeout_is_for_the_legacy_protocols_only() -> None:
+    for protocol in ("amqp0-9-1", "amqp0-10"):
+        text = config(f'{{protocol: {protocol}, url: "amqp://u:p@h", connect_timeout: 2.5}}', OUT)
+        assert parse_config(text, env={}).connections["rabbit"].connect_timeout == 2.5
+    found = problems(config('{protocol: amqp0-9-1, url: "amqp://u:p@h"}', OUT).replace(
+        'url: "amqp://127.0.0.1:5672"}', 'url: "amqp://127.0.0.1:5672", connect_timeout: 5}'))
+    assert any(p.startswith("connections.cloud: ") and "connect_timeout: AMQP 0-10 and 0-9-1 "
+               "only" in p for p in found), found
+
+
 def test_external_needs_a_client_certificate_on_091_too() -> None:
     found = problems(config('{protocol: amqp0-9-1, url: "amqps://h", '
                             'sasl_mechanisms: [EXTERNAL]}', OUT))

@@ -1,9 +1,11 @@
 """``amqp-bridge run``: logging settings from the configuration, overridden by
 ``--log-level`` / ``--log-format``; a metrics address that cannot be bound is a
-configuration error (exit 2) before anything connects."""
+configuration error (exit 2) before anything connects; a fatal signal leaves every
+thread's Python stack in the output."""
 
 from __future__ import annotations
 
+import resource
 import signal
 import socket
 import subprocess
@@ -84,3 +86,22 @@ def test_a_metrics_address_in_use_is_a_configuration_error(tmp_path: Path) -> No
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"metrics.bind: cannot listen on 127.0.0.1:{port}" in proc.stderr
     assert "connecting" not in proc.stderr  # nothing was started
+
+
+def test_a_fatal_signal_leaves_the_python_stacks_in_the_output(tmp_path: Path) -> None:
+    """A crash in C code (proton's segfault) is diagnosable from the log: faulthandler
+    writes every thread's Python stack before the process dies of the signal."""
+    proc = subprocess.Popen([sys.executable, "-m", "bridge.cli", "run", "-c",
+                             str(config(tmp_path, 'metrics: {bind: "127.0.0.1:0"}'))],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+    wait_for(lambda: proc.poll() is not None or catches_signal(proc.pid, signal.SIGTERM), 60,
+             "the bridge to handle SIGTERM")
+    proc.send_signal(signal.SIGSEGV)
+    out, _ = proc.communicate(timeout=20)
+    text = out.decode(errors="replace")
+    assert proc.returncode == -signal.SIGSEGV, text
+    assert "Fatal Python error: Segmentation fault" in text, text
+    # the main thread's stack, down to the event loop, and the metrics server's thread too
+    assert "Current thread 0x" in text and "bridge/app.py" in text, text
+    assert "\nThread 0x" in text and "socketserver.py" in text, text

@@ -33,6 +33,8 @@ One module one job, dependencies one way (each imports only those before it):
 - :mod:`~bridge.facade.amqp091.publish`: :class:`Publish091`;
 - :mod:`~bridge.facade.amqp091.method_access`: the permissions each method needs and
   RabbitMQ's refusal texts;
+- :mod:`~bridge.facade.amqp091.declare_cache`: the redeclares a topology-mode listener
+  answers itself (a queue its own consumer links prove unchanged);
 - :mod:`~bridge.facade.amqp091.topology`: :class:`TopologyMode`, a listener's topology mode
   (names no route configures are the 1.0 broker's: ``listeners.<name>.topology``);
 - :mod:`~bridge.facade.amqp091.address_publish`: its publishes on RabbitMQ 3.x, a 1.0

@@ -186,8 +186,7 @@ class Commands091:
         elif name in temporaries:
             count = int(temporaries[name].consuming)
         elif self.facade.topology is not None:
-            self.facade.topology.queue_declare(ch, m)
-            return None
+            return self.facade.topology.queue_declare(ch, m)
         elif m.passive:
             self._queue(ch, name)
             raise AssertionError  # (_queue raised)

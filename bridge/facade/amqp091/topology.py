@@ -70,6 +70,7 @@ from amqp091.methods import ReplyCode
 from mappings.amqp091 import H_SUBJECT, H_TO, Delivery091
 from mappings.message import AmqpMessage
 
+from ...amqp10.link import Amqp10Link
 from ...config import ListenerTopology, Route
 from ...topology import (
     BindingSpec,
@@ -84,6 +85,7 @@ from ...topology.rabbitmq091 import RabbitMQ091Topology
 from ..core.publish import PublishEntry
 from ..core.topology import TopologyCore
 from .consume import Consume091
+from .declare_cache import DeclareCache
 from .publish import Publish091
 from .state import Channel091, ChannelRefused, Client091, ConnectionRefused
 
@@ -209,6 +211,9 @@ class TopologyMode:
         """The consume routes of broker queues that have consumers or getters, by queue."""
         self.exclusive: dict[str, Client091] = {}
         """Exclusive queues declared through this listener → the connection owning them."""
+        self.declares = DeclareCache(self.queue_links)
+        """Redeclares answered without the broker
+        (:mod:`~bridge.facade.amqp091.declare_cache`)."""
 
     # -- clients -------------------------------------------------------------------------
 
@@ -220,6 +225,7 @@ class TopologyMode:
         """The connection ended: its exclusive queues go (at the broker too)."""
         for name in [q for q, c in self.exclusive.items() if c is client]:
             del self.exclusive[name]
+            self.declares.forget(name)
         if client.owner:
             self.backend.forget_owner(client.owner)
 
@@ -258,6 +264,11 @@ class TopologyMode:
             if self.facade.stopping:
                 route.paused = True
         return route
+
+    def queue_links(self, queue: str) -> list[Amqp10Link]:
+        """The 1.0 receiver links of the consume route of broker queue ``queue``."""
+        route = self.queues.get(queue)
+        return [] if route is None else [consumer.link for consumer in route.subscriptions]
 
     def drop_route(self, route: TopologyConsume091) -> None:
         """``route`` has no consumer left: forget it (made again on the next one)."""
@@ -323,7 +334,9 @@ class TopologyMode:
             self.call(ch, m, lambda done: self.backend.unbind(binding, done),
                       lambda _: None if m.nowait else C.Exchange.UnbindOk())
 
-    def queue_declare(self, ch: Channel091, m: C.Queue.Declare) -> None:
+    def queue_declare(self, ch: Channel091, m: C.Queue.Declare) -> Frame | None:
+        """queue.declare at the broker; or its answer at once (returned) when it is a
+        redeclare the bridge can answer (:class:`DeclareCache`)."""
         name = m.queue or ""
         self.check_exclusive(ch, name)
         client = ch.client
@@ -331,8 +344,14 @@ class TopologyMode:
         spec = QueueSpec(name, durable=bool(m.durable), exclusive=exclusive,
                          auto_delete=bool(m.auto_delete), arguments=dict(m.arguments or {}),
                          owner=client.owner)  # (the backend checks an exclusive one's)
+        known = self.declares.lookup(spec, bool(m.passive))
+        if known is not None:
+            return None if m.nowait else C.Queue.DeclareOk(
+                queue=known.name, message_count=known.message_count or 0,
+                consumer_count=known.consumer_count or 0)
 
         def answer(info: QueueInfo) -> Frame | None:
+            self.declares.answered(spec, bool(m.passive), info)
             if exclusive:
                 if not ch.client.engine.is_open:  # its owner went while it was declared
                     self.backend.forget_owner(client.owner)
@@ -345,6 +364,7 @@ class TopologyMode:
 
         self.call(ch, m, lambda done: self.backend.declare_queue(spec, bool(m.passive), done),
                   answer)
+        return None
 
     def queue_bind(self, ch: Channel091, m: C.Queue.Bind | C.Queue.Unbind) -> None:
         self.check_exclusive(ch, m.queue or "")
@@ -359,15 +379,18 @@ class TopologyMode:
 
     def queue_purge(self, ch: Channel091, m: C.Queue.Purge) -> None:
         self.check_exclusive(ch, m.queue or "")
+        self.declares.forget(m.queue or "")
         self.call(ch, m, lambda done: self.backend.purge_queue(m.queue or "", done),
                   lambda count: None if m.nowait else C.Queue.PurgeOk(message_count=count or 0))
 
     def queue_delete(self, ch: Channel091, m: C.Queue.Delete) -> None:
         name = m.queue or ""
         self.check_exclusive(ch, name)
+        self.declares.forget(name)
 
         def answer(count: int | None) -> Frame | None:
             self.exclusive.pop(name, None)
+            self.declares.forget(name)
             return None if m.nowait else C.Queue.DeleteOk(message_count=count or 0)
 
         self.call(ch, m, lambda done: self.backend.delete_queue(

@@ -1,0 +1,117 @@
+"""Each session an :class:`~bridge.amqp10.link.Amqp10Link` gives up is freed exactly once.
+
+``pn_session_free`` twice on one session corrupts proton's reference counts: the process
+crashes later, in C, somewhere unrelated (calls into freed memory; it took loaded full
+runs to see). The peer's frame order decides which of the link's handlers ends the
+session, so each order is scripted here on two proton engines in memory
+(:class:`~tests.support.memory_pair.MemoryPair`), with ``Session.free`` counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from cproton import addressof
+from proton import Condition, Endpoint, Session
+
+from bridge.amqp10.link import Amqp10Link
+from tests.support.memory_pair import MemoryPair, links, sessions
+
+NOT_FOUND = Condition("amqp:not-found", "no queue 'missing'")
+
+
+class _Owner:
+    def __init__(self) -> None:
+        self.downs: list[str | None] = []
+
+    def on_link_up(self, link: Amqp10Link) -> None:
+        pass
+
+    def on_link_down(self, link: Amqp10Link) -> None:
+        self.downs.append(link.last_error)
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        pass
+
+    def on_delivery(self, link: Amqp10Link, delivery: Any) -> None:
+        pass
+
+
+class _Timers:
+    """The container: re-attach timers are noted, not run."""
+
+    def __init__(self) -> None:
+        self.scheduled: list[float] = []
+
+    def schedule(self, delay: float, task: Any) -> None:
+        self.scheduled.append(delay)
+
+
+@pytest.fixture
+def frees(monkeypatch: pytest.MonkeyPatch) -> Counter[int]:
+    """How often each session (by its C address) was freed."""
+    counts: Counter[int] = Counter()
+    real = Session.free
+
+    def counting(session: Session) -> None:
+        counts[addressof(session._impl)] += 1
+        real(session)
+
+    monkeypatch.setattr(Session, "free", counting)
+    return counts
+
+
+def _attached(owner: _Owner) -> tuple[MemoryPair, Amqp10Link, Any, Any]:
+    pair = MemoryPair()
+    pair.ours.open()
+    pair.theirs.open()
+    pair.pump()
+    link = Amqp10Link(_Timers(), pair.ours, "/queues/missing",  # type: ignore[arg-type]
+                      sender=False, owner=owner, name="r")
+    pair.pump()
+    (their_session,) = sessions(pair.theirs)
+    their_session.open()
+    their_link = pair.open_peer()
+    pair.dispatch()
+    assert link.up
+    return pair, link, their_session, their_link
+
+
+@pytest.mark.parametrize("refusal", ["detach and end", "end", "detach, then end"])
+def test_a_session_the_peer_ends_is_freed_once(frees: Counter[int], refusal: str) -> None:
+    owner = _Owner()
+    pair, _link, their_session, their_link = _attached(owner)
+    if "detach" in refusal:
+        their_link.condition = NOT_FOUND
+        their_link.close()
+    if refusal != "detach, then end":  # in one read (RabbitMQ 4 refusing an attach)
+        their_session.condition = NOT_FOUND
+        their_session.close()
+    pair.pump()
+    pair.dispatch()
+    if refusal == "detach, then end":  # the peer ends only once we have
+        assert not frees
+        assert their_session.state & Endpoint.REMOTE_CLOSED
+        their_session.close()
+        pair.pump()
+        pair.dispatch()
+    assert owner.downs and "not-found" in str(owner.downs[0])
+    assert list(frees.values()) == [1]
+
+
+def test_a_session_given_up_while_the_peer_ends_it_is_freed_once(frees: Counter[int]) -> None:
+    """The owner closes the link (a façade client left) after the peer's detach and end
+    arrived but before their events were handled."""
+    pair, link, their_session, their_link = _attached(_Owner())
+    their_link.close()
+    their_session.close()
+    pair.pump()
+    link.close()  # before dispatching the peer's detach and end
+    pair.pump()
+    pair.dispatch()
+    assert list(frees.values()) == [1]
+    assert not [s for s in sessions(pair.ours) if s.state & Endpoint.LOCAL_ACTIVE]
+    assert not list(links(pair.theirs)) or all(
+        lk.state & Endpoint.LOCAL_CLOSED for lk in links(pair.theirs))
