@@ -32,7 +32,7 @@ class AppProcess:
             self.proc = subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 cwd=PROGRAMS, env={**os.environ, **env, "PYTHONPATH": path,
-                                   "PYTHONUNBUFFERED": "1"})
+                                   "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"})
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -52,14 +52,20 @@ class AppProcess:
             time.sleep(0.1)
 
     def wait(self, timeout: float = 60.0) -> int:
-        """The exit status once the process ends by itself."""
+        """The exit status once the process ends by itself; past ``timeout`` it is ended
+        with SIGABRT, so that its output shows where each thread was (faulthandler,
+        ``PYTHONFAULTHANDLER``), and the test fails with that output."""
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            raise AssertionError(f"{self.proc.args} still running after {timeout} s:\n"
-                                 f"{self.log()}") from None
+            self.proc.send_signal(signal.SIGABRT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+            raise AssertionError(f"{self.proc.args} still running after {timeout} s (its "
+                                 f"stacks at the end):\n{self.log()}") from None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         """Send ``sig`` and return the exit status (killed if it does not end in time)."""
