@@ -67,13 +67,3 @@ def test_modules_sharing_a_session_fixture_go_to_one_worker() -> None:
     first = schedule(collection, {one: 10.0, two: 10.0, "tests/a/test_other.py": 15.0},
                      workers=2)
     assert first == [[f"{one}::test_a", f"{two}::test_b"], ["tests/a/test_other.py::test_c"]]
-
-
-def test_the_celery_modules_never_run_at_the_same_time() -> None:
-    """Both use Celery's task queue ``celery`` on the shared RabbitMQ node: side by side,
-    each one's workers took the other's tasks."""
-    celery, topology = "tests/apps/test_celery.py", "tests/apps/test_topology091.py"
-    collection = [f"{celery}::test_a", f"{topology}::test_b", "tests/a/test_other.py::test_c"]
-    first = schedule(collection, {celery: 10.0, topology: 10.0, "tests/a/test_other.py": 15.0},
-                     workers=2)
-    assert [f"{celery}::test_a", f"{topology}::test_b"] in first, first

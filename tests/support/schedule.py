@@ -8,9 +8,7 @@ file order) is a whole test module, as with ``--dist loadfile``: a module's fixt
 (one bridge per module, a module's own RabbitMQ node) are built once, and its tests
 keep their order (the lifecycle phases depend on it). Modules named together in
 :data:`SHARED_SESSION_FIXTURES` form one unit, so the expensive session fixture they
-share (a TLS RabbitMQ node, a Spark JVM) starts once, not once per worker — or so that
-modules using the same fixed names on a shared broker (Celery's task queue) never run
-at the same time.
+share (a TLS RabbitMQ node, a Spark JVM) starts once, not once per worker.
 
 Units are handed out longest first (what a greedy schedule needs to finish all
 workers close together): a unit's cost is the seconds its modules took in the last
@@ -38,14 +36,8 @@ SHARED_SESSION_FIXTURES: dict[str, str] = {
     # the local Spark session, a JVM (tests/pipeline/conftest.py)
     **{f"tests/pipeline/{name}.py": "spark-session"
        for name in ("test_cli", "test_cluster", "test_convert", "test_reconcile", "test_replay")},
-    # Celery's fixed names on the shared RabbitMQ 4.0 node: the task queue "celery" (and
-    # the exchanges celeryev, celery.pidbox): two modules' workers at once take each
-    # other's tasks ("Received unregistered task", results that never come)
-    "tests/apps/test_celery.py": "celery-queue",
-    "tests/apps/test_topology091.py": "celery-queue",
 }
-"""Modules that must share a worker (one after the other): they share a costly session
-fixture, or broker names they cannot use at the same time."""
+"""Modules that must share a worker because they share a costly session fixture."""
 
 EXPECTED_SECONDS: dict[str, float] = {
     "tests/bridge/test_tap.py": 224,
