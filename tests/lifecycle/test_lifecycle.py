@@ -362,6 +362,10 @@ def life(own_rabbitmq: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     try:
         bridge.start()
         life.metrics = metrics_port(bridge.log)
+        # both façades listen (a phase run alone with -k connects at once)
+        poll(lambda: {r.get("listener") for r in records(bridge.log())
+                      if r.get("event") == "listening"}, lambda got: got >= {"app", "app091"},
+             20, "both façade listeners listening")
         yield life
     finally:
         bridge.stop()
