@@ -219,9 +219,10 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         (:mod:`bridge.runtime.containment`)."""
         return faults_of(self.container).snapshot()
 
-    def observed_listeners(self) -> list[tuple[str, int, int]]:
-        """``(name, connected clients, publishes refused)`` per façade listener."""
-        return [(name, len(f.clients), f.refused_publishes)
+    def observed_listeners(self) -> list[tuple[str, int, int, int]]:
+        """``(name, connected clients, publishes refused, publishes unroutable)`` per
+        façade listener."""
+        return [(name, len(f.clients), f.refused_publishes, f.unroutable_publishes)
                 for name, f in list(self.facades.items())]
 
     def observed_client_errors(self) -> list[tuple[str, dict[int, int]]]:

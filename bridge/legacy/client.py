@@ -16,7 +16,9 @@ what differs: the engine built for a URL (:meth:`LegacyClient._engine`), what ha
 the routes' sessions or channels when the connection ends (:meth:`LegacyClient._lose_all`),
 and its event dispatch. The shared parts are the connection's life: :meth:`_connect`,
 :meth:`_retry`, :meth:`reset`, the permanent-fault bookkeeping of :meth:`_ended` and
-:meth:`_reconnect_after`, the log fields and the containment part.
+:meth:`_reconnect_after`, the log fields and the containment part. There is one
+connection attempt at a time: scheduling a reconnect supersedes the one that waited (a
+fault's reset between connections), and none starts once the connection is stopping.
 
 Batching: :meth:`LegacyClient.defer` runs a callback once at the end of the current
 burst of reactor events and then writes the socket (the runtime's
@@ -103,6 +105,8 @@ class LegacyClient:
         self.failures = 0
         """Consecutive failed connection attempts (drives the backoff)."""
         self.reconnects = 0
+        self._scheduled = 0
+        """How many attempts were scheduled: only the latest may start (one at a time)."""
         self.stopping = False
         self.last_error = ""
         self.peer = ""
@@ -202,7 +206,16 @@ class LegacyClient:
         self.log.info("%s %s: reconnecting in %.2fs (%s)", self.protocol, self.name, delay,
                  self.last_error, extra=self.log_fields(
                      "reconnect_scheduled", delay=round(delay, 3), error=self.last_error))
-        self.container.schedule(delay, Timer(self._connect))
+        self._scheduled += 1
+        attempt = self._scheduled
+
+        def reconnect() -> None:
+            # one attempt at a time: a reconnect scheduled again (a fault's reset while
+            # this one waited) replaces this one; none starts once the connection stops
+            if attempt == self._scheduled and not self.stopping:
+                self._connect()
+
+        self.container.schedule(delay, Timer(reconnect))
 
     def _opened(self, sock: EngineSocket[Any]) -> None:
         """The handshake is done: count the attempt as a success."""
@@ -216,7 +229,8 @@ class LegacyClient:
         """Recover from an internal fault (:mod:`bridge.runtime.containment`): close the
         connection (connection.close with connection-forced; its sessions or channels are
         discarded, so the broker requeues what they held unsettled) and reconnect as after
-        a loss."""
+        a loss. Between connections the reconnect is scheduled again, replacing the one
+        that waited (never a second attempt beside it)."""
         now = time.monotonic()
         self.fault_streak = self.fault_streak + 1 if now - self._last_fault < FAULT_STABLE else 1
         self._last_fault = now

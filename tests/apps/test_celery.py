@@ -22,6 +22,7 @@ import pytest
 
 from tests.support.apps import AppProcess, run_program
 from tests.support.bridge import BridgeRun, free_port, recipe_bridge
+from tests.support.rabbitmq import delete_queue, unique_queue
 
 PASSWORD = "celery-s3cret"
 TASKS = 200
@@ -64,14 +65,14 @@ class CeleryBridge:
         return self.records(token)
 
 
-def declare_celery_topology(rabbitmq_url: str) -> None:
-    """What docs/migrating.md has the operator declare once on RabbitMQ; the task queue
-    is emptied of what an earlier run may have left."""
+def declare_celery_topology(rabbitmq_url: str, task_queue: str) -> None:
+    """What docs/migrating.md has the operator declare once on RabbitMQ, the task queue
+    named ``task_queue`` (the recipe's ``TASK_QUEUE``: other Celery workers on the shared
+    node, other tests' or benchmarks', consume ``celery`` and would take these tasks)."""
     conn = pika.BlockingConnection(pika.URLParameters(rabbitmq_url + "/%2F"))
     try:
         ch = conn.channel()
-        ch.queue_declare("celery", durable=True)
-        ch.queue_purge("celery")
+        ch.queue_declare(task_queue, durable=True)
         ch.exchange_declare("celery.pidbox", "fanout")
         ch.exchange_declare("reply.celery.pidbox", "direct")
         ch.exchange_declare("celeryev", "topic", durable=True)
@@ -82,15 +83,20 @@ def declare_celery_topology(rabbitmq_url: str) -> None:
 @pytest.fixture(scope="module")
 def celery_bridge(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory
                   ) -> Iterator[CeleryBridge]:
-    declare_celery_topology(rabbitmq_url)
+    task_queue = unique_queue("celery-tasks")
+    declare_celery_topology(rabbitmq_url, task_queue)
     tmp = tmp_path_factory.mktemp("celery")
     port = free_port()
-    with recipe_bridge("celery.yaml", tmp, {
-            "CLOUD_URL": rabbitmq_url, "CELERY_BIND": f"127.0.0.1:{port}",
-            "CELERY_PASSWORD": PASSWORD, "PORT": str(port)}) as bridge:
-        yield CeleryBridge(bridge, {
-            "BROKER_URL": f"amqp://celery:{PASSWORD}@127.0.0.1:{port}//",
-            "RECORD_FILE": str(tmp / "records.txt")}, tmp)
+    try:
+        with recipe_bridge("celery.yaml", tmp, {
+                "CLOUD_URL": rabbitmq_url, "CELERY_BIND": f"127.0.0.1:{port}",
+                "CELERY_PASSWORD": PASSWORD, "PORT": str(port),
+                "TASK_QUEUE": task_queue}) as bridge:
+            yield CeleryBridge(bridge, {
+                "BROKER_URL": f"amqp://celery:{PASSWORD}@127.0.0.1:{port}//",
+                "RECORD_FILE": str(tmp / "records.txt")}, tmp)
+    finally:
+        delete_queue(rabbitmq_url, task_queue)
 
 
 def assert_clean(log: str) -> None:

@@ -2,8 +2,8 @@
 RabbitMQ 4's AMQP 1.0, configured as ``examples/topology.yaml``, and in front of RabbitMQ
 3.10's (declares over 0-9-1, a sender per address), configured as
 ``examples/topology-rabbitmq3.yaml``: no route, nothing configured per name
-(docs/topology.md). Celery with ALL defaults and the ``rpc://``
-result backend, the RabbitMQ tutorial's RPC in pika with both reply styles, aio-pika's
+(docs/topology.md). Celery with ALL defaults (but its task queue's name, the module's own
+on the shared node) and the ``rpc://`` result backend, the RabbitMQ tutorial's RPC in pika with both reply styles, aio-pika's
 RPC pattern, kombu topic routing by patterns — each as subprocesses of their own,
 exactly as a user runs them.
 
@@ -26,7 +26,7 @@ import pytest
 from tests.apps.test_celery import CeleryBridge, assert_clean
 from tests.support.apps import AppProcess, run_program
 from tests.support.bridge import BridgeRun, free_port, recipe_bridge
-from tests.support.rabbitmq import version_of
+from tests.support.rabbitmq import delete_queue, unique_queue, version_of
 
 pytestmark = pytest.mark.rabbitmq(3, 4)
 
@@ -43,39 +43,36 @@ class Topology:
     broker_url: str
     """RabbitMQ's own 0-9-1 URL (to look at what the applications left there)."""
     tmp: Path
+    task_queue: str
+    """Celery's task queue, named for the module (other Celery workers on the shared node,
+    other tests' or benchmarks', consume ``celery`` and would take these tasks)."""
 
     @property
     def celery(self) -> CeleryBridge:
-        """The Celery side: ``celery_rpc_app`` (all defaults, ``rpc://``) on the bridge."""
+        """The Celery side: ``celery_rpc_app`` (all defaults but the task queue's name,
+        ``rpc://``) on the bridge."""
         return CeleryBridge(self.bridge, {"BROKER_URL": self.url.removesuffix("%2F") + "/",
-                                          "RECORD_FILE": str(self.tmp / "records.txt")},
+                                          "RECORD_FILE": str(self.tmp / "records.txt"),
+                                          "CELERY_QUEUE": self.task_queue},
                             self.tmp, app="celery_rpc_app")
-
-
-def empty_celery_queue(broker_url: str) -> None:
-    """Celery's task queue on the shared node is emptied of what an earlier run left
-    (its tasks would be unregistered here)."""
-    conn = pika.BlockingConnection(pika.URLParameters(broker_url + "/%2F"))
-    try:
-        conn.channel().queue_purge("celery")
-    except pika.exceptions.ChannelClosedByBroker:
-        pass  # not there yet: the first worker declares it
-    finally:
-        conn.close()
 
 
 @pytest.fixture(scope="module")
 def topology(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[Topology]:
-    empty_celery_queue(rabbitmq_url)
+    task_queue = unique_queue("celery-rpc-tasks")
     tmp = tmp_path_factory.mktemp("topology")
     port = free_port()
     recipe = {3: "topology-rabbitmq3.yaml", 4: "topology.yaml"}[version_of(rabbitmq_url)]
-    with recipe_bridge(recipe, tmp, {
-            "CLOUD_URL": rabbitmq_url, "RABBIT_URL": rabbitmq_url, "APP_BIND": f"127.0.0.1:{port}",
-            "APP_PASSWORD": PASSWORD, "PORT": str(port)}) as bridge:
-        yield Topology(bridge, f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F", rabbitmq_url,
-                       tmp)
+    try:
+        with recipe_bridge(recipe, tmp, {
+                "CLOUD_URL": rabbitmq_url, "RABBIT_URL": rabbitmq_url,
+                "APP_BIND": f"127.0.0.1:{port}", "APP_PASSWORD": PASSWORD,
+                "PORT": str(port)}) as bridge:
+            yield Topology(bridge, f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F",
+                           rabbitmq_url, tmp, task_queue)
+    finally:
+        delete_queue(rabbitmq_url, task_queue)
 
 
 def test_celery_with_all_defaults_and_rpc_results(topology: Topology) -> None:

@@ -25,11 +25,14 @@ from amqp091.framing import encode_method
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.facade091 import PASSWORD, USER, RawClient, facade091, publish_frames
 from tests.support.facade091 import Facade091 as Facade
+from tests.support.logs import records
+from tests.support.metrics import counted, metrics_port
 from tests.support.rabbitmq import receive_messages, send_messages
 
 pytestmark = pytest.mark.rabbitmq(4)
 
 TOPOLOGY = ", topology: {connection: cloud, broker: rabbitmq4}"
+UNROUTABLE = "amqp_bridge_facade_publishes_unroutable_total"
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +48,8 @@ def facade(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
 """
     with facade091(rabbitmq_url, tmp_path_factory.mktemp("topology"),
                    ("configured", "configured_in"),
-                   routes, listener=TOPOLOGY) as running:
+                   routes, listener=TOPOLOGY,
+                   more='metrics: {bind: "127.0.0.1:0"}') as running:
         yield running
     log = running.proc.log()
     assert "level=error" not in log, log
@@ -131,7 +135,11 @@ def test_refusals_are_rabbitmqs_codes(facade: Facade) -> None:
 
 def test_unroutable_publishes_are_returned_when_mandatory_then_confirmed(
         facade: Facade) -> None:
+    """... and each is counted in /metrics and warned of (rate-limited: a WARNING line
+    per client address every 10 s; an earlier test's may have been this one's)."""
     exchange = name("x")
+    metrics = metrics_port(facade.proc.log)
+    before = counted(metrics, UNROUTABLE, listener="legacy")
     conn = facade.connect()
     try:
         ch = conn.channel()
@@ -149,6 +157,11 @@ def test_unroutable_publishes_are_returned_when_mandatory_then_confirmed(
         ch.exchange_delete(exchange)
     finally:
         conn.close()
+    assert counted(metrics, UNROUTABLE, listener="legacy") == before + 3
+    warnings = [r for r in records(facade.proc.log())
+                if r.get("event") == "publish_unroutable" and r.get("level") == "warning"]
+    assert warnings and warnings[0]["listener"] == "legacy", facade.proc.log()
+    assert "no queue at the AMQP 1.0 broker of exchange" in warnings[0]["msg"]
 
 
 def test_a_publish_to_a_missing_exchange_closes_the_channel_with_404(facade: Facade) -> None:

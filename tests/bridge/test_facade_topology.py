@@ -10,6 +10,7 @@ One ``amqp-bridge run`` serves the module (a topology-mode 0-10 listener with on
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,9 +21,17 @@ import pytest
 from proton import Message
 
 from amqp010.events import ExecutionExceptionReceived
-from amqp010.spec import AcquireMode, DeliveryProperties, ErrorCode, ReplyTo
+from amqp010.spec import (
+    AcquireMode,
+    DeliveryProperties,
+    ErrorCode,
+    MessageProperties,
+    ReplyTo,
+)
 from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import BridgeRun, free_port, wait_listening
+from tests.support.logs import records
+from tests.support.metrics import counted, metrics_port
 from tests.support.rabbitmq import (
     declare_queue,
     queue_address,
@@ -35,6 +44,7 @@ from tests.support.relay import Relay
 pytestmark = pytest.mark.rabbitmq(4)
 
 USERS = {"app": "app-pw", "reader": "reader-pw"}
+UNROUTABLE = "amqp_bridge_facade_publishes_unroutable_total"
 
 
 @dataclass
@@ -44,6 +54,11 @@ class Running:
     configured: str
     """The RabbitMQ queue behind the configured exchange ``test.configured``."""
     proc: BridgeRun
+
+    @property
+    def metrics(self) -> int:
+        """The bridge's ``/metrics`` port (from its start-up log line)."""
+        return metrics_port(self.proc.log)
 
     def client(self, user: str = "app") -> BlockingClient:
         return BlockingClient.connect(f"amqp://{user}:{USERS[user]}@127.0.0.1:{self.port}")
@@ -89,6 +104,7 @@ listeners:
 routes:
   - {{name: configured, from: {{listener: legacy, exchange: test.configured}},
       to: {{connection: cloud, address: {queue_address(configured)}}}}}
+metrics: {{bind: "127.0.0.1:0"}}
 """
     proc = BridgeRun(config, tmp_path_factory.mktemp("topology010")).start()
     running = Running(rabbitmq_url, port, configured, proc)
@@ -137,6 +153,28 @@ def test_declares_binds_purges_and_deletes_are_rabbitmqs(bridge: Running) -> Non
         assert bridge.depth(queue) is None
         client._call(client._s().exchange_delete(exchange, sync=True))
         assert client._result(client._s().exchange_query(exchange)).not_found
+
+
+def test_unroutable_transfers_are_completed_counted_and_warned_of(bridge: Running) -> None:
+    """A transfer no queue takes is completed and dropped (qpidd tells the publisher
+    nothing), counted in /metrics and warned of (a WARNING line per client address every
+    10 s: an earlier test's may have been this one's) with its exchange and routing key —
+    the routing key also when qpid.messaging's ``qpid.subject`` gave the 1.0 message
+    another subject."""
+    exchange = name("x")
+    before = counted(bridge.metrics, UNROUTABLE, listener="legacy")
+    with bridge.client() as client:
+        client.declare_exchange(exchange, "direct")
+        client.publish(b"to nobody", "nobody", exchange)
+        client.publish(b"to nobody either", "nobody", exchange, properties=MessageProperties(
+            application_headers={"qpid.subject": "a subject"}))
+        client._call(client._s().exchange_delete(exchange, sync=True))
+    assert counted(bridge.metrics, UNROUTABLE, listener="legacy") == before + 2
+    lines = [r for r in records(bridge.proc.log()) if r.get("event") == "publish_unroutable"]
+    assert any(r["level"] == "warning" for r in lines), bridge.proc.log()
+    assert all(re.search(r"publish unroutable: no queue at the AMQP 1.0 broker of exchange "
+                         r"'test\.topology010\.x\.\w+' takes routing key '[\w.]+' \(dropped\)",
+                         r["msg"]) for r in lines), lines
 
 
 def test_queries_of_absent_names_are_results_not_errors(bridge: Running) -> None:

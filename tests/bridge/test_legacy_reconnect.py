@@ -2,9 +2,11 @@
 
 The first test drives a connection's hosted socket (:class:`~bridge.runtime.EngineSocket`
 over a socket pair, the real engine, the real :class:`~bridge.legacy.client.LegacyClient`)
-with a fake clock at the one instant that matters: its heartbeat deadline. The others run
-the real ``amqp-bridge run`` process against the in-memory 0-10 broker behind a relay
-that goes silent.
+with a fake clock at the one instant that matters: its heartbeat deadline. The fault and
+stop tests drive a lost connection the same way, with the loop's timers on a fake clock,
+and count the real connection attempts it starts. The others run the real
+``amqp-bridge run`` process against the in-memory 0-10 broker behind a relay that goes
+silent.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import itertools
 import socket
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,10 +28,12 @@ import bridge.runtime.sockets as sockets
 from amqp010.framing import encode_assembly
 from amqp010.spec import ConnectionHeartbeat
 from bridge.config import parse_config
+from bridge.legacy import client
 from bridge.legacy.amqp010 import LegacyConnection
 from bridge.legacy.amqp091 import Amqp091Connection
 from bridge.legacy.client import LegacyClient
 from bridge.runtime import EngineSocket
+from bridge.runtime.containment import ContainedContainer, contain
 from tests.engine.pump import client_conn, open_pair, server_conn
 from tests.engine091.peer import open_client
 from tests.support.bridge import (
@@ -193,3 +198,121 @@ routes:
         finally:
             bridge.stop()
             relay.close()
+
+
+class FakeTimers:
+    """``container.schedule`` on a fake clock: :meth:`advance` fires the tasks that fall
+    due, in deadline order (a task scheduled while firing waits for the next advance)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.tasks: list[FakeTask] = []
+
+    def schedule(self, delay: float, handler: Any) -> FakeTask:
+        task = FakeTask(self.now + delay, handler)
+        self.tasks.append(task)
+        return task
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        due = sorted((t for t in self.tasks if t.deadline <= self.now), key=lambda t: t.deadline)
+        self.tasks = [t for t in self.tasks if t.deadline > self.now]
+        for task in due:
+            if not task.cancelled:
+                task.handler.on_timer_task(None)
+
+
+@dataclass
+class FakeTask:
+    deadline: float
+    handler: Any
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+@pytest.fixture
+def attempts(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[EngineSocket[Any]]]:
+    """The sockets of the connection attempts legacy connections start (real ones)."""
+    started: list[EngineSocket[Any]] = []
+
+    def connect(*args: Any, **kwargs: Any) -> EngineSocket[Any]:
+        sock = sockets.connect(*args, **kwargs)
+        started.append(sock)
+        return sock
+
+    monkeypatch.setattr(client, "connect", connect)
+    yield started
+    for sock in started:
+        sock.close_transport()
+
+
+@pytest.fixture
+def broker_port() -> Iterator[int]:
+    """A listening socket the attempts connect to (never accepted: nothing answers)."""
+    with socket.create_server(("127.0.0.1", 0), backlog=8) as listener:
+        yield listener.getsockname()[1]
+
+
+def lost_connection(protocol: str, port: int, ours: socket.socket, broker: socket.socket,
+                    timers: FakeTimers) -> tuple[LegacyClient, EngineSocket[Any]]:
+    """A connection whose broker went away: its reconnect is scheduled, not yet due."""
+    kind, name, open_engine = PROTOCOLS[protocol]
+    settings = parse_config(CONFIG.replace("127.0.0.1:1", f"127.0.0.1:{port}"),
+                            env={}).connections[name]
+    container = ContainedContainer()
+    container.schedule = timers.schedule  # type: ignore[method-assign,assignment]
+    conn = kind(container, name, settings)
+    engine, _ = open_engine()
+    old = EngineSocket(container, ours, engine, conn._on_event, peer="broker")
+    conn.socket, conn.open = old, True
+    broker.close()
+    old.on_selectable_readable(None)  # EOF: the connection is lost
+    assert (conn.socket, conn.open, old.closed) == (None, False, True)
+    assert len(timers.tasks) == 1  # the reconnect
+    return conn, old
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_a_fault_while_a_reconnect_waits_starts_one_attempt(
+        protocol: str, socket_pair: tuple[socket.socket, socket.socket], broker_port: int,
+        attempts: list[EngineSocket[Any]], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An internal fault blamed on a legacy connection whose reconnect is already
+    scheduled (here: a bug in its lost socket's last event, which proton dispatches after
+    the loss) is recovered by resetting the connection, which schedules a reconnect. The
+    connection still makes one attempt at a time: two used to start, and the second took
+    the connection's place while the first one's socket stayed open, logged in at the
+    broker with nobody listening to it."""
+    timers = FakeTimers()
+    conn, old = lost_connection(protocol, broker_port, *socket_pair, timers)
+
+    def last_event_fails(self: EngineSocket[Any], event: Any) -> None:
+        raise RuntimeError("a bug in the socket's last event")
+
+    monkeypatch.setattr(EngineSocket, "on_selectable_final", last_event_fails)
+    try:
+        old.on_selectable_final(None)
+    except RuntimeError as exc:
+        contain(conn.container, exc, entry="event")
+    faults = [r for r in caplog.records if getattr(r, "event", None) == "handler_fault"]
+    assert [getattr(r, "kind", None) for r in faults] == ["legacy_connection"], caplog.text
+
+    timers.advance(3600.0)
+    assert len(attempts) == 1, attempts
+    assert conn.socket is attempts[0] and not attempts[0].closed
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_a_connection_stopped_while_a_reconnect_waits_makes_no_attempt(
+        protocol: str, socket_pair: tuple[socket.socket, socket.socket], broker_port: int,
+        attempts: list[EngineSocket[Any]]) -> None:
+    """The bridge stops while a legacy connection waits to reconnect: the attempt is
+    not made (it used to connect when its time came, during the bridge's close grace)."""
+    timers = FakeTimers()
+    conn, _old = lost_connection(protocol, broker_port, *socket_pair, timers)
+    assert isinstance(conn, LegacyConnection | Amqp091Connection)
+    conn.stop()
+    timers.advance(3600.0)
+    assert attempts == []

@@ -10,6 +10,7 @@ that stops reading for two intervals would be, rightly, dropped by the façade).
 from __future__ import annotations
 
 import contextlib
+import queue
 import socket
 import struct
 import subprocess
@@ -17,7 +18,9 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from typing import Any, Generic, TypeVar
 
 from proton import Message
 
@@ -33,6 +36,10 @@ AMQP10_HEARTBEAT = 2
 """Seconds: the 1.0 connection's heartbeat. Not 1: proton advertises half its idle
 timeout, RabbitMQ 3.10 takes the advertised 500 ms as 0 s (no heartbeats at all), and an
 idle connection then expires after a second, every second."""
+
+C = TypeVar("C")
+"""A client of a :class:`ClientThread`."""
+T = TypeVar("T")
 
 
 def bodies(prefix: str, count: int) -> list[bytes]:
@@ -193,6 +200,74 @@ def facade_client(port: int, *, timeout: float = 30) -> BlockingClient:
     """A 0-10 application connected to the façade, with a short heartbeat."""
     return BlockingClient.connect(f"amqp://127.0.0.1:{port}", heartbeat=HEARTBEAT,
                                   timeout=timeout)
+
+
+def idle_facade_client(port: int, what: str) -> ClientThread[BlockingClient]:
+    """A 0-10 application connected to the façade, answering heartbeats on its own
+    thread (use it through :meth:`ClientThread.call`)."""
+    return ClientThread(facade_client(port), what, lambda client: client.idle(0.2),
+                        lambda client: client.close())
+
+
+class ClientThread(threading.Thread, Generic[C]):
+    """One idle client on a thread of its own: it answers heartbeats (``pump``, again and
+    again) whatever the test and the other clients do meanwhile — a slow call of the
+    test (``rabbitmqctl`` takes seconds on a loaded machine) or another client's turn
+    must not silence it for two intervals, or the façade drops it, rightly. The test uses
+    the client only through :meth:`call`, which runs on this thread between two pumps.
+    As a context manager it starts the thread, and at the end stops it and ``close``s
+    the client."""
+
+    def __init__(self, client: C, what: str, pump: Callable[[C], None],
+                 close: Callable[[C], None]) -> None:
+        super().__init__(daemon=True, name=what)
+        self.client, self.what, self.pump, self.close = client, what, pump, close
+        self.error: BaseException | None = None
+        """Why pumping failed (the connection ended), if it did."""
+        self._calls: queue.SimpleQueue[tuple[Callable[[C], Any], Future[Any]]] = \
+            queue.SimpleQueue()
+        self._done = threading.Event()
+
+    def __enter__(self) -> ClientThread[C]:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self.join(30)
+        self.close(self.client)
+
+    def run(self) -> None:
+        while not self._done.is_set() and self.error is None:
+            try:
+                fn, result = self._calls.get_nowait()
+            except queue.Empty:
+                try:
+                    self.pump(self.client)
+                except BaseException as exc:  # reported by call() and check()
+                    self.error = exc
+                continue
+            try:
+                result.set_result(fn(self.client))
+            except BaseException as exc:
+                result.set_exception(exc)
+        while not self._calls.empty():  # not run: the client failed
+            self._calls.get_nowait()[1].set_exception(self._failed())
+
+    def call(self, fn: Callable[[C], T], timeout: float = 60) -> T:
+        """``fn(client)``, run on the client's thread; AssertionError if the client failed."""
+        self.check()
+        result: Future[T] = Future()
+        self._calls.put((fn, result))
+        return result.result(timeout)
+
+    def check(self) -> None:
+        """AssertionError if the client's connection ended while it answered heartbeats."""
+        if self.error is not None:
+            raise self._failed() from self.error
+
+    def _failed(self) -> AssertionError:
+        return AssertionError(f"{self.what} failed: {self.error!r}")
 
 
 class Consumer(threading.Thread):

@@ -32,7 +32,7 @@ from pamqp.header import ContentHeader
 
 from tests.support.bridge import ROOT
 
-from .peers import HEARTBEAT, Consumer, Feeder
+from .peers import HEARTBEAT, ClientThread, Consumer, Feeder
 
 USER, PASSWORD = "app", "s3cret"
 """The login the 0-9-1 façade listener knows."""
@@ -52,6 +52,13 @@ def facade_parameters(port: int) -> pika.ConnectionParameters:
 def facade091(port: int) -> pika.BlockingConnection:
     """A pika application connected to the 0-9-1 façade."""
     return pika.BlockingConnection(facade_parameters(port))
+
+
+def idle_facade091(port: int, what: str) -> ClientThread[pika.BlockingConnection]:
+    """A pika application connected to the 0-9-1 façade, answering heartbeats on its own
+    thread (use it through :meth:`~tests.lifecycle.peers.ClientThread.call`)."""
+    return ClientThread(facade091(port), what,
+                        lambda conn: conn.process_data_events(time_limit=0.1), close_quietly)
 
 
 def rabbit091(url: str) -> pika.BlockingConnection:

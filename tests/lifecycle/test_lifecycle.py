@@ -53,6 +53,7 @@ the node (every connection's heartbeat timeout) is the bridge's alone.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import time
@@ -93,6 +94,7 @@ from .peers import (
     bodies,
     check_arrived,
     facade_client,
+    idle_facade_client,
     killed_subscriber,
     legacy_drain,
     legacy_publish,
@@ -109,11 +111,11 @@ from .peers091 import (
     facade091,
     heartbeats_received,
     holding_consumer,
+    idle_facade091,
     kill,
     killed_consumer,
     killed_publisher,
     pika_socket,
-    pump,
     rabbit_depth,
     rabbit_drain,
     rabbit_publish,
@@ -360,6 +362,10 @@ def life(own_rabbitmq: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     try:
         bridge.start()
         life.metrics = metrics_port(bridge.log)
+        # both façades listen (a phase run alone with -k connects at once)
+        poll(lambda: {r.get("listener") for r in records(bridge.log())
+                      if r.get("event") == "listening"}, lambda got: got >= {"app", "app091"},
+             20, "both façade listeners listening")
         yield life
     finally:
         bridge.stop()
@@ -381,68 +387,72 @@ def test_starts_with_the_resting_resources(life: Life) -> None:
 
 
 def test_idle_past_three_heartbeats_on_every_connection(life: Life) -> None:
-    publisher = facade_client(life.facade_port)
-    subscriber = facade_client(life.facade_port)
-    publisher091 = facade091(life.facade091_port)
-    consumer091 = facade091(life.facade091_port)
-    try:
-        subscriber.subscribe("jobs", messages=10)
-        pub091 = publisher091.channel()
-        pub091.confirm_delivery()
+    """Every connection idles for more than three heartbeat intervals, then every route
+    moves a message. Each façade client answers heartbeats on a thread of its own (and
+    is used only through it): pumped in turn by this thread, they were all silent while
+    ``rabbitmqctl`` ran (5 to 13 s on a loaded machine) and the façades dropped them,
+    as they should."""
+    with contextlib.ExitStack() as clients:
+        publisher = clients.enter_context(
+            idle_facade_client(life.facade_port, "the 0-10 publisher"))
+        subscriber = clients.enter_context(
+            idle_facade_client(life.facade_port, "the 0-10 subscriber"))
+        publisher091 = clients.enter_context(
+            idle_facade091(life.facade091_port, "the pika publisher"))
+        consumer091 = clients.enter_context(
+            idle_facade091(life.facade091_port, "the pika consumer"))
+        subscriber.call(lambda client: client.subscribe("jobs", messages=10))
+        pub091 = publisher091.call(lambda conn: conn.channel())
+        publisher091.call(lambda conn: pub091.confirm_delivery())
         sub091: list[bytes] = []
 
         def on_message(ch: Any, method: Any, _props: Any, body: bytes) -> None:
             sub091.append(body)
             ch.basic_ack(method.delivery_tag)
 
-        consumer091.channel().basic_consume("jobs091", on_message)
+        consumer091.call(lambda conn: conn.channel().basic_consume("jobs091", on_message))
         # the heartbeat is on: RabbitMQ holds the bridge's 0-9-1 connection to HEARTBEAT,
         # and the façade agreed HEARTBEAT with the pika clients
         timeouts = [line.split()[1] for line in rabbitmqctl(
             life.url, "list_connections", "protocol", "timeout").splitlines()
             if line.startswith("{0,9,1}")]
         assert timeouts and set(timeouts) == {str(HEARTBEAT)}, timeouts
-        assert {c._impl.params.heartbeat for c in (publisher091, consumer091)} == {HEARTBEAT}
+        pikas = (publisher091, consumer091)
+        assert {c.call(lambda conn: conn._impl.params.heartbeat) for c in pikas} == {HEARTBEAT}
         reconnects = life.reconnects()
-        beats = [heartbeats_received(c) for c in (publisher091, consumer091)]
-        deadline = time.monotonic() + IDLE
-        while time.monotonic() < deadline:  # every client silent, answering heartbeats
-            publisher.idle(0.2)
-            subscriber.idle(0.2)
-            pump(publisher091, consumer091, seconds=0.1)
+        beats = [c.call(heartbeats_received) for c in pikas]
+        time.sleep(IDLE)  # every client silent, answering heartbeats on its thread
+        for client in (publisher, subscriber, *pikas):
+            client.check()
         life.alive()
         # heartbeats kept every connection up: none was taken for dead and re-opened
         assert life.reconnects() == reconnects, life.log_events("transport_error")[-3:]
         # the 0-9-1 façade sent its own heartbeats to the idle pika clients
-        after = [heartbeats_received(c) for c in (publisher091, consumer091)]
+        after = [c.call(heartbeats_received) for c in pikas]
         assert all(a > b for a, b in zip(after, beats, strict=True)), (beats, after)
-        assert publisher091.is_open and consumer091.is_open
+        assert all(c.call(lambda conn: conn.is_open) for c in pikas)
         # every connection is still up and every route still moves messages
-        publisher.publish(b"idle-pub", exchange="events", routing_key="e",
-                          delivery=DeliveryProperties(delivery_mode=2))
-        pub091.basic_publish("events091", "e", b"idle-pub091",
-                             pika.BasicProperties(delivery_mode=2))  # confirmed
+        publisher.call(lambda client: client.publish(
+            b"idle-pub", exchange="events", routing_key="e",
+            delivery=DeliveryProperties(delivery_mode=2)))
+        publisher091.call(lambda conn: pub091.basic_publish(
+            "events091", "e", b"idle-pub091", pika.BasicProperties(delivery_mode=2)))
         legacy_publish(life.server, "out", [b"idle-out"])
         rabbit_publish(life.url, life.queues["out091-src"], [b"idle-out091"])
         amqp10_send(life.url, life.address("in"), [b"idle-in"])
         amqp10_send(life.url, life.address("in091"), [b"idle-in091"])
         amqp10_send(life.url, life.address("sub"), [b"idle-sub"])
         amqp10_send(life.url, life.address("sub091"), [b"idle-sub091"])
-        got = subscriber.receive("jobs", timeout=BACK_WITHIN)
+        got = subscriber.call(lambda client: client.receive("jobs", timeout=BACK_WITHIN))
         assert bytes(got.body) == b"idle-sub"
-        subscriber.accept(got)
+        subscriber.call(lambda client: client.accept(got))
 
         def delivered() -> bool:
-            pump(consumer091, seconds=0.1)
+            consumer091.check()
             return bool(sub091)
 
         wait_for(delivered, BACK_WITHIN, "the idle pika consumer's message", life.bridge)
         assert sub091 == [b"idle-sub091"]
-    finally:
-        publisher.close()
-        subscriber.close()
-        close_quietly(publisher091)
-        close_quietly(consumer091)
     for route, body in (("pub", b"idle-pub"), ("out", b"idle-out"),
                         ("pub091", b"idle-pub091"), ("out091", b"idle-out091")):
         assert amqp10_take(life.url, life.address(route), [body], timeout=BACK_WITHIN,

@@ -16,6 +16,15 @@ PROGRAMS = Path(__file__).resolve().parents[1] / "apps" / "programs"
 BIN = Path(sys.executable).parent
 
 
+def _default_signals() -> None:  # in the child, before exec
+    """SIGINT and SIGQUIT as in an operator's terminal: a non-interactive shell starts its
+    background jobs with them ignored (POSIX), every process below inherits that, and a
+    Python program started with SIGINT ignored keeps ignoring it — ``celery events
+    --dump``, stopped with SIGINT (Ctrl-C), then never ended in a suite run so started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 class AppProcess:
     """One application process; ``command[0]`` is a console script of the venv or a
     program file of ``tests/apps/programs``."""
@@ -32,7 +41,8 @@ class AppProcess:
             self.proc = subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 cwd=PROGRAMS, env={**os.environ, **env, "PYTHONPATH": path,
-                                   "PYTHONUNBUFFERED": "1"})
+                                   "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"},
+                preexec_fn=_default_signals)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -52,14 +62,20 @@ class AppProcess:
             time.sleep(0.1)
 
     def wait(self, timeout: float = 60.0) -> int:
-        """The exit status once the process ends by itself."""
+        """The exit status once the process ends by itself; past ``timeout`` it is ended
+        with SIGABRT, so that its output shows where each thread was (faulthandler,
+        ``PYTHONFAULTHANDLER``), and the test fails with that output."""
         try:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            raise AssertionError(f"{self.proc.args} still running after {timeout} s:\n"
-                                 f"{self.log()}") from None
+            self.proc.send_signal(signal.SIGABRT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+            raise AssertionError(f"{self.proc.args} still running after {timeout} s (its "
+                                 f"stacks at the end):\n{self.log()}") from None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         """Send ``sig`` and return the exit status (killed if it does not end in time)."""

@@ -52,12 +52,13 @@ class Facade091:
 @contextmanager
 def facade091(rabbitmq_url: str, tmp_path: Path, roles: tuple[str, ...],
               routes: Callable[[dict[str, str], dict[str, str]], str], *,
-              listener: str = "", cloud_url: str | None = None) -> Iterator[Facade091]:
+              listener: str = "", cloud_url: str | None = None,
+              more: str = "") -> Iterator[Facade091]:
     """Run the bridge with the routes (a YAML list) ``routes(q, names)`` makes — ``q``:
     the 1.0 address of a fresh RabbitMQ queue per role, ``names``: its name —,
     ``listener`` extra listener settings (``", key: value"``), the 1.0 connection to
-    ``cloud_url`` (default: the RabbitMQ itself). Stopped gracefully at the end (exit
-    code 0 asserted)."""
+    ``cloud_url`` (default: the RabbitMQ itself), ``more`` top-level settings (YAML
+    lines). Stopped gracefully at the end (exit code 0 asserted)."""
     queues = {role: unique_queue(f"facade091-{role.replace('_', '-')}") for role in roles}
     for name in queues.values():
         declare_queue(rabbitmq_url, name)
@@ -71,6 +72,7 @@ listeners:
             users: {{{USER}: "{PASSWORD}"}}{listener}}}
 routes:
 {routes(q, queues)}
+{more}
 """
     proc = BridgeRun(config, tmp_path).start()
     try:

@@ -740,6 +740,18 @@ def declare_queue(url: str, name: str, *, timeout: float = 10.0) -> None:
         send_messages(url, f"/queue/{name}", [], timeout=timeout)
 
 
+def delete_queue(url: str, name: str) -> None:
+    """Delete queue ``name`` at ``url`` over 0-9-1 (a test's own, left on the shared node
+    otherwise); one that is not there is fine."""
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        connection.channel().queue_delete(name)
+    finally:
+        if connection.is_open:
+            connection.close()
+    _declared.discard((_port(url), name))
+
+
 def encode_section(name: str, value: Any) -> bytes:
     """Encode one message section, e.g. ``encode_section("footer", {...})``.
 

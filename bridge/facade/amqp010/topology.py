@@ -63,7 +63,6 @@ reply-to
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -88,7 +87,7 @@ from amqp010.spec import (
     QueueQuery,
     QueueQueryResult,
 )
-from mappings.amqp010 import H_TO
+from mappings.amqp010 import A_ROUTING_KEY, H_TO
 from mappings.message import AmqpMessage
 
 from ...config import ListenerTopology, Route
@@ -110,8 +109,6 @@ from .state import LATER, Later, Refused, SessionState
 
 if TYPE_CHECKING:
     from .listener import Facade
-
-log = logging.getLogger("bridge.facade")  # the façade's one logger
 
 ERROR_CODES: dict[str, int] = {
     "not-found": ErrorCode.NOT_FOUND,
@@ -155,10 +152,15 @@ class TopologyPublish(Publish010):
         return message
 
     def _released(self, entry: PublishEntry) -> None:
-        """Routed to no queue: dropped, as qpidd drops it; the transfer is completed."""
+        """Routed to no queue: dropped, as qpidd drops it (counted and logged as
+        unroutable); the transfer is completed."""
         self.stats.released += 1
-        log.debug("façade %s: a publish routed to no queue was dropped", self.name,
-                  extra={"event": "publish_unroutable", "route": self.name})
+        message = AmqpMessage.decode(entry.data)
+        # the routing key: the mapping's subject, or its annotation when they differ
+        key = message.message_annotations.get(A_ROUTING_KEY, message.properties.subject)
+        transfer: Any = entry.command  # (a message.transfer)
+        self.facade.publish_unroutable(entry.st.client.sock.peer, transfer.destination or "",
+                                       key or "", "dropped")
         self._complete(entry)
 
 

@@ -84,8 +84,6 @@ class Facade091(ListenerCore):
         first use): they go to the address the queue's consumers consume from."""
         self.clients: dict[EngineSocket, Client091] = {}
         self.commands = Commands091(self)
-        self.unroutable_count = 0
-        """Publishes no route took (returned when mandatory, else dropped and logged)."""
         self.topology: TopologyMode | None = None
         """The topology mode (``listeners.<name>.topology``), or None: routes' names only."""
 
@@ -389,12 +387,8 @@ class Facade091(ListenerCore):
         drops it — counted and logged either way — then confirmed (``publish_tag``; as
         RabbitMQ confirms an unroutable message)."""
         exchange, key = method.exchange or "", method.routing_key or ""
-        self.unroutable_count += 1
-        where = "no queue at the AMQP 1.0 broker" if self.topology is not None \
-            else "no route"
-        self.client_warning("publish_unroutable", ch.client.sock.peer, "publish unroutable",
-                            f"{where} of exchange '{exchange}' takes routing key '{key}'"
-                            + (" (returned)" if returned is not None else " (dropped)"))
+        self.publish_unroutable(ch.client.sock.peer, exchange, key,
+                                "returned" if returned is not None else "dropped")
         if not ch.live:
             return
         engine = ch.client.engine

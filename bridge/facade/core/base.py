@@ -61,9 +61,10 @@ LOGIN_WORKERS = 2
 """Threads checking PBKDF2 passwords per listener (hashlib releases the GIL meanwhile)."""
 CONNECTION_FORCED = 320
 """connection-forced: the close code of a client the bridge ends (0-10 and 0-9-1 alike)."""
-QUIET_WHEN_HELD = frozenset({"access_refused"})
-"""Client warnings whose held-back lines are DEBUG, not INFO: a refusal a client can
-repeat in a tight loop (one per operation) must not flood the log at the default level."""
+QUIET_WHEN_HELD = frozenset({"access_refused", "publish_unroutable"})
+"""Client warnings whose held-back lines are DEBUG, not INFO: what a client can repeat in
+a tight loop (a refusal per operation; a publish per message that no queue takes, as
+Celery's events with no monitor running) must not flood the log at the default level."""
 SHUTDOWN_TEXT = "amqp-bridge is shutting down"
 """The close text a client gets when the bridge stops (the 0-9-1 façade says it as
 RabbitMQ does)."""
@@ -100,6 +101,9 @@ class ListenerCore:
         self.refused_publishes = 0
         """Publishes refused (unknown exchange or queue, a route's refusal):
         ``amqp_bridge_publishes_refused_total``."""
+        self.unroutable_publishes = 0
+        """Publishes no route (in topology mode: no queue at the 1.0 broker) took:
+        ``amqp_bridge_facade_publishes_unroutable_total``."""
         self.client_errors: dict[int, int] = {}
         """Client connections and channels the façade closed for the client's error, by
         reply code: ``amqp_bridge_facade_client_errors_total``."""
@@ -405,6 +409,20 @@ class ListenerCore:
         self.refused_publishes += 1
         fields = {"route": route} if route is not None else {}
         self.client_warning("publish_refused", peer, "publish refused", reason, **fields)
+
+    def publish_unroutable(self, peer: str, exchange: str, routing_key: str,
+                           outcome: str) -> None:
+        """A publish no route (in topology mode: no queue at the 1.0 broker) took, then
+        ``outcome`` (returned, dropped) as the legacy broker does: count it, and log it
+        (at most one WARNING line per client address every 10 s, the rest at DEBUG)."""
+        self.unroutable_publishes += 1
+        subclass: Any = self  # both façades have a topology mode
+        where = "no queue at the AMQP 1.0 broker" if subclass.topology is not None \
+            else "no route"
+        self.client_warning("publish_unroutable", peer, "publish unroutable",
+                            f"{where} of exchange '{exchange}' takes routing key "
+                            f"'{routing_key}' ({outcome})",
+                            exchange=exchange, routing_key=routing_key)
 
     # -- fault containment ----------------------------------------------------------------
 

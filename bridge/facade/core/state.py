@@ -96,6 +96,9 @@ class FacadeHost(Protocol):
 
     def publish_refused(self, peer: str, reason: str, route: str | None = None) -> None: ...
 
+    def publish_unroutable(self, peer: str, exchange: str, routing_key: str,
+                           outcome: str) -> None: ...
+
     def update_reading(self) -> None: ...
 
     def bound(self, st: Any) -> None:
