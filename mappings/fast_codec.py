@@ -230,7 +230,10 @@ def _list(out: bytearray, items: list[Any]) -> None:
     start = len(out)
     out += _pack_u32(len(items))
     for item in items:
-        _value(out, item)
+        if item is None:  # the absent fields of header and properties, inline
+            out += b"\x40"
+        else:
+            _value(out, item)
     out[start - 4:start] = _pack_u32(len(out) - start)
 
 
@@ -240,7 +243,13 @@ def _map(out: bytearray, items: dict[Any, Any], key: Any) -> None:
     out += _pack_u32(2 * len(items))
     for k, v in items.items():
         _value(out, key(k))
-        _value(out, v)
+        if type(v) is str:  # the usual value (application properties, annotations), inline
+            data = v.encode()
+            n = len(data)
+            out += (b"\xa1" + bytes((n,))) if n < 256 else (b"\xb1" + _pack_u32(n))
+            out += data
+        else:
+            _value(out, v)
     out[start - 4:start] = _pack_u32(len(out) - start)
 
 

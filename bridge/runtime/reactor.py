@@ -60,6 +60,7 @@ from cproton import (
     pn_delivery_link,
     pn_delivery_local,
     pn_delivery_remote,
+    pn_delivery_update,
     pn_event_delivery,
     pn_event_type,
     pn_incref,
@@ -254,6 +255,15 @@ class LightDelivery(Delivery):  # type: ignore[misc]
 
     def __del__(self) -> None:
         pn_decref(self.__dict__["_impl"])
+
+    def update(self, state: Any) -> None:
+        """As :meth:`proton.Delivery.update`; with no local disposition made (so none of its
+        data, annotations or condition set), just the state, which is all proton's would
+        write then."""
+        if "local" in self.__dict__:
+            super().update(state)
+        else:
+            pn_delivery_update(self._impl, state)
 
     @cached_property
     def local(self) -> Disposition:  # type: ignore[override]
