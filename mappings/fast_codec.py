@@ -50,7 +50,7 @@ class Unsupported(Exception):
 def encode(message: MessageSections) -> bytes:
     """The whole annotated message as AMQP 1.0 bytes (header ... footer)."""
     out = bytearray()
-    _composite(out, 0x70, _header_fields(message.header))
+    _header(out, message.header)
     _annotations(out, 0x71, message.delivery_annotations)
     _annotations(out, 0x72, message.message_annotations)
     _bare(out, message)
@@ -160,6 +160,18 @@ def _properties_fields(p: Properties) -> list[Any]:
             _text(p.reply_to), _message_id(p.correlation_id), _sym(p.content_type),
             _sym(p.content_encoding), _time(p.absolute_expiry_time), _time(p.creation_time),
             _text(p.group_id), _uint_field(p.group_sequence), _text(p.reply_to_group_id)]
+
+
+def _header(out: bytearray, header: Header) -> None:
+    """The header section; its usual forms (only durable and first-acquirer given, or
+    neither) from :data:`_HEADERS`."""
+    durable, first = header.durable, header.first_acquirer
+    if (header.priority is None and header.ttl is None and header.delivery_count is None
+            and (durable is None or type(durable) is bool)
+            and (first is None or type(first) is bool)):
+        out += _HEADERS[durable, first]
+    else:
+        _composite(out, 0x70, _header_fields(header))
 
 
 def _composite(out: bytearray, code: int, fields: list[Any]) -> None:
@@ -274,11 +286,16 @@ def _value(out: bytearray, value: Any) -> None:
     elif kind is bytes:
         _binary(out, value)
     elif kind is symbol:
-        if not value.isascii():
-            raise Unsupported
-        n = len(value)
-        out += (b"\xa3" + bytes((n,))) if n < 256 else (b"\xb3" + _pack_u32(n))
-        out += value.encode("ascii")
+        encoded = _SYMBOLS.get(value)
+        if encoded is None:
+            if not value.isascii():
+                raise Unsupported
+            n = len(value)
+            encoded = ((b"\xa3" + bytes((n,))) if n < 256 else (b"\xb3" + _pack_u32(n))) \
+                + value.encode("ascii")
+            if len(_SYMBOLS) < _SYMBOLS_KEPT:
+                _SYMBOLS[value] = encoded
+        out += encoded
     elif kind is ulong:
         if value == 0:
             out += b"\x44"
@@ -327,6 +344,25 @@ def _value(out: bytearray, value: Any) -> None:
             raise Unsupported from None
     else:
         raise Unsupported  # char, decimals, described values, arrays
+
+
+_SYMBOLS: dict[symbol, bytes] = {}
+"""Encoded symbols, by symbol: annotation keys and content types are a few names that
+recur on every message."""
+_SYMBOLS_KEPT = 1024
+"""Symbols :data:`_SYMBOLS` keeps at most (the first ones seen)."""
+
+
+def _encoded_header(durable: bool | None, first_acquirer: bool | None) -> bytes:
+    out = bytearray()
+    _composite(out, 0x70, [durable, None, None, first_acquirer, None])
+    return bytes(out)
+
+
+_HEADERS = {(durable, first): _encoded_header(durable, first)
+            for durable in (None, True, False) for first in (None, True, False)}
+"""The header section (empty when nothing is given) for each durable and first-acquirer
+with the other fields absent: encoded once."""
 
 
 def _any_key(key: Any) -> Any:
