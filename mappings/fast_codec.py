@@ -545,6 +545,18 @@ def _read_value(data: bytes, pos: int) -> tuple[Any, int]:
     return _read_fixed(data, code, pos)
 
 
+def _uuid(raw: bytes) -> uuid.UUID:
+    """``uuid.UUID(bytes=raw)`` (16 octets) without its argument checks (a message-id per
+    message)."""
+    value = _new_object(uuid.UUID)
+    _set_attribute(value, "int", int.from_bytes(raw, "big"))
+    _set_attribute(value, "is_safe", uuid.SafeUUID.unknown)
+    return value
+
+
+_new_object, _set_attribute = object.__new__, object.__setattr__
+
+
 def _composite_header(data: bytes, wide: bool, pos: int) -> tuple[int, int, int]:
     """A list's or map's element count, where its elements start, and where they end."""
     if wide:
@@ -562,7 +574,7 @@ def _read_fixed(data: bytes, code: int, pos: int) -> tuple[Any, int]:
     if code == 0x81:
         return _unpack_i64(data, pos)[0], pos + 8
     if code == 0x98:
-        return uuid.UUID(bytes=data[pos:pos + 16]), pos + 16
+        return _uuid(data[pos:pos + 16]), pos + 16
     if code == 0x83:
         return timestamp(_unpack_i64(data, pos)[0]), pos + 8
     if code == 0x52:
