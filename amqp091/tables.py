@@ -127,6 +127,7 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
 _I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _DECIMAL = struct.Struct(">Bi")
 _SBYTE = struct.Struct(">b")
@@ -178,6 +179,23 @@ class _Reader:
                 key = data[pos + 1:kend].decode("utf-8")
             except UnicodeDecodeError:
                 raise TableError(f"table key at offset {pos} is not UTF-8") from None
+            # the usual header values read here (as value() reads them), the rest there
+            letter = data[kend] if kend < end else 0
+            if letter == 0x53 and kend + 5 <= end:  # S: a long string
+                start = kend + 5
+                stop = start + _U32.unpack_from(data, kend + 1)[0]
+                if stop <= end:
+                    octets = data[start:stop]
+                    try:
+                        out[key] = octets.decode("utf-8")
+                    except UnicodeDecodeError:
+                        out[key] = self.types.long_string(octets)
+                    pos = stop
+                    continue
+            elif letter == 0x49 and kend + 5 <= end:  # I: a signed 32-bit integer
+                out[key] = self.types.int32(_I32.unpack_from(data, kend + 1)[0])
+                pos = kend + 5
+                continue
             pos, out[key] = self.value(kend, end, depth)
         return out
 
