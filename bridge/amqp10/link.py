@@ -27,7 +27,7 @@ from proton.reactor import Container
 from ..config import Reconnect
 from ..runtime import Timer
 from ..runtime.containment import Part
-from ..runtime.reactor import DirectDeliveries, LightDelivery
+from ..runtime.reactor import DirectDeliveries
 from .connection import Amqp10ConnectionHandler
 from .outcomes import condition_text
 from .poison import poison_suspected
@@ -216,10 +216,12 @@ class Amqp10Link:
                 "link": self.name,
                 "address": self.address or ""}
 
-    def send(self, data: bytes) -> Delivery:
+    def send(self, data: bytes) -> Any:
         """Send encoded message bytes unsettled (only while :attr:`up`): :func:`send_raw`
-        in proton's C calls, with a :class:`~bridge.runtime.reactor.LightDelivery` (one per
-        message: proton's wrapper and tag generator cost more than the send itself)."""
+        in proton's C calls. Returns the C delivery (a cffi pointer, which hashes by its
+        address: the key of the outcome's :class:`~bridge.runtime.reactor.LightDelivery`'s
+        ``_impl``), alive on the link until settled: proton's wrapper and tag generator
+        cost more than the send itself."""
         self._sent += 1
         link = self.link._impl
         delivery = pn_delivery(link, _TAG.pack(self._sent))
@@ -227,7 +229,7 @@ class Amqp10Link:
         if sent < 0:
             self.link._check(sent)  # raises proton's LinkException
         pn_link_advance(link)
-        return LightDelivery(delivery)
+        return delivery
 
     def close(self) -> None:
         """Detach for good (shutdown)."""

@@ -90,7 +90,7 @@ class Amqp10Target(Generic[T]):
 
     def send(self, item: T, data: bytes) -> None:
         """Send ``item``'s encoded message unsettled (only while :attr:`up`)."""
-        self.in_flight[self.link.send(data)._impl] = item
+        self.in_flight[self.link.send(data)] = item
 
     def close(self) -> None:
         """Detach for good."""

@@ -327,45 +327,17 @@ def test_the_selector_is_told_only_what_changed() -> None:
 # -- LightDelivery: proton's Delivery without its per-wrapper bookkeeping -------------------
 
 
-def _link_pair() -> tuple[Any, Any, Any, Any]:
-    """A sender and a receiver (with credit) over in-memory transports, and both transports."""
-    client, server, client_t, server_t = _pair()
-    client.open()
-    session = client.session()
-    session.open()
-    sender = session.sender("s")
-    sender.target.address = "q"
-    sender.open()
-    _exchange(client_t, server_t)
-    server.open()
-    server.session_head(0).open()
-    receiver = server.link_head(0)
-    receiver.open()
-    receiver.flow(100)
-    _exchange(client_t, server_t)
-    return sender, receiver, client_t, server_t
-
-
-def _exchange(a: Any, b: Any) -> None:
-    while True:
-        out_a, out_b = _output(a), _output(b)
-        if not out_a and not out_b:
-            return
-        reactor._push(b, out_a)
-        reactor._push(a, out_b)
-
-
 @pytest.mark.parametrize("outcome", ["accept", "release", "modified", "reject"])
 def test_a_light_delivery_reads_and_settles_as_protons_delivery(outcome: str) -> None:
     """Both ends through LightDelivery give the peer, and read from it, what proton's own
     wrapper does: the state, a modified outcome's delivery-failed, a rejection's condition."""
     results = []
     for kind in (reactor.LightDelivery, Delivery):
-        sender, receiver, client_t, server_t = _link_pair()
+        sender, receiver, client_t, server_t = _linked(Collector())
         sent = kind(sender.delivery(b"t1")._impl)
         sender.stream(b"message")
         sender.advance()
-        _exchange(client_t, server_t)
+        _pump(client_t, server_t)
         received = kind(receiver.current._impl)
         assert (received.readable, received.partial, received.pending, received.tag) == \
             (True, False, 7, "t1")
@@ -374,7 +346,7 @@ def test_a_light_delivery_reads_and_settles_as_protons_delivery(outcome: str) ->
         {"accept": outcomes.accept, "release": lambda d: outcomes.give_back(d, failed=False),
          "modified": lambda d: outcomes.give_back(d, failed=True),
          "reject": lambda d: outcomes.reject(d, "amqp:not-allowed", "no")}[outcome](received)
-        _exchange(client_t, server_t)
+        _pump(client_t, server_t)
         condition = sent.remote.condition
         results.append((sent.remote_state, sent.remote_state == Delivery.ACCEPTED,
                         sent.remote.failed, condition and (condition.name, condition.description),
