@@ -60,12 +60,14 @@ from cproton import (
     pn_delivery_link,
     pn_delivery_local,
     pn_delivery_remote,
+    pn_delivery_remote_state,
     pn_delivery_update,
     pn_event_delivery,
     pn_event_type,
     pn_incref,
 )
 from proton import Delivery, Disposition, Event, Handler, Link, ProtonException
+from proton._delivery import DispositionType
 from proton.handlers import IOHandler
 from proton.reactor import Container
 
@@ -235,6 +237,10 @@ class SkipDeliveries(Handler):  # type: ignore[misc]
         event.dispatch(self.inner)
 
 
+_DISPOSITION_TYPES: dict[int, DispositionType] = dict(DispositionType._value2member_map_)
+"""proton's delivery states by number (what ``DispositionType.or_int`` looks up)."""
+
+
 class LightDelivery(Delivery):  # type: ignore[misc]
     """A :class:`proton.Delivery` without proton's per-wrapper bookkeeping.
 
@@ -255,6 +261,13 @@ class LightDelivery(Delivery):  # type: ignore[misc]
 
     def __del__(self) -> None:
         pn_decref(self.__dict__["_impl"])
+
+    @property
+    def remote_state(self) -> Any:
+        """As :attr:`proton.Delivery.remote_state` (the same enum member, or the int proton
+        has no member for), by a dictionary lookup where proton calls the enum class."""
+        state = pn_delivery_remote_state(self._impl)
+        return _DISPOSITION_TYPES.get(state, state)
 
     def update(self, state: Any) -> None:
         """As :meth:`proton.Delivery.update`; with no local disposition made (so none of its

@@ -339,6 +339,7 @@ def test_a_light_delivery_reads_and_settles_as_protons_delivery(outcome: str) ->
         sender.advance()
         _pump(client_t, server_t)
         received = kind(receiver.current._impl)
+        assert received.remote_state == 0 and type(received.remote_state) is int  # none yet
         assert (received.readable, received.partial, received.pending, received.tag) == \
             (True, False, 7, "t1")
         assert receiver.recv(received.pending) == b"message"
@@ -348,7 +349,8 @@ def test_a_light_delivery_reads_and_settles_as_protons_delivery(outcome: str) ->
          "reject": lambda d: outcomes.reject(d, "amqp:not-allowed", "no")}[outcome](received)
         _pump(client_t, server_t)
         condition = sent.remote.condition
-        results.append((sent.remote_state, sent.remote_state == Delivery.ACCEPTED,
+        results.append((sent.remote_state, type(sent.remote_state),
+                        sent.remote_state == Delivery.ACCEPTED,
                         sent.remote.failed, condition and (condition.name, condition.description),
                         sent.settled))
         sent.settle()
