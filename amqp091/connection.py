@@ -611,14 +611,17 @@ class Connection(ChannelCalls, ServerCalls):
     # ------------------------------------------------------------- dispatch
 
     def _on_frame(self, channel: int, frame: object) -> None:
-        if isinstance(frame, Frame):
+        kind = type(frame)
+        if kind is pbody.ContentBody or kind is pheader.ContentHeader:  # two per message
+            self._on_content(channel, frame)  # type: ignore[arg-type]
+        elif isinstance(frame, Frame):
             self._on_method(channel, frame)
         elif isinstance(frame, pheartbeat.Heartbeat):
             if channel != 0:
                 raise FrameError(ReplyCode.UNEXPECTED_FRAME,  # as RabbitMQ answers it
                                  f"heartbeat on channel {channel}")
         elif isinstance(frame, (pheader.ContentHeader, pbody.ContentBody)):
-            self._on_content(channel, frame)
+            self._on_content(channel, frame)  # (a subclass: none is made here)
         elif isinstance(frame, pheader.ProtocolHeader) and self.role is Role.SERVER:
             raise FrameError(ReplyCode.FRAME_ERROR, "a protocol header after the handshake")
         elif isinstance(frame, pheader.ProtocolHeader):
