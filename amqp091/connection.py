@@ -487,8 +487,10 @@ class Connection(ChannelCalls, ServerCalls):
             assert method is not None
             method_frame = encode_method(channel, method)
         frames = [method_frame]
-        frames += encode_content(channel, properties or C.Basic.Properties(), body,
-                                 self.frame_max, self.config.field_types)
+        if properties is None:  # (not "properties or": pamqp's objects have a __len__)
+            properties = C.Basic.Properties()
+        frames += encode_content(channel, properties, body, self.frame_max,
+                                 self.config.field_types)
         if self.role is Role.SERVER and method is not None and method.name in REPLY_NAMES:
             self._pay(chan, method)
         self._out.extend(frames)
