@@ -487,8 +487,10 @@ class Connection(ChannelCalls, ServerCalls):
             assert method is not None
             method_frame = encode_method(channel, method)
         frames = [method_frame]
-        frames += encode_content(channel, properties or C.Basic.Properties(), body,
-                                 self.frame_max, self.config.field_types)
+        if properties is None:  # (not "properties or": pamqp's objects have a __len__)
+            properties = C.Basic.Properties()
+        frames += encode_content(channel, properties, body, self.frame_max,
+                                 self.config.field_types)
         if self.role is Role.SERVER and method is not None and method.name in REPLY_NAMES:
             self._pay(chan, method)
         self._out.extend(frames)
@@ -611,14 +613,17 @@ class Connection(ChannelCalls, ServerCalls):
     # ------------------------------------------------------------- dispatch
 
     def _on_frame(self, channel: int, frame: object) -> None:
-        if isinstance(frame, Frame):
+        kind = type(frame)
+        if kind is pbody.ContentBody or kind is pheader.ContentHeader:  # two per message
+            self._on_content(channel, frame)  # type: ignore[arg-type]
+        elif isinstance(frame, Frame):
             self._on_method(channel, frame)
         elif isinstance(frame, pheartbeat.Heartbeat):
             if channel != 0:
                 raise FrameError(ReplyCode.UNEXPECTED_FRAME,  # as RabbitMQ answers it
                                  f"heartbeat on channel {channel}")
         elif isinstance(frame, (pheader.ContentHeader, pbody.ContentBody)):
-            self._on_content(channel, frame)
+            self._on_content(channel, frame)  # (a subclass: none is made here)
         elif isinstance(frame, pheader.ProtocolHeader) and self.role is Role.SERVER:
             raise FrameError(ReplyCode.FRAME_ERROR, "a protocol header after the handshake")
         elif isinstance(frame, pheader.ProtocolHeader):

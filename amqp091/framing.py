@@ -12,9 +12,14 @@ content bodies are split into body frames that fit frame-max.
 
 The ``headers`` property of a content header is the one exception: it goes through
 the typed codec of :mod:`amqp091.tables` in both directions (:func:`cut_headers`
-takes it out of a received header payload before pamqp decodes the rest;
-:func:`insert_headers` splices it into the payload pamqp marshalled without it),
+takes it out of a received header payload before pamqp decodes the rest; a published
+header's table is written in its place by :func:`~amqp091.fast_frames.encode_properties`),
 so that header values keep their 0-9-1 field types.
+
+The frames of every message — ``basic.deliver`` and the content header — are decoded,
+and content headers encoded, by the straight-line fast paths of
+:mod:`amqp091.fast_frames` (pamqp's results, octet for octet); a received payload they
+do not take whole goes the general way above, which reports its errors.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pamqp import frame as pframe
 from pamqp import header as pheader
 from pamqp.base import Frame
 
+from .fast_frames import decode_content_header, decode_deliver, encode_properties
 from .methods import ReplyCode
 from .tables import DEFAULT_FIELD_TYPES, FieldTypes, TableError, read_table, write_table
 
@@ -52,6 +58,8 @@ _HEADER_FIXED = 12
 """Octets of a content-header payload before its property flags: class, weight, body size."""
 _CONTENT_TYPE_FLAG, _CONTENT_ENCODING_FLAG, _HEADERS_FLAG = 1 << 15, 1 << 14, 1 << 13
 _FRAME_END = constants.FRAME_END_CHAR
+_CONTENT_HEAD = struct.Struct(">HxxQ")
+"""A content-header payload before its property flags: class id, weight 0, body size."""
 
 DecodedFrame = (Frame | pheader.ContentHeader | pbody.ContentBody | pheader.ProtocolHeader
                 | object)
@@ -99,7 +107,7 @@ class FrameReader:
         pos = 0
         try:
             while True:
-                if buf[pos:pos + 4] == constants.AMQP or self._expect_header:
+                if self._expect_header or buf.startswith(constants.AMQP, pos):
                     if len(buf) - pos < 8:
                         if buf[pos:pos + 4] != constants.AMQP[:len(buf) - pos][:4]:
                             raise FrameError(ReplyCode.FRAME_ERROR, "not an AMQP protocol header")
@@ -156,33 +164,47 @@ class FrameReader:
 
     @staticmethod
     def _method(payload: bytes) -> Frame:
-        """A method frame's payload decoded by its pamqp class."""
-        (index,) = _INDEX.unpack_from(payload)
-        method_class = commands.INDEX_MAPPING.get(index)
-        if method_class is None:
-            raise FrameError(ReplyCode.NOT_IMPLEMENTED,
-                             f"unknown method: class {index >> 16}, method {index & 0xFFFF}")
-        method = method_class()
-        _unmarshal(method, payload[4:])
-        return method
+        """A method frame's payload decoded (``basic.deliver`` by its fast path)."""
+        return decode_deliver(payload) or decode_method(payload)
 
     def _content_header(self, payload: bytes) -> pheader.ContentHeader:
-        """A content header's payload decoded by pamqp, but for its ``headers`` table
-        (decoded by :mod:`amqp091.tables`, keeping the field types)."""
-        try:
-            rest, table = cut_headers(payload)
-            headers = None if table is None else read_table(table, self.field_types)[1]
-        except TableError as exc:
-            raise FrameError(ReplyCode.FRAME_ERROR, f"malformed message headers: {exc}") from exc
-        header = pheader.ContentHeader()
-        _unmarshal(header, rest)
-        if headers is not None:
-            header.properties.headers = headers
-        return header
+        """A content header's payload decoded (by its fast path when it takes it)."""
+        fast = decode_content_header(payload, self.field_types)
+        if fast is not None:
+            return fast
+        return decode_header(payload, self.field_types)
 
     @staticmethod
     def _decode(data: bytes) -> tuple[int, int, DecodedFrame]:
         return _unmarshal(pframe, data)  # type: ignore[no-any-return]
+
+
+def decode_method(payload: bytes) -> Frame:
+    """A method frame's payload decoded by its pamqp class (the general path)."""
+    (index,) = _INDEX.unpack_from(payload)
+    method_class = commands.INDEX_MAPPING.get(index)
+    if method_class is None:
+        raise FrameError(ReplyCode.NOT_IMPLEMENTED,
+                         f"unknown method: class {index >> 16}, method {index & 0xFFFF}")
+    method = method_class()
+    _unmarshal(method, payload[4:])
+    return method
+
+
+def decode_header(payload: bytes, field_types: FieldTypes = DEFAULT_FIELD_TYPES
+                  ) -> pheader.ContentHeader:
+    """A content header's payload decoded by pamqp, but for its ``headers`` table
+    (decoded by :mod:`amqp091.tables`, keeping the field types): the general path."""
+    try:
+        rest, table = cut_headers(payload)
+        headers = None if table is None else read_table(table, field_types)[1]
+    except TableError as exc:
+        raise FrameError(ReplyCode.FRAME_ERROR, f"malformed message headers: {exc}") from exc
+    header = pheader.ContentHeader()
+    _unmarshal(header, rest)
+    if headers is not None:
+        header.properties.headers = headers
+    return header
 
 
 def _unmarshal(decoder: Any, data: bytes) -> Any:
@@ -245,35 +267,22 @@ def cut_headers(payload: bytes) -> tuple[bytes, bytes | None]:
     return rest, payload[pos:end]
 
 
-def insert_headers(payload: bytes, table: bytes) -> bytes:
-    """A content-header payload (marshalled without ``headers``) with the length-prefixed
-    ``table`` spliced in as its ``headers`` property."""
-    flags_at, flags, pos = _property_offset(payload)
-    if flags & _HEADERS_FLAG:
-        raise ValueError("the content header already has a headers property")
-    return (payload[:flags_at] + _FLAGS.pack(flags | _HEADERS_FLAG)
-            + payload[flags_at + 2:pos] + table + payload[pos:])
-
-
 def encode_content(channel: int, properties: commands.Basic.Properties, body: bytes,
                    frame_max: int, field_types: FieldTypes = DEFAULT_FIELD_TYPES) -> list[bytes]:
     """The content header frame and the body frames of one message, each within
     ``frame_max`` (``ValueError`` if the properties alone do not fit, or a header
     value has no field type: :class:`~amqp091.tables.TableError`)."""
     headers = properties.headers
-    if headers is None:
-        out = [pframe.marshal(pheader.ContentHeader(0, len(body), properties), channel)]
-    else:
+    table = None
+    if headers is not None:
         if not isinstance(headers, dict):
             raise TableError(f"headers must be a dict, not {type(headers).__name__}")
         table = write_table(headers, field_types)
-        properties.headers = None  # marshalled without them (pamqp's codec loses types) ...
-        try:
-            marshalled = pheader.ContentHeader(0, len(body), properties).marshal()
-        finally:
-            properties.headers = headers  # ... and given back untouched
-        payload = insert_headers(marshalled, table)
-        out = [_HEADER.pack(constants.FRAME_HEADER, channel, len(payload)) + payload + _FRAME_END]
+    # pamqp's ContentHeader marshalling, with the typed table as the headers property
+    # (pamqp's own table codec loses types)
+    payload = _CONTENT_HEAD.pack(commands.Basic.frame_id, len(body)) \
+        + encode_properties(properties, table)
+    out = [_HEADER.pack(constants.FRAME_HEADER, channel, len(payload)) + payload + _FRAME_END]
     if len(out[0]) > frame_max:
         raise ValueError(f"the message properties need a {len(out[0])}-octet header frame, "
                          f"over frame-max {frame_max}")
@@ -295,7 +304,8 @@ __all__ = [
     "FrameError",
     "FrameReader",
     "cut_headers",
+    "decode_header",
+    "decode_method",
     "encode_content",
     "encode_method",
-    "insert_headers",
 ]

@@ -126,6 +126,9 @@ DEFAULT_FIELD_TYPES = FieldTypes()
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _DECIMAL = struct.Struct(">Bi")
 _SBYTE = struct.Struct(">b")
 
@@ -176,6 +179,23 @@ class _Reader:
                 key = data[pos + 1:kend].decode("utf-8")
             except UnicodeDecodeError:
                 raise TableError(f"table key at offset {pos} is not UTF-8") from None
+            # the usual header values read here (as value() reads them), the rest there
+            letter = data[kend] if kend < end else 0
+            if letter == 0x53 and kend + 5 <= end:  # S: a long string
+                start = kend + 5
+                stop = start + _U32.unpack_from(data, kend + 1)[0]
+                if stop <= end:
+                    octets = data[start:stop]
+                    try:
+                        out[key] = octets.decode("utf-8")
+                    except UnicodeDecodeError:
+                        out[key] = self.types.long_string(octets)
+                    pos = stop
+                    continue
+            elif letter == 0x49 and kend + 5 <= end:  # I: a signed 32-bit integer
+                out[key] = self.types.int32(_I32.unpack_from(data, kend + 1)[0])
+                pos = kend + 5
+                continue
             pos, out[key] = self.value(kend, end, depth)
         return out
 
@@ -325,9 +345,21 @@ class _Writer:
             if len(encoded) > 255:
                 raise TableError(f"{_path_text(path)}: table key {key[:40]!r}... is over "
                                  f"255 octets")
+            kind = type(item)
+            if kind is str:  # the usual header values, written here (same octets)
+                try:
+                    text = item.encode("utf-8")
+                except UnicodeEncodeError:
+                    pass  # (the general way below says why)
+                else:
+                    append(b"%c%sS%s%s" % (len(encoded), encoded, _U32.pack(len(text)), text))
+                    continue
+            elif kind is int and _I64_MIN <= item <= _I64_MAX:
+                append(b"%c%sl%s" % (len(encoded), encoded, _I64.pack(item)))
+                continue
             append(bytes((len(encoded),)))
             append(encoded)
-            found = by_type.get(type(item))
+            found = by_type.get(kind)
             if found is None:  # a table, an array, a timestamp or no field type
                 append(self.value(item, depth, (path, key)))
                 continue

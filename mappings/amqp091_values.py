@@ -100,6 +100,9 @@ _MAX_SECONDS = int(
 )
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 _INTS = (byte, ubyte, short, ushort, int32, uint)
+_AS_THEY_ARE = frozenset((bool, str, float, float32, bytes, *_INTS))
+"""1.0 application-property types a 0-9-1 header holds as they are (a set: one hash
+lookup per property, where a tuple compared the type with each)."""
 _DECIMAL = symbol("x-amqp-0-9-1:decimal")
 _LONGSTR = symbol("x-amqp-0-9-1:longstr")
 _DECIMAL_SIZES = {decimal32: 4, decimal64: 8, decimal128: 16}
@@ -239,7 +242,7 @@ def nested_from_amqp10(value: Any) -> Any:
 def property_from_amqp10(value: Any) -> tuple[Any, str | None]:
     """(0-9-1 header, type name to record or None) for a 1.0 application-property value."""
     kind = type(value)
-    if value is None or kind in (bool, str, float, float32, bytes) or kind in _INTS:
+    if value is None or kind in _AS_THEY_ARE:
         return value, None
     if kind is int:
         if not _I64_MIN <= value <= _I64_MAX:

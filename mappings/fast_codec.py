@@ -50,7 +50,7 @@ class Unsupported(Exception):
 def encode(message: MessageSections) -> bytes:
     """The whole annotated message as AMQP 1.0 bytes (header ... footer)."""
     out = bytearray()
-    _composite(out, 0x70, _header_fields(message.header))
+    _header(out, message.header)
     _annotations(out, 0x71, message.delivery_annotations)
     _annotations(out, 0x72, message.message_annotations)
     _bare(out, message)
@@ -162,6 +162,18 @@ def _properties_fields(p: Properties) -> list[Any]:
             _text(p.group_id), _uint_field(p.group_sequence), _text(p.reply_to_group_id)]
 
 
+def _header(out: bytearray, header: Header) -> None:
+    """The header section; its usual forms (only durable and first-acquirer given, or
+    neither) from :data:`_HEADERS`."""
+    durable, first = header.durable, header.first_acquirer
+    if (header.priority is None and header.ttl is None and header.delivery_count is None
+            and (durable is None or type(durable) is bool)
+            and (first is None or type(first) is bool)):
+        out += _HEADERS[durable, first]
+    else:
+        _composite(out, 0x70, _header_fields(header))
+
+
 def _composite(out: bytearray, code: int, fields: list[Any]) -> None:
     while fields and fields[-1] is None:
         fields.pop()
@@ -230,7 +242,10 @@ def _list(out: bytearray, items: list[Any]) -> None:
     start = len(out)
     out += _pack_u32(len(items))
     for item in items:
-        _value(out, item)
+        if item is None:  # the absent fields of header and properties, inline
+            out += b"\x40"
+        else:
+            _value(out, item)
     out[start - 4:start] = _pack_u32(len(out) - start)
 
 
@@ -240,7 +255,13 @@ def _map(out: bytearray, items: dict[Any, Any], key: Any) -> None:
     out += _pack_u32(2 * len(items))
     for k, v in items.items():
         _value(out, key(k))
-        _value(out, v)
+        if type(v) is str:  # the usual value (application properties, annotations), inline
+            data = v.encode()
+            n = len(data)
+            out += (b"\xa1" + bytes((n,))) if n < 256 else (b"\xb1" + _pack_u32(n))
+            out += data
+        else:
+            _value(out, v)
     out[start - 4:start] = _pack_u32(len(out) - start)
 
 
@@ -265,11 +286,16 @@ def _value(out: bytearray, value: Any) -> None:
     elif kind is bytes:
         _binary(out, value)
     elif kind is symbol:
-        if not value.isascii():
-            raise Unsupported
-        n = len(value)
-        out += (b"\xa3" + bytes((n,))) if n < 256 else (b"\xb3" + _pack_u32(n))
-        out += value.encode("ascii")
+        encoded = _SYMBOLS.get(value)
+        if encoded is None:
+            if not value.isascii():
+                raise Unsupported
+            n = len(value)
+            encoded = ((b"\xa3" + bytes((n,))) if n < 256 else (b"\xb3" + _pack_u32(n))) \
+                + value.encode("ascii")
+            if len(_SYMBOLS) < _SYMBOLS_KEPT:
+                _SYMBOLS[value] = encoded
+        out += encoded
     elif kind is ulong:
         if value == 0:
             out += b"\x44"
@@ -318,6 +344,25 @@ def _value(out: bytearray, value: Any) -> None:
             raise Unsupported from None
     else:
         raise Unsupported  # char, decimals, described values, arrays
+
+
+_SYMBOLS: dict[symbol, bytes] = {}
+"""Encoded symbols, by symbol: annotation keys and content types are a few names that
+recur on every message."""
+_SYMBOLS_KEPT = 1024
+"""Symbols :data:`_SYMBOLS` keeps at most (the first ones seen)."""
+
+
+def _encoded_header(durable: bool | None, first_acquirer: bool | None) -> bytes:
+    out = bytearray()
+    _composite(out, 0x70, [durable, None, None, first_acquirer, None])
+    return bytes(out)
+
+
+_HEADERS = {(durable, first): _encoded_header(durable, first)
+            for durable in (None, True, False) for first in (None, True, False)}
+"""The header section (empty when nothing is given) for each durable and first-acquirer
+with the other fields absent: encoded once."""
 
 
 def _any_key(key: Any) -> Any:
@@ -500,6 +545,18 @@ def _read_value(data: bytes, pos: int) -> tuple[Any, int]:
     return _read_fixed(data, code, pos)
 
 
+def _uuid(raw: bytes) -> uuid.UUID:
+    """``uuid.UUID(bytes=raw)`` (16 octets) without its argument checks (a message-id per
+    message)."""
+    value = _new_object(uuid.UUID)
+    _set_attribute(value, "int", int.from_bytes(raw, "big"))
+    _set_attribute(value, "is_safe", uuid.SafeUUID.unknown)
+    return value
+
+
+_new_object, _set_attribute = object.__new__, object.__setattr__
+
+
 def _composite_header(data: bytes, wide: bool, pos: int) -> tuple[int, int, int]:
     """A list's or map's element count, where its elements start, and where they end."""
     if wide:
@@ -517,7 +574,7 @@ def _read_fixed(data: bytes, code: int, pos: int) -> tuple[Any, int]:
     if code == 0x81:
         return _unpack_i64(data, pos)[0], pos + 8
     if code == 0x98:
-        return uuid.UUID(bytes=data[pos:pos + 16]), pos + 16
+        return _uuid(data[pos:pos + 16]), pos + 16
     if code == 0x83:
         return timestamp(_unpack_i64(data, pos)[0]), pos + 8
     if code == 0x52:

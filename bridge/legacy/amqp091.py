@@ -49,6 +49,7 @@ from amqp091.events import (
     ConnectionUnblocked,
     Event,
     HeartbeatTimeout,
+    MessageReceived,
 )
 from amqp091.sasl import ClientCredentials
 from amqp091.tables import FieldTypes
@@ -212,6 +213,11 @@ class Amqp091Connection(LegacyClient):
     def _on_event(self, sock: EngineSocket[Any], event: Event) -> None:
         if sock is not self.socket:
             return  # a previous connection's last words
+        if type(event) is MessageReceived:  # one per message: to its channel's user at once
+            owner = self.by_channel.get(event.channel)
+            if owner is not None:
+                owner.user.on_event(event)
+            return
         if isinstance(event, ConnectionOpened):
             self._opened(sock)
             for slot in self.slots:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
+from cproton import pn_delivery_remote_state
 from proton import Delivery
 from proton.reactor import Container
 
@@ -65,7 +66,10 @@ class Amqp10Target(Generic[T]):
                  owner: TargetOwner[T], name: str, route: str, poison_attempts: int,
                  suspect: Callable[[T], Hashable] = _itself) -> None:
         self.owner = owner
-        self.in_flight: dict[Delivery, T] = {}
+        self.in_flight: dict[Any, T] = {}
+        """The items sent and not settled yet, by their C delivery (a cffi pointer: it hashes
+        by address at a twelfth of the cost of a proton wrapper, which hashes through a
+        cffi call); the C delivery lives, unsettled, on its link until the outcome."""
         self.poison = PoisonGuard(poison_attempts)
         self.suspect = suspect
         """An item's poison key, the same across redeliveries of its message."""
@@ -101,11 +105,13 @@ class Amqp10Target(Generic[T]):
         self.owner.on_target_ready()
 
     def on_delivery(self, link: Amqp10Link, delivery: Delivery) -> None:
-        if not delivery.remote_state:
+        impl = delivery._impl
+        state = pn_delivery_remote_state(impl)
+        if not state:
             return
-        item = self.in_flight.pop(delivery, None)
+        item = self.in_flight.pop(impl, None)
         if item is not None:
-            if self.poison.probe and delivery.remote_state == Delivery.ACCEPTED:
+            if self.poison.probe and state == Delivery.ACCEPTED:
                 self.poison.accepted(self.suspect(item))
             self.owner.on_outcome(item, delivery)
         delivery.settle()

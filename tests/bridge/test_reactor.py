@@ -8,11 +8,13 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+import pytest
 from proton import Collector, Connection, Delivery, Event, Message, Transport
 from proton._events import EventBase
 from proton.handlers import IOHandler, MessagingHandler
 from proton.reactor import Container
 
+from bridge.amqp10 import outcomes
 from bridge.runtime import reactor
 from bridge.runtime.containment import faults_of
 from bridge.runtime.sockets import register_selectable, set_interest
@@ -320,3 +322,38 @@ def test_the_selector_is_told_only_what_changed() -> None:
     assert Event.SELECTABLE_FINAL in _drain(container._collector)
     a.close()
     b.close()
+
+
+# -- LightDelivery: proton's Delivery without its per-wrapper bookkeeping -------------------
+
+
+@pytest.mark.parametrize("outcome", ["accept", "release", "modified", "reject"])
+def test_a_light_delivery_reads_and_settles_as_protons_delivery(outcome: str) -> None:
+    """Both ends through LightDelivery give the peer, and read from it, what proton's own
+    wrapper does: the state, a modified outcome's delivery-failed, a rejection's condition."""
+    results = []
+    for kind in (reactor.LightDelivery, Delivery):
+        sender, receiver, client_t, server_t = _linked(Collector())
+        sent = kind(sender.delivery(b"t1")._impl)
+        sender.stream(b"message")
+        sender.advance()
+        _pump(client_t, server_t)
+        received = kind(receiver.current._impl)
+        assert received.remote_state == 0 and type(received.remote_state) is int  # none yet
+        assert (received.readable, received.partial, received.pending, received.tag) == \
+            (True, False, 7, "t1")
+        assert receiver.recv(received.pending) == b"message"
+        receiver.advance()
+        {"accept": outcomes.accept, "release": lambda d: outcomes.give_back(d, failed=False),
+         "modified": lambda d: outcomes.give_back(d, failed=True),
+         "reject": lambda d: outcomes.reject(d, "amqp:not-allowed", "no")}[outcome](received)
+        _pump(client_t, server_t)
+        condition = sent.remote.condition
+        results.append((sent.remote_state, type(sent.remote_state),
+                        sent.remote_state == Delivery.ACCEPTED,
+                        sent.remote.failed, condition and (condition.name, condition.description),
+                        sent.settled))
+        sent.settle()
+    assert results[0] == results[1]
+    assert results[0][0] == {"accept": Delivery.ACCEPTED, "release": Delivery.RELEASED,
+                             "modified": Delivery.MODIFIED, "reject": Delivery.REJECTED}[outcome]

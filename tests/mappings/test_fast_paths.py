@@ -221,3 +221,17 @@ def test_content_type_symbols_are_reused_and_equal(content_type: str) -> None:
         assert message.properties.content_type == content_type
     with pytest.raises(MappingError):
         to_amqp10(None, MessageProperties(content_type="tëxt/plain"), b"x")
+
+
+@FAST
+@given(value=st.uuids() | st.integers(0, 2**128 - 1).map(lambda i: uuid.UUID(int=i)))
+def test_a_decoded_uuid_is_the_uuid_the_constructor_makes(value: uuid.UUID) -> None:
+    """The fast codec builds message-id UUIDs without ``uuid.UUID(bytes=...)``'s checks:
+    the result must be that object in every respect."""
+    decoded = AmqpMessage.decode(AmqpMessage(properties=Properties(message_id=value)).encode())
+    made = decoded.properties.message_id
+    reference = uuid.UUID(bytes=value.bytes)
+    assert type(made) is uuid.UUID
+    assert (made.int, made.is_safe, str(made), repr(made), hash(made), made.version,
+            made.urn) == (reference.int, reference.is_safe, str(reference), repr(reference),
+                          hash(reference), reference.version, reference.urn)
