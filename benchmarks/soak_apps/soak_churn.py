@@ -10,10 +10,10 @@ import time
 import uuid
 
 import pika
-from soak_common import Pace, Record, arguments, disconnect
+from soak_common import Pace, arguments, call_records, disconnect
 
 args = arguments(__doc__)
-turns, answered = Record(args.record), Record(args.record + ".answered")
+turns, answered = call_records(args.record)
 
 
 def got_back(channel, queue, body):

@@ -11,7 +11,7 @@ import time
 import uuid
 
 import pika
-from soak_common import Pace, Record, Stop, arguments, disconnect
+from soak_common import Pace, Stop, arguments, call_records, disconnect
 
 args = arguments(__doc__, ("--mode", str, "client"), ("--style", str, "exclusive"),
                  ("--per-connection", int, 10))
@@ -41,7 +41,7 @@ def serve():
 
 
 def call():
-    calls, answered = Record(args.record), Record(args.record + ".answered")
+    calls, answered = call_records(args.record)
     pace = iter(Pace(args.tag, args.rate, args.seconds))
     n = 0
     more = True

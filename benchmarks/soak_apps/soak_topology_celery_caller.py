@@ -3,11 +3,11 @@
 id of each call goes to RECORD, of each right answer to RECORD.answered; a call without
 its answer within 30 s is printed ``unanswered: ID`` (lost)."""
 
-from soak_common import Pace, Record, arguments, disconnect
+from soak_common import Pace, arguments, call_records, disconnect
 from soak_topology_celery import square
 
 args = arguments(__doc__)
-calls, answered = Record(args.record), Record(args.record + ".answered")
+calls, answered = call_records(args.record)
 for n, one in enumerate(Pace(args.tag, args.rate, args.seconds)):
     calls.add(one)
     try:
