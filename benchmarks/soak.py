@@ -33,6 +33,11 @@ makes the exit status say so (1: it does not, or a message was lost).
 thread in the bridge process that writes, every ``--sample`` seconds, glibc's in-use and
 free heap (mallinfo2) and the count of live objects of the types that grew most into
 ``probe.log`` next to the bridge's log (an investigation aid: it costs a gc walk).
+
+``--topology`` soaks the façades' topology mode instead (``benchmarks/_soak_topology.py``:
+a private RabbitMQ 4.0 node, Celery ``rpc://``, pika and qpid.messaging RPC, churning
+clients; the calls answered and lost, the bridge's links and the broker's queues over
+time); ``--restart-at MIN`` restarts that private node once, MIN minutes in.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from pathlib import Path
 from typing import cast
 
 import _soak_apps
+import _soak_topology
 import _timing  # noqa: F401  (first: the project root ahead of this folder)
 import pika
 from proton import Message, Timeout
@@ -72,7 +78,7 @@ from tests.lifecycle.peers091 import (
 from tests.support import bridge as bridge_support
 from tests.support.bridge import BridgeRun, free_port, legacy_client, wait_listening
 from tests.support.metrics import metrics_port, scrape
-from tests.support.rabbitmq import ensure_rabbitmq, send_messages
+from tests.support.rabbitmq import ensure_rabbitmq, private_rabbitmq, send_messages
 from tests.support.relay import Relay
 
 PROBE = Path(__file__).resolve().parent / "_soak_probe"
@@ -432,6 +438,92 @@ class Soak:
 # --- the run -------------------------------------------------------------------------------
 
 
+def topology_main(args: argparse.Namespace, workdir: Path) -> int:
+    """The topology-mode soak (``--topology``, see :mod:`_soak_topology`); its exit status."""
+    with private_rabbitmq(workdir / "rabbitmq4", version=4) as node:
+        port091, port010 = free_port(), free_port()
+        while port010 == port091:
+            port010 = free_port()
+        text, env = _soak_topology.config(port091, port010)
+        bridge = BridgeRun(text, workdir, "soak", log_level="info",
+                           env={**env, "CLOUD_URL": node.url})
+        which = [a for a in args.apps if a in _soak_topology.TOPOLOGY_APPS] \
+            if args.apps != list(_soak_apps.APPS) else list(_soak_topology.TOPOLOGY_APPS)
+        apps = _soak_topology.TopologyApps(which, uuid.uuid4().hex[:8], workdir, args.app_rate,
+                                           args.minutes * 60, port091, port010)
+        census = _soak_topology.Census()
+        print(f"soak --topology: {args.minutes} min, {args.app_rate} calls/s for each of "
+              f"{', '.join(which)}; broker {node.url}; log {bridge.log_path}", flush=True)
+        try:
+            bridge.start()
+            wait_listening(port091, bridge, timeout=60)
+            wait_listening(port010, bridge, timeout=60)
+            mport = metrics_port(bridge.log)
+            apps.start()
+            t0 = time.monotonic()
+            sampler = Sampler(bridge.pid, args.sample, t0)
+            sampler.sample()
+            sampler.start()
+            cpu0 = cpu_seconds(bridge.pid)
+            census.take(0, mport, node.url)
+            next_census, next_ping = args.census, args.ping_every
+            restart = args.restart_at * 60 if args.restart_at else None
+            while (now := time.monotonic() - t0) < args.minutes * 60:
+                if proc_gone(bridge):
+                    print("the bridge exited:\n" + bridge.log()[-3000:])
+                    return 2
+                for broken in apps.broken():
+                    print(f"an application ended: {broken}")
+                    return 2
+                if restart is not None and now >= restart:
+                    print(f"{now / 60:5.1f} min: restarting the private RabbitMQ node", flush=True)
+                    node.stop()
+                    node.start()
+                    restart = None
+                if now >= next_ping:
+                    apps.ping()
+                    next_ping += args.ping_every
+                if now >= next_census:
+                    census.take(now, mport, node.url)
+                    last = sampler.samples[-1]
+                    print(f"{now / 60:5.1f} min RSS {last[1] / 1024:6.1f} MiB fds {last[2]} "
+                          f"{census.line()}", flush=True)
+                    next_census += args.census
+                time.sleep(1)
+            load_end = time.monotonic() - t0
+            cpu = (cpu_seconds(bridge.pid) - cpu0) / load_end
+            deadline = time.monotonic() + 90
+            while not apps.producers_done() and time.monotonic() < deadline:
+                time.sleep(1)
+            apps.stop()
+            time.sleep(args.rest)
+            sampler.done.set()
+            sampler.join()
+            sampler.sample()
+            census.take(time.monotonic() - t0, mport, node.url)
+            lost, duplicates = apps.report()
+            pings = apps.pings
+            print(f"celery inspect ping: {sum(pings)}/{len(pings)} answered")
+            print(f"the bridge's CPU over the load: {cpu * 100:.1f} % of one core")
+            census.report()
+            print(f"queues left at rest: {census.last_queues}")
+            delivered = sum(len(app.got()) for app in apps.apps.values())
+            ok = report(sampler.samples, load_end, args.stretch * 60, delivered, args.max_slope)
+            lost += len(pings) - sum(pings)
+            print(f"lost: {lost}, duplicates: {duplicates}")
+            return 0 if (ok and not lost) or not args.check else 1
+        finally:
+            apps.stop()
+            bridge.stop()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=60, help="minutes of load")
@@ -464,13 +556,24 @@ def main() -> int:
     parser.add_argument("--app-rate", type=float, default=5,
                         help="messages/s each application's producer sends")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--topology", action="store_true",
+                        help="soak the façades' topology mode instead (a private RabbitMQ 4.0 "
+                             "node; --apps from: " + ",".join(_soak_topology.TOPOLOGY_APPS) + ")")
+    parser.add_argument("--census", type=float, default=60,
+                        help="--topology: seconds between gauge and broker queue counts")
+    parser.add_argument("--ping-every", type=float, default=60,
+                        help="--topology: seconds between 'celery inspect ping' runs")
+    parser.add_argument("--restart-at", type=float, default=None,
+                        help="--topology: restart the private RabbitMQ node once, at this minute")
     args = parser.parse_args()
 
     if args.code is not None:  # the bridge's working directory comes first on its sys.path
         bridge_support.ROOT = args.code.resolve()
-    url = ensure_rabbitmq()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    if args.topology:
+        return topology_main(args, workdir)
+    url = ensure_rabbitmq()
     soak = Soak(args, url, workdir)
     if args.probe:
         os.environ["PYTHONPATH"] = f"{PROBE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"

@@ -40,6 +40,26 @@ class Record:
             self.file.write(f"{one}\n")
 
 
+def call_records(path):
+    """The records of a program that makes calls: ``path`` (each call) and
+    ``path.answered`` (each right answer)."""
+    return Record(path), Record(path + ".answered")
+
+
+def qpid_connect(url):
+    """An open qpid.messaging connection to ``HOST:PORT`` (login QPID_USER /
+    QPID_PASSWORD), no reconnect (the program's loop connects again), heartbeat 5 s."""
+    import os
+
+    from qpid.messaging import Connection
+
+    connection = Connection(url, username=os.environ.get("QPID_USER", "guest"),
+                            password=os.environ.get("QPID_PASSWORD", "guest"),
+                            reconnect=False, heartbeat=5)
+    connection.open()
+    return connection
+
+
 class Pace:
     """Ids ``TAG-0``, ``TAG-1``, ... at ``rate`` per second for ``seconds``."""
 

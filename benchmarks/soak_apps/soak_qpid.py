@@ -3,21 +3,11 @@ pace (an id recorded once a session sync says the broker completed it), ``receiv
 fetches with a prefetch and acknowledges in batches until stopped.
 Broker ``HOST:PORT``, login QPID_USER / QPID_PASSWORD."""
 
-import os
-
-from qpid.messaging import Connection, Empty, Message
-from soak_common import Pace, Record, Stop, arguments, disconnect
+from qpid.messaging import Empty, Message
+from soak_common import Pace, Record, Stop, arguments, disconnect, qpid_connect
 
 args = arguments(__doc__, ("--mode", str, "send"), ("--capacity", int, 50),
                  ("--batch", int, 10))
-
-
-def connect():
-    connection = Connection(args.url, username=os.environ.get("QPID_USER", "guest"),
-                            password=os.environ.get("QPID_PASSWORD", "guest"),
-                            reconnect=False, heartbeat=5)
-    connection.open()
-    return connection
 
 
 record = Record(args.record)
@@ -27,7 +17,7 @@ if args.mode == "send":
     more = True
     while more or unsynced:
         try:
-            connection = connect()
+            connection = qpid_connect(args.url)
             try:
                 session = connection.session()
                 sender = session.sender(args.name)
@@ -52,7 +42,7 @@ else:
     stop = Stop()
     while not stop.requested:
         try:
-            connection = connect()
+            connection = qpid_connect(args.url)
             try:
                 session = connection.session()
                 receiver = session.receiver(args.name)

@@ -41,7 +41,10 @@ a sender link to ``/exchanges/X`` is refused with ``amqp:not-found`` when it doe
 
 Sessions are retired in the order proton needs (:class:`_Retiring`): a session is ended
 only once the peer has answered its begin and detached its links, and freed once the
-peer has ended it too (ending it earlier makes proton fail the whole connection).
+peer has ended it too (ending it earlier makes proton fail the whole connection), its
+links closed on our side first: RabbitMQ 4 refuses a probe by ending the session with
+the attach unanswered, and a link freed with its session while still open was released
+again when its last Python reference went (glibc: "double free or corruption").
 """
 
 from __future__ import annotations
@@ -154,6 +157,9 @@ class _Retiring:
         """Take the next step the peer's state allows; True once the session is freed."""
         session = self.session
         if session.state & Endpoint.REMOTE_CLOSED:
+            for link in self.links:  # never freed open: a refused probe's, attach unanswered
+                if link.state & Endpoint.LOCAL_ACTIVE:
+                    link.close()
             if session.state & Endpoint.LOCAL_ACTIVE:
                 session.close()
             session.free()

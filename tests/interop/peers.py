@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +19,8 @@ from tests.support.bridge import ROOT
 PEERS = ROOT.parent / "shared" / "peers"
 QPIDD = PEERS / "qpidd"
 QPID_PYTHON = PEERS / "qpid-python"
+STOPPED = {"T", "t"}
+"""The states of a thread that runs no more until SIGCONT (stopped; stopped by a tracer)."""
 
 
 def require(path: Path, what: str) -> Path:
@@ -79,6 +82,47 @@ class Qpidd:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(5)
+
+    def pause(self) -> None:
+        """SIGSTOP qpidd and return once every thread of it has stopped (it hears, it
+        does not answer).
+
+        ``kill`` returns as soon as the signal is queued and one thread woken to take it;
+        that thread stops the others only when it gets a CPU, and until then qpidd's
+        other I/O threads read and answer: a QMF request sent right after the ``kill``
+        was answered 3 ms later, with its own correlation id, in 1 of 30 tries at load ~6
+        (2 cores), and right after the ``kill`` some thread was still running in 100 of 200.
+        """
+        pid = self.pid
+        os.kill(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 30
+        while set(self.thread_states()) - STOPPED:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"qpidd {pid} not stopped 30 s after SIGSTOP: its threads "
+                                   f"are {self.thread_states()}")
+            time.sleep(0.001)
+
+    def resume(self) -> None:
+        """SIGCONT: a paused qpidd runs again (and answers what it heard meanwhile)."""
+        os.kill(self.pid, signal.SIGCONT)
+
+    def thread_states(self) -> list[str]:
+        """The scheduler state of each of qpidd's threads (``/proc/PID/task/*/stat``:
+        ``R`` running, ``S`` sleeping, ``T`` stopped, ...)."""
+        states = []
+        for stat in Path(f"/proc/{self.pid}/task").glob("*/stat"):
+            try:  # the state follows the command name, which ends at the last ')'
+                states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:
+                continue  # a thread that ended meanwhile
+        return states
+
+    @property
+    def pid(self) -> int:
+        """qpidd's process id (start.sh ``exec``s it: the Popen's own)."""
+        if self.proc is None:
+            raise RuntimeError("qpidd is not started")
+        return self.proc.pid
 
     def restart(self) -> None:
         """Stop, then start again on the same port (qpidd keeps no queues: no store)."""

@@ -6,6 +6,9 @@ AMQP 0-9-1 (pika) on the same node."""
 from __future__ import annotations
 
 import contextlib
+import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +21,7 @@ from proton import Message
 from bridge.topology import BindingSpec, ExchangeSpec, QueueInfo, QueueSpec
 from bridge.topology.management import WINDOW
 from bridge.topology.rabbitmq4 import SERVER_NAMED_PREFIX, RabbitMQ4Topology
+from tests.support.bridge import ROOT
 from tests.support.rabbitmq import AmqpError, rabbitmqctl, receive_messages, send_messages
 from tests.support.relay import Relay
 from tests.topology.loop import Loop, error_kind
@@ -409,6 +413,25 @@ def test_a_request_refused_for_want_of_permission_fails_alone(
         passive = loop.call(topology.declare_queue, QueueSpec(allowed[0]), True)
         assert passive == QueueInfo(allowed[0], 0, 0)  # the fresh pair serves
         node.delete(allowed, [])
+
+
+def test_probes_refused_by_ending_their_session_leave_proton_consistent(
+        rabbitmq4_url: str) -> None:
+    """RabbitMQ 4 refuses a probe (a sender to ``/exchanges/X`` that does not exist) by
+    ending its session, the attach unanswered; the session was freed with the probe's
+    link still open on our side, and the link object, freed with it, was released again
+    by the next garbage collection: glibc aborted the bridge ("double free or
+    corruption", seconds into a qpid.messaging ``'#'`` RPC through a topology-mode 0-10
+    façade). Run in a subprocess (:mod:`tests.support.probe_churn`): the crash fails the
+    test, not the test run."""
+    count = 40
+    proc = subprocess.run([sys.executable, "-m", "tests.support.probe_churn", rabbitmq4_url,
+                           unique("never-declared"), str(count)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300, check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-6000:]  # -6 (SIGABRT) before the fix
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert summary == {"probes": count, "kinds": {"not-found": count}}, summary
 
 
 @pytest.fixture
