@@ -226,14 +226,7 @@ class Subscription:
         self.grant()
 
     def on_link_down(self, link: Amqp10Link) -> None:
-        # what came on the lost link is void: the source redelivers it
-        route = self.route
-        for msg in self.held:
-            route.bytes_in_flight -= len(msg.body)
-        self.held.clear()
-        for msg in self.unsettled.values():
-            msg.delivery = None  # the subscriber's outcome for it goes nowhere now
-        route.forget_dead_letters(self)
+        self.route.link_lost(self, self.held)
 
     def on_credit(self, link: Amqp10Link) -> None:
         self.grant()

@@ -322,13 +322,7 @@ class Consumer091:
             self._expire_later(serial, GET_GRACE)          # grace starts now
 
     def on_link_down(self, link: Amqp10Link) -> None:
-        route = self.route
-        for msg in self.held:
-            route.bytes_in_flight -= len(msg.body)
-        self.held.clear()
-        for msg in self.unsettled.values():
-            msg.delivery = None  # the client's outcome for it goes nowhere now
-        route.forget_dead_letters(self)
+        self.route.link_lost(self, self.held)
         if link.refusal is None and link.failures + 1 >= CANCEL_AFTER and self.adopted \
                 and not self.cancelled:
             self._cancelled_by_source(link)

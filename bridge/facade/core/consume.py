@@ -310,6 +310,18 @@ class FacadeConsume:
             return
         dead_letters.put(_DeadLetter(sub, delivery), data, reason)
 
+    def link_lost(self, sub: Subscriber, held: deque[Any]) -> None:
+        """``sub``'s link is lost: what came on it is void (the source redelivers it).
+        Its ``held`` messages (not yet sent to the client) leave the route's byte count,
+        the client's outcome for those it has goes nowhere now, and its messages on their
+        way to the dead-letter address are forgotten."""
+        for msg in held:
+            self.bytes_in_flight -= len(msg.body)
+        held.clear()
+        for msg in sub.unsettled.values():
+            msg.delivery = None
+        self.forget_dead_letters(sub)
+
     def forget_dead_letters(self, sub: Subscriber) -> None:
         """``sub``'s link is lost: its messages on their way to the dead-letter address
         are void (the source redelivers them)."""
