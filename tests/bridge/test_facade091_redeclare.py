@@ -23,7 +23,7 @@ import pytest
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.facade091 import PASSWORD, USER
 from tests.support.metrics import counted, metrics_port, poll
-from tests.support.rabbitmq import version_of
+from tests.support.rabbitmq import queue_depth_if_any, version_of
 
 pytestmark = pytest.mark.rabbitmq(3, 4)
 
@@ -116,14 +116,7 @@ def consumed(conn: pika.BlockingConnection, queue: str, arguments: dict[str, Any
 
 def broker_depth(facade: Running, queue: str) -> int | None:
     """The queue's ready messages at RabbitMQ, None if it does not exist."""
-    conn = facade.broker()
-    try:
-        return int(conn.channel().queue_declare(queue, passive=True).method.message_count)
-    except pika.exceptions.ChannelClosedByBroker as exc:
-        assert exc.reply_code == 404, exc
-        return None
-    finally:
-        conn.close()
+    return queue_depth_if_any(facade.rabbitmq_url, queue)
 
 
 def test_a_consumed_queue_is_redeclared_without_the_broker(facade: Running) -> None:

@@ -35,6 +35,7 @@ from tests.support.metrics import counted, metrics_port
 from tests.support.rabbitmq import (
     declare_queue,
     queue_address,
+    queue_depth_if_any,
     receive_messages,
     send_messages,
     unique_queue,
@@ -65,14 +66,7 @@ class Running:
 
     def depth(self, queue: str) -> int | None:
         """The queue's depth at RabbitMQ (over 0-9-1), None if it does not exist."""
-        conn = pika.BlockingConnection(pika.URLParameters(self.rabbitmq_url + "/%2F"))
-        try:
-            return int(conn.channel().queue_declare(queue, passive=True).method.message_count)
-        except pika.exceptions.ChannelClosedByBroker as exc:
-            assert exc.reply_code == 404, exc
-            return None
-        finally:
-            conn.close()
+        return queue_depth_if_any(self.rabbitmq_url, queue)
 
     def delete(self, queue: str) -> None:
         """Delete the queue at RabbitMQ (the 4.0 node is shared: tests leave nothing)."""

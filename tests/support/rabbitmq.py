@@ -752,6 +752,19 @@ def delete_queue(url: str, name: str) -> None:
     _declared.discard((_port(url), name))
 
 
+def queue_depth_if_any(url: str, name: str) -> int | None:
+    """:func:`queue_depth`, None if there is no such queue."""
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        return int(connection.channel().queue_declare(name, passive=True).method.message_count)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        assert exc.reply_code == 404, exc
+        return None
+    finally:
+        if connection.is_open:
+            connection.close()
+
+
 def encode_section(name: str, value: Any) -> bytes:
     """Encode one message section, e.g. ``encode_section("footer", {...})``.
 
