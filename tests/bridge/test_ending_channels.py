@@ -1,0 +1,185 @@
+"""A session begins only once no session ended on its connection waits for the peer's end.
+
+Proton gives a new session the lowest free channel as soon as our ``end`` is sent;
+RabbitMQ 4 drops a ``begin`` on a channel whose session it has not finished ending (with
+the ``attach`` after it): the new link would never attach. Every session on a 1.0
+connection — each :class:`~bridge.amqp10.link.Amqp10Link` (routes, façade consumers,
+dead letters) and the topology request/response pairs and probes — begins through the
+connection's handler, which holds it back while such a session remains
+(:meth:`~bridge.amqp10.connection.Amqp10ConnectionHandler.when_channels_free`). The
+peer is scripted on two proton engines in memory (:class:`~tests.support.memory_pair.MemoryPair`)
+that drop what RabbitMQ 4 drops (:class:`~tests.support.ending_channels.DropsFramesWhileEnding`);
+a link whose attach is unanswered all the same is lost after
+:data:`~bridge.amqp10.link.ATTACH_TIMEOUT` and re-attached.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from proton import Endpoint
+
+from bridge.amqp10.connection import Amqp10ConnectionHandler
+from bridge.amqp10.link import ATTACH_TIMEOUT, Amqp10Link
+from bridge.topology.management import ManagementClient
+from tests.support.ending_channels import DropsFramesWhileEnding
+from tests.support.memory_pair import MemoryPair, links, sessions
+
+
+class _Owner:
+    def __init__(self) -> None:
+        self.ups = 0
+
+    def on_link_up(self, link: Amqp10Link) -> None:
+        self.ups += 1
+
+    def on_link_down(self, link: Amqp10Link) -> None:
+        pass
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        pass
+
+    def on_delivery(self, link: Amqp10Link, delivery: Any) -> None:
+        pass
+
+
+class _Timers:
+    """The container: timers are kept, and run when the test says."""
+
+    def __init__(self) -> None:
+        self.tasks: list[tuple[float, Any]] = []
+
+    def schedule(self, delay: float, task: Any) -> Any:
+        self.tasks.append((delay, task))
+        return None
+
+    def run(self, delay: float) -> int:
+        """Run the timers scheduled about ``delay`` ahead (as if it had passed; within a
+        second: a deadline is counted from when its clock started); how many ran."""
+        due = [task for d, task in self.tasks if abs(d - delay) < 1]
+        self.tasks = [(d, task) for d, task in self.tasks if abs(d - delay) >= 1]
+        for task in due:
+            task.on_timer_task(None)
+        return len(due)
+
+
+def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, _Timers]:
+    rabbit = DropsFramesWhileEnding()
+    pair = MemoryPair(rewrite=rabbit.to_peer, rewrite_back=rabbit.from_peer)
+    pair.ours.handler = Amqp10ConnectionHandler("cloud")
+    pair.ours.open()
+    pair.theirs.open()
+    pair.pump()
+    pair.dispatch()
+    return pair, rabbit, _Timers()
+
+
+def _answer_everything(pair: MemoryPair) -> None:
+    """The peer begins and attaches whatever of ours it received and has not answered."""
+    for endpoint in (*sessions(pair.theirs), *links(pair.theirs)):
+        if endpoint.state & Endpoint.LOCAL_UNINIT:
+            if hasattr(endpoint, "source"):
+                endpoint.source.copy(endpoint.remote_source)
+                endpoint.target.copy(endpoint.remote_target)
+            endpoint.open()
+    pair.pump()
+    pair.dispatch()
+
+
+def _give_up_until_only_the_end_is_unanswered(pair: MemoryPair, link: Amqp10Link) -> Any:
+    """Give ``link`` up: the peer detaches it, our end goes out, and the peer's end is
+    held back. Returns the peer's session (to end later)."""
+    (their_link,) = [lk for lk in links(pair.theirs) if lk.name == link.link.name]
+    their_session = their_link.session
+    link.forget()
+    pair.pump()
+    their_link.close()
+    pair.pump()
+    pair.dispatch()
+    assert their_session.state & Endpoint.REMOTE_CLOSED, "our end did not go out"
+    return their_session
+
+
+def test_a_link_begun_while_another_link_s_session_is_ending_waits_for_the_peer_s_end() -> None:
+    pair, rabbit, timers = _pair()
+    first = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                       owner=_Owner(), name="first")
+    pair.pump()
+    _answer_everything(pair)
+    assert first.up
+    their_session = _give_up_until_only_the_end_is_unanswered(pair, first)
+
+    owner = _Owner()
+    second = Amqp10Link(timers, pair.ours, "/queues/b", sender=True,  # type: ignore[arg-type]
+                        owner=owner, name="second")
+    pair.pump()
+    _answer_everything(pair)
+    their_session.close()  # the peer finishes ending the first session
+    pair.pump()
+    pair.dispatch()
+    _answer_everything(pair)
+
+    assert rabbit.dropped == [], "a begin went out on a channel the peer was still ending"
+    assert second.up and owner.ups == 1 and second.generation == 1
+
+
+def test_a_probe_begun_while_a_link_s_session_is_ending_waits_for_the_peer_s_end() -> None:
+    """The topology client's probes and link pairs wait for every session on the
+    connection, not only for the client's own."""
+    pair, rabbit, timers = _pair()
+    client = ManagementClient(timers, pair.ours, name="t")  # type: ignore[arg-type]
+    link = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                      owner=_Owner(), name="link")
+    pair.pump()
+    _answer_everything(pair)
+    assert client.up and link.up
+    their_session = _give_up_until_only_the_end_is_unanswered(pair, link)
+
+    results: list[Any] = []
+    client.probe("/exchanges/x", results.append)
+    pair.pump()
+    _answer_everything(pair)
+    their_session.close()
+    pair.pump()
+    pair.dispatch()
+    _answer_everything(pair)
+
+    assert rabbit.dropped == [], "a begin went out on a channel the peer was still ending"
+    assert results == [True]
+
+
+def test_a_lost_transport_lets_the_waiting_begins_go() -> None:
+    """The next transport numbers its channels afresh: nothing waits for an end the dead
+    one will never bring."""
+    pair, _rabbit, timers = _pair()
+    first = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                       owner=_Owner(), name="first")
+    pair.pump()
+    _answer_everything(pair)
+    _give_up_until_only_the_end_is_unanswered(pair, first)
+    handler = pair.ours.handler
+    second = Amqp10Link(timers, pair.ours, "/queues/b", sender=True,  # type: ignore[arg-type]
+                        owner=_Owner(), name="second")
+    assert second.link is None and second.open, "begun while a session was ending"
+    handler._lost(pair.ours)
+    assert second.link is not None and not handler.ending
+
+
+def test_a_link_whose_attach_is_never_answered_is_lost_and_attached_again(
+        caplog: pytest.LogCaptureFixture) -> None:
+    pair, _rabbit, timers = _pair()
+    owner = _Owner()
+    link = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                      owner=owner, name="silent")
+    pair.pump()  # the peer reads the begin and the attach, and answers neither
+    with caplog.at_level(logging.WARNING, logger="bridge.routes"):
+        assert timers.run(ATTACH_TIMEOUT) == 1
+    assert not link.up and link.link is None
+    assert any("attach not answered" in r.getMessage() for r in caplog.records
+               if r.levelno == logging.WARNING), caplog.text
+    timers.run(0.0)  # the re-attach (the first failure: at once)
+    pair.pump()
+    _answer_everything(pair)
+    assert link.up and owner.ups == 1 and link.generation == 2
