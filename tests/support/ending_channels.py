@@ -10,11 +10,13 @@ seen the exit (both in one read) goes to the dying session and is dropped, with 
 :class:`DropsFramesWhileEnding` does that to the frames between two endpoints (a
 :class:`~tests.support.memory_pair.MemoryPair`'s ``rewrite`` and ``rewrite_back``, or a
 :class:`~tests.support.relay.Relay`'s): what our side sends on a channel it ended is
-dropped until the peer's ``end`` for that channel has gone out.
+dropped until the peer's ``end`` for that channel has gone out. :class:`HoldsEnds` makes
+the real RabbitMQ 4 read our ``end`` together with whatever we send next.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 from .overcredit import performative, split
@@ -85,3 +87,38 @@ class DropsFramesWhileEnding:
                 else:
                     self._peer_ended.add(ours)
         return data
+
+
+class HoldsEnds:
+    """A rewriter factory for :class:`~tests.support.relay.Relay` (``rewrite=``, with a
+    ``flush_after``): what the client sends with an ``end`` in it is held back until the
+    client sends more (then both go in one write, and the broker reads them together)
+    or until the relay's ``flush_after`` of silence."""
+
+    def __init__(self) -> None:
+        self.held = 0
+        """Writes with an ``end`` held back so far."""
+        self.joined = 0
+        """Held writes forwarded together with what the client sent next."""
+
+    def __call__(self) -> Callable[[bytes], bytes]:
+        buffered, held = bytearray(), bytearray()
+
+        def rewrite(data: bytes) -> bytes:
+            buffered.extend(data)
+            frames = b"".join(split(buffered))
+            if not data:  # the relay's flush: silence since
+                out = bytes(held)
+                held.clear()
+                return out
+            if held:
+                self.joined += 1
+            held.extend(frames)
+            if any(kind(frame)[0] == END for frame in split(bytearray(frames))):
+                self.held += 1
+                return b""
+            out = bytes(held)
+            held.clear()
+            return out
+
+        return rewrite

@@ -1,0 +1,75 @@
+"""Against the real RabbitMQ 4: a link begun right after another link's session was
+ended attaches on its first begin.
+
+RabbitMQ 4 drops a ``begin`` on a channel whose session it has not finished ending when
+it reads both in one go (6 of 6 tries with a bare proton client; RabbitMQ 3.10 answered
+all 6). Proton gives the new session that channel as soon as our ``end`` is sent. A
+relay holds our ``end`` back until we send more (:class:`~tests.support.ending_channels.HoldsEnds`),
+so a begin sent before the broker's ``end`` came reaches the broker with it for certain:
+the bridge must not send one then
+(:meth:`~bridge.amqp10.connection.Amqp10ConnectionHandler.when_channels_free`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from proton import Endpoint
+
+from bridge.amqp10.link import ATTACH_TIMEOUT, Amqp10Link
+from tests.support.ending_channels import HoldsEnds
+from tests.support.rabbitmq import declare_queue, existing_queue_address, unique_queue
+from tests.support.relay import Relay
+from tests.topology.loop import Loop
+
+pytestmark = pytest.mark.rabbitmq(4)
+
+FLUSH_AFTER = 0.5
+"""Seconds the relay holds our end back when nothing follows it."""
+
+
+class _Owner:
+    def on_link_up(self, link: Amqp10Link) -> None:
+        pass
+
+    def on_link_down(self, link: Amqp10Link) -> None:
+        pass
+
+    def on_credit(self, link: Amqp10Link) -> None:
+        pass
+
+    def on_delivery(self, link: Amqp10Link, delivery: Any) -> None:
+        pass
+
+
+def test_a_link_begun_while_another_link_s_session_is_ending_attaches_on_its_first_begin(
+        rabbitmq_url: str) -> None:
+    queue = unique_queue("ending-channel")
+    declare_queue(rabbitmq_url, queue)
+    address = existing_queue_address(queue)
+    holds = HoldsEnds()
+    relay = Relay(("127.0.0.1", int(rabbitmq_url.rsplit(":", 1)[1])), rewrite=holds,
+                  flush_after=FLUSH_AFTER)
+    loop = Loop(relay.url(rabbitmq_url))
+    try:
+        first = Amqp10Link(loop.container, loop.connection, address, sender=False,
+                           owner=_Owner(), name="first")
+        loop.run_until(lambda: first.up, "the first link to attach")
+        session = first.session
+        first.forget()
+        loop.run_until(lambda: bool(session.state & Endpoint.LOCAL_CLOSED),
+                       "our end of the first link's session")
+        loop.settle(0.05)  # the end is written (and held back by the relay)
+        assert holds.held >= 1
+
+        second = Amqp10Link(loop.container, loop.connection, address, sender=True,
+                            owner=_Owner(), name="second")
+        loop.run_until(lambda: second.up or second.generation > 1,
+                       "the second link to attach, or to be given up", ATTACH_TIMEOUT + 15)
+        assert second.up and second.generation == 1, \
+            f"the second link's first begin went unanswered: {second.last_error}"
+        second.forget()
+    finally:
+        loop.close()
+        relay.close()
