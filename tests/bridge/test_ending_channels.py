@@ -25,47 +25,11 @@ from bridge.amqp10.connection import Amqp10ConnectionHandler
 from bridge.amqp10.link import ATTACH_TIMEOUT, Amqp10Link
 from bridge.topology.management import ManagementClient
 from tests.support.ending_channels import DropsFramesWhileEnding
-from tests.support.memory_pair import MemoryPair, links, sessions
+from tests.support.link_owners import ManualTimers, NotingOwner
+from tests.support.memory_pair import MemoryPair, links
 
 
-class _Owner:
-    def __init__(self) -> None:
-        self.ups = 0
-
-    def on_link_up(self, link: Amqp10Link) -> None:
-        self.ups += 1
-
-    def on_link_down(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_credit(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_delivery(self, link: Amqp10Link, delivery: Any) -> None:
-        pass
-
-
-class _Timers:
-    """The container: timers are kept, and run when the test says."""
-
-    def __init__(self) -> None:
-        self.tasks: list[tuple[float, Any]] = []
-
-    def schedule(self, delay: float, task: Any) -> Any:
-        self.tasks.append((delay, task))
-        return None
-
-    def run(self, delay: float) -> int:
-        """Run the timers scheduled about ``delay`` ahead (as if it had passed; within a
-        second: a deadline is counted from when its clock started); how many ran."""
-        due = [task for d, task in self.tasks if abs(d - delay) < 1]
-        self.tasks = [(d, task) for d, task in self.tasks if abs(d - delay) >= 1]
-        for task in due:
-            task.on_timer_task(None)
-        return len(due)
-
-
-def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, _Timers]:
+def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, ManualTimers]:
     rabbit = DropsFramesWhileEnding()
     pair = MemoryPair(rewrite=rabbit.to_peer, rewrite_back=rabbit.from_peer)
     pair.ours.handler = Amqp10ConnectionHandler("cloud")
@@ -73,18 +37,12 @@ def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, _Timers]:
     pair.theirs.open()
     pair.pump()
     pair.dispatch()
-    return pair, rabbit, _Timers()
+    return pair, rabbit, ManualTimers()
 
 
 def _answer_everything(pair: MemoryPair) -> None:
     """The peer begins and attaches whatever of ours it received and has not answered."""
-    for endpoint in (*sessions(pair.theirs), *links(pair.theirs)):
-        if endpoint.state & Endpoint.LOCAL_UNINIT:
-            if hasattr(endpoint, "source"):
-                endpoint.source.copy(endpoint.remote_source)
-                endpoint.target.copy(endpoint.remote_target)
-            endpoint.open()
-    pair.pump()
+    pair.answer_all()
     pair.dispatch()
 
 
@@ -105,13 +63,13 @@ def _give_up_until_only_the_end_is_unanswered(pair: MemoryPair, link: Amqp10Link
 def test_a_link_begun_while_another_link_s_session_is_ending_waits_for_the_peer_s_end() -> None:
     pair, rabbit, timers = _pair()
     first = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
-                       owner=_Owner(), name="first")
+                       owner=NotingOwner(), name="first")
     pair.pump()
     _answer_everything(pair)
     assert first.up
     their_session = _give_up_until_only_the_end_is_unanswered(pair, first)
 
-    owner = _Owner()
+    owner = NotingOwner()
     second = Amqp10Link(timers, pair.ours, "/queues/b", sender=True,  # type: ignore[arg-type]
                         owner=owner, name="second")
     pair.pump()
@@ -131,7 +89,7 @@ def test_a_probe_begun_while_a_link_s_session_is_ending_waits_for_the_peer_s_end
     pair, rabbit, timers = _pair()
     client = ManagementClient(timers, pair.ours, name="t")  # type: ignore[arg-type]
     link = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
-                      owner=_Owner(), name="link")
+                      owner=NotingOwner(), name="link")
     pair.pump()
     _answer_everything(pair)
     assert client.up and link.up
@@ -155,13 +113,13 @@ def test_a_lost_transport_lets_the_waiting_begins_go() -> None:
     one will never bring."""
     pair, _rabbit, timers = _pair()
     first = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
-                       owner=_Owner(), name="first")
+                       owner=NotingOwner(), name="first")
     pair.pump()
     _answer_everything(pair)
     _give_up_until_only_the_end_is_unanswered(pair, first)
     handler = pair.ours.handler
     second = Amqp10Link(timers, pair.ours, "/queues/b", sender=True,  # type: ignore[arg-type]
-                        owner=_Owner(), name="second")
+                        owner=NotingOwner(), name="second")
     assert second.link is None and second.open, "begun while a session was ending"
     handler._lost(pair.ours)
     assert second.link is not None and not handler.ending
@@ -170,7 +128,7 @@ def test_a_lost_transport_lets_the_waiting_begins_go() -> None:
 def test_a_link_whose_attach_is_never_answered_is_lost_and_attached_again(
         caplog: pytest.LogCaptureFixture) -> None:
     pair, _rabbit, timers = _pair()
-    owner = _Owner()
+    owner = NotingOwner()
     link = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
                       owner=owner, name="silent")
     pair.pump()  # the peer reads the begin and the attach, and answers neither

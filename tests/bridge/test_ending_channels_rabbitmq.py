@@ -12,13 +12,12 @@ the bridge must not send one then
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from proton import Endpoint
 
 from bridge.amqp10.link import ATTACH_TIMEOUT, Amqp10Link
 from tests.support.ending_channels import HoldsEnds
+from tests.support.link_owners import NotingOwner
 from tests.support.rabbitmq import declare_queue, existing_queue_address, unique_queue
 from tests.support.relay import Relay
 from tests.topology.loop import Loop
@@ -27,20 +26,6 @@ pytestmark = pytest.mark.rabbitmq(4)
 
 FLUSH_AFTER = 0.5
 """Seconds the relay holds our end back when nothing follows it."""
-
-
-class _Owner:
-    def on_link_up(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_link_down(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_credit(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_delivery(self, link: Amqp10Link, delivery: Any) -> None:
-        pass
 
 
 def test_a_link_begun_while_another_link_s_session_is_ending_attaches_on_its_first_begin(
@@ -54,7 +39,7 @@ def test_a_link_begun_while_another_link_s_session_is_ending_attaches_on_its_fir
     loop = Loop(relay.url(rabbitmq_url))
     try:
         first = Amqp10Link(loop.container, loop.connection, address, sender=False,
-                           owner=_Owner(), name="first")
+                           owner=NotingOwner(), name="first")
         loop.run_until(lambda: first.up, "the first link to attach")
         session = first.session
         first.forget()
@@ -64,7 +49,7 @@ def test_a_link_begun_while_another_link_s_session_is_ending_attaches_on_its_fir
         assert holds.held >= 1
 
         second = Amqp10Link(loop.container, loop.connection, address, sender=True,
-                            owner=_Owner(), name="second")
+                            owner=NotingOwner(), name="second")
         loop.run_until(lambda: second.up or second.generation > 1,
                        "the second link to attach, or to be given up", ATTACH_TIMEOUT + 15)
         assert second.up and second.generation == 1, \

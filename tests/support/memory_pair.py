@@ -62,8 +62,9 @@ class MemoryPair:
             self.pump()
         return handled
 
-    def open_peer(self) -> Any:
-        """The peer answers whatever we opened; returns its one link."""
+    def answer_all(self) -> None:
+        """The peer opens whatever of ours it received and has not answered yet (a link
+        with our source and target)."""
         for endpoint in (self.theirs, *sessions(self.theirs), *links(self.theirs)):
             if endpoint.state & Endpoint.LOCAL_UNINIT:
                 if hasattr(endpoint, "source"):
@@ -71,6 +72,10 @@ class MemoryPair:
                     endpoint.target.copy(endpoint.remote_target)
                 endpoint.open()
         self.pump()
+
+    def open_peer(self) -> Any:
+        """The peer answers whatever we opened; returns its one link."""
+        self.answer_all()
         (link,) = [link for link in links(self.theirs) if link.state & Endpoint.LOCAL_ACTIVE]
         return link
 
