@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from proton import Endpoint
 
-from bridge.amqp10.connection import Amqp10ConnectionHandler
+from bridge.amqp10.connection import ENDING_LIMIT, Amqp10ConnectionHandler
 from bridge.amqp10.link import ATTACH_TIMEOUT, Amqp10Link
 from bridge.topology.management import ManagementClient
 from tests.support.ending_channels import DropsFramesWhileEnding
@@ -32,12 +32,14 @@ from tests.support.memory_pair import MemoryPair, links
 def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, ManualTimers]:
     rabbit = DropsFramesWhileEnding()
     pair = MemoryPair(rewrite=rabbit.to_peer, rewrite_back=rabbit.from_peer)
+    timers = ManualTimers()
     pair.ours.handler = Amqp10ConnectionHandler("cloud")
+    pair.ours.handler.container = timers
     pair.ours.open()
     pair.theirs.open()
     pair.pump()
     pair.dispatch()
-    return pair, rabbit, ManualTimers()
+    return pair, rabbit, timers
 
 
 def _answer_everything(pair: MemoryPair) -> None:
@@ -141,3 +143,26 @@ def test_a_link_whose_attach_is_never_answered_is_lost_and_attached_again(
     pair.pump()
     _answer_everything(pair)
     assert link.up and owner.ups == 1 and link.generation == 2
+
+
+def test_an_end_the_peer_never_answers_holds_begins_back_for_a_bounded_time(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """One broken end must not stop every link on the connection for good."""
+    pair, _rabbit, timers = _pair()
+    first = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                       owner=NotingOwner(), name="first")
+    pair.pump()
+    _answer_everything(pair)
+    _give_up_until_only_the_end_is_unanswered(pair, first)  # and the peer never answers
+    owner = NotingOwner()
+    second = Amqp10Link(timers, pair.ours, "/queues/b", sender=True,  # type: ignore[arg-type]
+                        owner=owner, name="second")
+    assert second.link is None, "begun while a session was ending"
+    handler = pair.ours.handler
+    handler.ending = [(session, since - ENDING_LIMIT) for session, since in handler.ending]
+    with caplog.at_level(logging.WARNING, logger="bridge.app"):
+        timers.run(ENDING_LIMIT)
+    assert any("session end(s) unanswered" in r.getMessage() for r in caplog.records), caplog.text
+    # begun now (whether a peer that never ends a session answers it is another matter:
+    # if not, the attach timeout takes over)
+    assert second.link is not None and second.session.state & Endpoint.LOCAL_ACTIVE
