@@ -366,7 +366,7 @@ class Amqp10Link:
     def _begin(self) -> None:
         self._awaiting_channel = False
         if self.closing or self.link is not None \
-                or not self.connection.state & Endpoint.LOCAL_ACTIVE:
+                or self.connection.state & Endpoint.LOCAL_CLOSED:
             return
         self.generation += 1
         session = self.connection.session()
