@@ -10,6 +10,21 @@ which ends proton's reconnect loop, and ``on_fatal`` stops the bridge); and when
 transport drops it tells every link registered with :meth:`~Amqp10ConnectionHandler.watch`
 (:class:`LinkWatcher`), so their owners can forget the deliveries that went with it.
 :class:`ReconnectDelays` is the schedule proton draws its waits from.
+
+The handler is also the one place that knows which sessions this side has ended and
+the peer not yet (:meth:`~Amqp10ConnectionHandler.end_session`). Proton gives a new
+session the lowest free channel as soon as our ``end`` is sent, and RabbitMQ 4 drops a
+``begin`` on a channel whose session it has not finished ending (its reader hands the
+frame to the dying session when both arrive in one read): the new session's begin and
+its link's attach are never answered. So every session begin on the connection (each
+:class:`~bridge.amqp10.link.Amqp10Link`, the topology request/response pairs and
+probes) goes through :meth:`~Amqp10ConnectionHandler.when_channels_free`, which holds
+it back while such a session remains; the sessions' handlers report the peer's end
+(:meth:`~Amqp10ConnectionHandler.session_ended`). A lost transport clears the set (the
+next one numbers its channels afresh), and a session whose end the peer leaves
+unanswered for :data:`ENDING_LIMIT` stops holding begins back (a WARNING): one broken
+end must not stop every link on the connection for good. Opens are rare: nothing here
+runs per message.
 """
 
 from __future__ import annotations
@@ -22,6 +37,7 @@ from typing import Any, Protocol
 from proton import Endpoint, Handler
 
 from ..config import Connection, Reconnect
+from ..runtime import Timer
 from ..runtime.containment import Part
 from ..security.tls import (
     PermanentFault,
@@ -33,6 +49,10 @@ from .outcomes import condition_text
 
 log = logging.getLogger("bridge.app")
 """Logged under the bridge's name, as before the move (operators filter on it)."""
+
+ENDING_LIMIT = 30.0
+"""Seconds a session we ended may wait for the peer's end before its channel is taken as
+free again (new sessions stop waiting for it)."""
 
 
 class LinkWatcher(Protocol):
@@ -73,6 +93,62 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         with :meth:`watch`."""
         self.permanent_faults = 0
         self.fault: PermanentFault | None = None
+        self.ending: list[tuple[Any, float]] = []
+        """Sessions we ended on the current transport whose end the peer has not sent yet,
+        with when we ended them (monotonic)."""
+        self._begins: list[Callable[[], None]] = []
+        """Session begins waiting for :attr:`ending` to empty (:meth:`when_channels_free`)."""
+        self.container: Any = None
+        """The container (timers), known once a transport is bound."""
+
+    def when_channels_free(self, begin: Callable[[], None]) -> None:
+        """Run ``begin`` (which begins a session) now, or once no session we ended waits
+        for the peer's end (see the module's docstring)."""
+        if not self.ending:
+            begin()
+            return
+        self._begins.append(begin)
+        if len(self._begins) == 1 and self.container is not None:
+            oldest = min(since for _session, since in self.ending)
+            self.container.schedule(max(0.0, oldest + ENDING_LIMIT - time.monotonic()),
+                                    Timer(self._ends_overdue))
+
+    def end_session(self, session: Any) -> None:
+        """End ``session`` (if not yet): its channel is busy until the peer's end comes."""
+        if session.state & Endpoint.LOCAL_ACTIVE:
+            session.close()
+            if not session.state & Endpoint.REMOTE_CLOSED:
+                self.ending.append((session, time.monotonic()))
+
+    def session_ended(self, session: Any) -> None:
+        """The peer ended ``session`` (told by the session's handler): the begins waiting
+        for its channel go ahead once no other session is ending."""
+        self.ending = [entry for entry in self.ending if entry[0] != session]
+        self._run_begins()
+
+    def _ends_overdue(self) -> None:
+        """Sessions whose end the peer left unanswered for :data:`ENDING_LIMIT` no longer
+        hold begins back."""
+        if not self._begins:
+            return
+        now = time.monotonic()
+        overdue = [entry for entry in self.ending if entry[1] + ENDING_LIMIT <= now]
+        if overdue:
+            log.warning("amqp1.0 %s: %d session end(s) unanswered for %g s; beginning new "
+                        "sessions all the same", self.name, len(overdue), ENDING_LIMIT,
+                        extra=self.log_fields("session_end_unanswered", sessions=len(overdue)))
+            self.ending = [entry for entry in self.ending if entry not in overdue]
+        if self.ending:
+            oldest = min(since for _session, since in self.ending)
+            self.container.schedule(max(0.0, oldest + ENDING_LIMIT - now),
+                                    Timer(self._ends_overdue))
+        self._run_begins()
+
+    def _run_begins(self) -> None:
+        if not self.ending and self._begins:
+            begins, self._begins = self._begins, []
+            for begin in begins:
+                begin()
 
     def watch(self, link: LinkWatcher) -> None:
         """Tell ``link`` when the transport drops (and count it in the links gauge)."""
@@ -101,6 +177,7 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
 
     def on_connection_bound(self, event: Any) -> None:
         # proton binds a fresh transport for every attempt (reconnect and failover alike)
+        self.container = getattr(event, "container", None)
         self.attempts += 1
         url = event.connection.url
         if url is not None:
@@ -164,8 +241,10 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
             else:
                 log.info("amqp1.0 %s: disconnected", self.name, extra=self.log_fields("lost"))
         self.up = False
+        self.ending.clear()  # the next transport numbers its channels afresh
         for link in list(self.watchers):
             link.on_disconnected()
+        self._run_begins()
 
     def fault_part(self, method: str, event: Any) -> Part:
         """A fault here drops the connection's transport; proton reconnects."""
@@ -181,6 +260,23 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         return Part("amqp10_connection", f"1.0 connection {self.name}",
                     {"connection": self.name, "peer": self.peer},
                     "transport dropped, reconnecting", recover, back=lambda: self.up)
+
+
+def when_channels_free(handler: Amqp10ConnectionHandler | None, begin: Callable[[], None]) -> None:
+    """:meth:`Amqp10ConnectionHandler.when_channels_free` on ``handler``; at once when the
+    connection has none of ours (tests' bare proton connections)."""
+    if handler is not None:
+        handler.when_channels_free(begin)
+    else:
+        begin()
+
+
+def end_session(handler: Amqp10ConnectionHandler | None, session: Any) -> None:
+    """:meth:`Amqp10ConnectionHandler.end_session` on ``handler``; a bare close without one."""
+    if handler is not None:
+        handler.end_session(session)
+    elif session.state & Endpoint.LOCAL_ACTIVE:
+        session.close()
 
 
 class ReconnectDelays:
@@ -206,4 +302,5 @@ class ReconnectDelays:
             failures += 1
 
 
-__all__ = ["Amqp10ConnectionHandler", "LinkWatcher", "ReconnectDelays"]
+__all__ = ["ENDING_LIMIT", "Amqp10ConnectionHandler", "LinkWatcher", "ReconnectDelays", "end_session",
+           "when_channels_free"]

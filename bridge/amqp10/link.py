@@ -10,7 +10,10 @@ typed :class:`LinkOwner` interface; the connection's handler tells the link when
 transport drops (:class:`~bridge.amqp10.connection.LinkWatcher`). Old links and
 sessions are closed in the order proton and RabbitMQ 3.10 need, and each session is
 freed exactly once, when the peer's end of it is dispatched (see
-:meth:`Amqp10Link._retire`).
+:meth:`Amqp10Link._retire`). A fresh session begins only when the connection's handler
+says no session we ended still waits for the peer's end
+(:meth:`~bridge.amqp10.connection.Amqp10ConnectionHandler.when_channels_free`), and a
+link whose attach is not answered within :data:`ATTACH_TIMEOUT` is treated as lost.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from ..config import Reconnect
 from ..runtime import Timer
 from ..runtime.containment import Part
 from ..runtime.reactor import DirectDeliveries
-from .connection import Amqp10ConnectionHandler
+from .connection import Amqp10ConnectionHandler, end_session, when_channels_free
 from .outcomes import condition_text
 from .poison import poison_suspected
 
@@ -40,6 +43,10 @@ RELINK = Reconnect(initial_delay=0.5, max_delay=30.0)
 """Backoff before re-creating a 1.0 link the peer detached, closed or whose session it ended."""
 STABLE_LINK = 10.0
 """Seconds a link must have been up for its loss not to count as a repeated failure."""
+ATTACH_TIMEOUT = 30.0
+"""Seconds the peer has to answer a link's attach (and its session's begin) before the
+link is treated as lost: RabbitMQ 4 silently drops a begin on a channel it has not
+finished ending, and a link waiting for it would never attach."""
 
 
 class LinkOwner(Protocol):
@@ -147,6 +154,8 @@ class Amqp10Link:
         self._detaching: list[tuple[Any, Any]] = []
         """Links given up, with their sessions: each session is ended once the peer has
         detached its link."""
+        self._awaiting_channel = False
+        """A fresh session waits for the connection's channels (:meth:`_open`)."""
         if self.handler is not None:
             self.handler.watch(self)
         self._open()
@@ -198,7 +207,7 @@ class Amqp10Link:
     @property
     def open(self) -> bool:
         """Attached or attaching, and not closed for good (the links gauge)."""
-        return not self.closing and self.link is not None
+        return not self.closing and (self.link is not None or self._awaiting_channel)
 
     @property
     def node(self) -> str:
@@ -319,6 +328,8 @@ class Amqp10Link:
             self._retire(*entry)
         if session.state & Endpoint.LOCAL_CLOSED:
             session.free()  # its end handshake is complete
+        if self.handler is not None:
+            self.handler.session_ended(session)
 
     def on_disconnected(self) -> None:
         """The connection's transport is gone; proton reconnects."""
@@ -346,6 +357,17 @@ class Amqp10Link:
     # -- internals -----------------------------------------------------------------------
 
     def _open(self) -> None:
+        """Begin a fresh session and attach the link on it, once the connection's
+        channels allow (:meth:`Amqp10ConnectionHandler.when_channels_free`)."""
+        if not self._awaiting_channel:
+            self._awaiting_channel = True
+            when_channels_free(self.handler, self._begin)
+
+    def _begin(self) -> None:
+        self._awaiting_channel = False
+        if self.closing or self.link is not None \
+                or self.connection.state & Endpoint.LOCAL_CLOSED:
+            return
         self.generation += 1
         session = self.connection.session()
         session.handler = self
@@ -363,6 +385,23 @@ class Amqp10Link:
         self.session, self.link = session, link
         if self._direct is not None:
             self._direct.watch(link, self._delivered)
+        self._check_attach(link, time.monotonic())
+
+    def _check_attach(self, link: Any, sent: float) -> None:
+        """Treat ``link`` as lost unless its attach (sent at ``sent``) is answered within
+        :data:`ATTACH_TIMEOUT`."""
+        delay = max(0.0, sent + ATTACH_TIMEOUT - time.monotonic())
+        self.container.schedule(delay, Timer(lambda: self._attach_overdue(link, sent)))
+
+    def _attach_overdue(self, link: Any, sent: float) -> None:
+        if link != self.link or self.up or self.closing:
+            return
+        handler = self.handler
+        if handler is not None and (not handler.up or handler.up_since > sent):
+            # the transport dropped since: proton attaches it again on the next one
+            self._check_attach(link, handler.up_since if handler.up else time.monotonic())
+            return
+        self._lost(f"attach not answered within {ATTACH_TIMEOUT:g} s")
 
     def _delivered(self, delivery: Delivery) -> None:
         """A delivery on the current link (from :class:`DirectDeliveries`)."""
@@ -398,11 +437,10 @@ class Amqp10Link:
             return
         self._end_session(session)
 
-    @staticmethod
-    def _end_session(session: Any) -> None:
-        """Close a session given up (freed once the peer's end is dispatched)."""
-        if session.state & Endpoint.LOCAL_ACTIVE:
-            session.close()
+    def _end_session(self, session: Any) -> None:
+        """Close a session given up (freed once the peer's end is dispatched); the
+        connection's handler holds new sessions back until the peer's end comes."""
+        end_session(self.handler, session)
 
     def _link_gone(self, link: Any) -> None:
         """The peer detached a link we gave up: its session may end now."""
@@ -470,4 +508,4 @@ def _entry_of(entries: list[tuple[Any, Any]], session: Any) -> tuple[Any, Any] |
     return next((entry for entry in entries if entry[1] == session), None)
 
 
-__all__ = ["RELINK", "STABLE_LINK", "Amqp10Link", "LinkOwner", "send_raw"]
+__all__ = ["ATTACH_TIMEOUT", "RELINK", "STABLE_LINK", "Amqp10Link", "LinkOwner", "send_raw"]

@@ -44,7 +44,10 @@ only once the peer has answered its begin and detached its links, and freed once
 peer has ended it too (ending it earlier makes proton fail the whole connection), its
 links closed on our side first: RabbitMQ 4 refuses a probe by ending the session with
 the attach unanswered, and a link freed with its session while still open was released
-again when its last Python reference went (glibc: "double free or corruption").
+again when its last Python reference went (glibc: "double free or corruption"). Sessions
+are ended, and new ones begun, through the connection's handler
+(:meth:`~bridge.amqp10.connection.Amqp10ConnectionHandler.when_channels_free`): none
+begins while a session anyone on the connection ended waits for the peer's end.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from typing import Any
 from proton import Endpoint, Link, Message
 from proton.reactor import Container
 
-from ..amqp10.connection import Amqp10ConnectionHandler
+from ..amqp10.connection import Amqp10ConnectionHandler, end_session, when_channels_free
 from ..amqp10.link import RELINK, STABLE_LINK, send_raw
 from ..amqp10.outcomes import condition_text
 from ..runtime import Timer
@@ -153,15 +156,15 @@ class _Retiring:
     session: Any
     links: list[Any] = field(default_factory=list)
 
-    def advance(self) -> bool:
-        """Take the next step the peer's state allows; True once the session is freed."""
+    def advance(self, end_session: Callable[[Any], None]) -> bool:
+        """Take the next step the peer's state allows (``end_session`` ends the session);
+        True once the session is freed."""
         session = self.session
         if session.state & Endpoint.REMOTE_CLOSED:
             for link in self.links:  # never freed open: a refused probe's, attach unanswered
                 if link.state & Endpoint.LOCAL_ACTIVE:
                     link.close()
-            if session.state & Endpoint.LOCAL_ACTIVE:
-                session.close()
+            end_session(session)
             session.free()
             return True
         for link in self.links:
@@ -170,14 +173,8 @@ class _Retiring:
                 link.close()
         if (session.state & Endpoint.LOCAL_ACTIVE and session.state & Endpoint.REMOTE_ACTIVE
                 and all(link.state & Endpoint.REMOTE_CLOSED for link in self.links)):
-            session.close()
+            end_session(session)
         return False
-
-    @property
-    def ending(self) -> bool:
-        """We ended the session and the peer has not yet: its channel is not free."""
-        state = self.session.state
-        return bool(state & Endpoint.LOCAL_CLOSED and not state & Endpoint.REMOTE_CLOSED)
 
     def owns(self, endpoint: Any) -> bool:
         return endpoint == self.session or any(endpoint == link for link in self.links)
@@ -218,8 +215,6 @@ class RequestClient:
         too: their responses still take our receiver's credit)."""
         self._probes: list[_Probe] = []
         self._retiring: list[_Retiring] = []
-        self._deferred: list[Callable[[], None]] = []
-        """Session begins waiting for a channel we ended to be free (_when_channels_free)."""
         self._session: Any = None
         self._sender: Any = None
         self._receiver: Any = None
@@ -233,7 +228,7 @@ class RequestClient:
         self._losses = 0
         if self.handler is not None:
             self.handler.watch(self)
-        self._open()
+        self._when_channels_free(self._open)
 
     # -- the API -------------------------------------------------------------------------
 
@@ -434,6 +429,8 @@ class RequestClient:
     def on_session_remote_close(self, event: Any) -> None:
         self._remote_end(event.session, event.session.remote_condition,
                          f"session ended by {self.pair.peer}")
+        if self.handler is not None:
+            self.handler.session_ended(event.session)
 
     def on_disconnected(self) -> None:
         """The connection's transport is gone (:class:`LinkWatcher`): what was in flight
@@ -443,9 +440,6 @@ class RequestClient:
         self._connection_lost = True
         self._fail_all(f"the AMQP 1.0 connection to {self.pair.peer} was lost", waiting_too=False,
                        stale=True)
-        deferred, self._deferred = self._deferred, []
-        for fn in deferred:  # the next transport numbers its channels afresh
-            fn()
         if not self.up:
             return  # the pair was not attached on that transport: proton attaches it anew
         log.info("management %s: link pair detached: connection lost", self.name,
@@ -474,14 +468,13 @@ class RequestClient:
         session.open()
         return session
 
-    def _when_channels_free(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` (which begins a session) once no session we ended waits for the
-        peer's end: proton gives a new session the lowest free channel at once, and
-        RabbitMQ ignores a begin on a channel whose end it has not finished."""
-        if any(entry.ending for entry in self._retiring):
-            self._deferred.append(fn)
-        else:
-            fn()
+    def _when_channels_free(self, begin: Callable[[], None]) -> None:
+        """Run ``begin`` (which begins a session) once no session ended on the connection
+        waits for the peer's end (the connection's handler knows)."""
+        when_channels_free(self.handler, begin)
+
+    def _end_session(self, session: Any) -> None:
+        end_session(self.handler, session)
 
     def _open(self) -> None:
         if self.closing or self._session is not None:
@@ -541,19 +534,15 @@ class RequestClient:
         transport, which proton re-attaches on the next) wait for the peer's answers
         on the new transport before anything is closed."""
         entry = _Retiring(session, links)
-        if stale or not entry.advance():
+        if stale or not entry.advance(self._end_session):
             self._retiring.append(entry)
 
     def _advance(self, endpoint: Any) -> None:
         for entry in self._retiring:
             if entry.owns(endpoint):
-                if entry.advance():
+                if entry.advance(self._end_session):
                     self._retiring.remove(entry)
                 break
-        if self._deferred and not any(entry.ending for entry in self._retiring):
-            deferred, self._deferred = self._deferred, []
-            for fn in deferred:
-                fn()
 
     def fault_part(self, method: str, event: Any) -> Part | None:
         """A fault here is treated as the link pair lost (requests in flight go again on

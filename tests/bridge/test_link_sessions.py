@@ -17,36 +17,10 @@ from cproton import addressof
 from proton import Condition, Endpoint, Session
 
 from bridge.amqp10.link import Amqp10Link
+from tests.support.link_owners import ManualTimers, NotingOwner
 from tests.support.memory_pair import MemoryPair, links, sessions
 
 NOT_FOUND = Condition("amqp:not-found", "no queue 'missing'")
-
-
-class _Owner:
-    def __init__(self) -> None:
-        self.downs: list[str | None] = []
-
-    def on_link_up(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_link_down(self, link: Amqp10Link) -> None:
-        self.downs.append(link.last_error)
-
-    def on_credit(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_delivery(self, link: Amqp10Link, delivery: Any) -> None:
-        pass
-
-
-class _Timers:
-    """The container: re-attach timers are noted, not run."""
-
-    def __init__(self) -> None:
-        self.scheduled: list[float] = []
-
-    def schedule(self, delay: float, task: Any) -> None:
-        self.scheduled.append(delay)
 
 
 @pytest.fixture
@@ -63,12 +37,12 @@ def frees(monkeypatch: pytest.MonkeyPatch) -> Counter[int]:
     return counts
 
 
-def _attached(owner: _Owner) -> tuple[MemoryPair, Amqp10Link, Any, Any]:
+def _attached(owner: NotingOwner) -> tuple[MemoryPair, Amqp10Link, Any, Any]:
     pair = MemoryPair()
     pair.ours.open()
     pair.theirs.open()
     pair.pump()
-    link = Amqp10Link(_Timers(), pair.ours, "/queues/missing",  # type: ignore[arg-type]
+    link = Amqp10Link(ManualTimers(), pair.ours, "/queues/missing",  # type: ignore[arg-type]
                       sender=False, owner=owner, name="r")
     pair.pump()
     (their_session,) = sessions(pair.theirs)
@@ -81,7 +55,7 @@ def _attached(owner: _Owner) -> tuple[MemoryPair, Amqp10Link, Any, Any]:
 
 @pytest.mark.parametrize("refusal", ["detach and end", "end", "detach, then end"])
 def test_a_session_the_peer_ends_is_freed_once(frees: Counter[int], refusal: str) -> None:
-    owner = _Owner()
+    owner = NotingOwner()
     pair, _link, their_session, their_link = _attached(owner)
     if "detach" in refusal:
         their_link.condition = NOT_FOUND
@@ -104,7 +78,7 @@ def test_a_session_the_peer_ends_is_freed_once(frees: Counter[int], refusal: str
 def test_a_session_given_up_while_the_peer_ends_it_is_freed_once(frees: Counter[int]) -> None:
     """The owner closes the link (a façade client left) after the peer's detach and end
     arrived but before their events were handled."""
-    pair, link, their_session, their_link = _attached(_Owner())
+    pair, link, their_session, their_link = _attached(NotingOwner())
     their_link.close()
     their_session.close()
     pair.pump()

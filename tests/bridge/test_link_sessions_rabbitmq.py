@@ -29,6 +29,7 @@ import pytest
 
 from bridge.amqp10.link import Amqp10Link
 from tests.support.bridge import ROOT
+from tests.support.link_owners import NotingOwner
 from tests.support.rabbitmq import declare_queue, existing_queue_address, unique_queue
 from tests.support.relay import Relay
 from tests.support.session_churn import WINDOW
@@ -53,22 +54,6 @@ def test_links_given_up_while_the_broker_ends_their_sessions_free_each_session_o
     assert summary["freed"] == summary["sessions"], summary
 
 
-class _KeepsTrying:
-    """A link owner that keeps its link (re-attached after each loss)."""
-
-    def on_link_up(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_link_down(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_credit(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_delivery(self, link: Amqp10Link, delivery: Any) -> None:
-        pass
-
-
 def _sessions(connection: Any) -> list[Any]:
     """The sessions the proton connection still holds (freed ones are not among them)."""
     found, session = [], connection.session_head(0)
@@ -90,7 +75,7 @@ def test_a_session_the_broker_ends_when_it_is_begun_again_after_a_reconnect_is_f
     loop = Loop(relay.url(rabbitmq_url))
     try:
         link = Amqp10Link(loop.container, loop.connection, existing_queue_address(queue),
-                          sender=False, owner=_KeepsTrying(), name="stale")
+                          sender=False, owner=NotingOwner(), name="stale")
         loop.run_until(lambda: link.up, "the link to attach")
         relay.cut()
         loop.run_until(lambda: not link.up, "the link to be lost with the connection")

@@ -19,15 +19,18 @@ from proton import Collector, Connection, Endpoint, Transport
 class MemoryPair:
     """Our proton connection and a peer's, their bytes moved by :meth:`pump`.
 
-    ``rewrite`` changes what our side sends before the peer reads it; every chunk the
-    peer received from us is kept in :attr:`sent`."""
+    ``rewrite`` changes what our side sends before the peer reads it, ``rewrite_back``
+    what the peer sends before we read it; every chunk the peer received from us is kept
+    in :attr:`sent`."""
 
-    def __init__(self, rewrite: Callable[[bytes], bytes] | None = None) -> None:
+    def __init__(self, rewrite: Callable[[bytes], bytes] | None = None,
+                 rewrite_back: Callable[[bytes], bytes] | None = None) -> None:
         self.ours, self.theirs = Connection(), Connection()
         self.our_transport, self.their_transport = Transport(), Transport(Transport.SERVER)
         self.our_transport.bind(self.ours)
         self.their_transport.bind(self.theirs)
         self.rewrite = rewrite
+        self.rewrite_back = rewrite_back
         self.sent: list[bytes] = []
         self.collector = Collector()
         self.ours.collect(self.collector)
@@ -35,13 +38,14 @@ class MemoryPair:
     def pump(self) -> None:
         for _ in range(10):
             moved = _move(self.our_transport, self.their_transport, self.rewrite, self.sent)
-            moved += _move(self.their_transport, self.our_transport, None, None)
+            moved += _move(self.their_transport, self.our_transport, self.rewrite_back, None)
             if not moved:
                 return
 
     def dispatch(self) -> list[str]:
-        """Hand our side's pending events to their link's or session's handler (pumping
-        after each, as the reactor writes after each); the names of those handled."""
+        """Hand our side's pending events to their link's or session's handler, and the
+        peer's open and close of the connection to our connection's (pumping after each,
+        as the reactor writes after each); the names of those handled."""
         handled = []
         while (event := self.collector.peek()) is not None:
             handler = None
@@ -49,6 +53,8 @@ class MemoryPair:
                 handler = event.link.handler
             elif event.session is not None:
                 handler = event.session.handler
+            elif str(event.type).startswith("PN_CONNECTION_REMOTE"):
+                handler = self.ours.handler
             if handler is not None:
                 handled.append(str(event.type))
                 event.dispatch(handler)
@@ -56,8 +62,9 @@ class MemoryPair:
             self.pump()
         return handled
 
-    def open_peer(self) -> Any:
-        """The peer answers whatever we opened; returns its one link."""
+    def answer_all(self) -> None:
+        """The peer opens whatever of ours it received and has not answered yet (a link
+        with our source and target)."""
         for endpoint in (self.theirs, *sessions(self.theirs), *links(self.theirs)):
             if endpoint.state & Endpoint.LOCAL_UNINIT:
                 if hasattr(endpoint, "source"):
@@ -65,6 +72,10 @@ class MemoryPair:
                     endpoint.target.copy(endpoint.remote_target)
                 endpoint.open()
         self.pump()
+
+    def open_peer(self) -> Any:
+        """The peer answers whatever we opened; returns its one link."""
+        self.answer_all()
         (link,) = [link for link in links(self.theirs) if link.state & Endpoint.LOCAL_ACTIVE]
         return link
 

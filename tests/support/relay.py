@@ -23,12 +23,16 @@ class Relay:
     """
 
     def __init__(self, target: tuple[str, int], rate: int | None = None, *,
-                 rewrite: Callable[[], Callable[[bytes], bytes]] | None = None) -> None:
+                 rewrite: Callable[[], Callable[[bytes], bytes]] | None = None,
+                 flush_after: float | None = None) -> None:
         self.target = target
         self.rate = rate
         self.rewrite = rewrite
         """Makes, for each relayed connection, a function that rewrites what the client
         sends (it may buffer: it returns what is ready to forward)."""
+        self.flush_after = flush_after
+        """Seconds of silence from the client after which the rewrite function is called
+        with ``b""`` (to forward what it held back); None: never."""
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
         self.sockets: list[socket.socket] = []
@@ -117,8 +121,18 @@ class Relay:
 
     def _pump(self, src: socket.socket, dst: socket.socket, throttled: bool,
               rewrite: Callable[[bytes], bytes] | None = None) -> None:
+        flush_after = self.flush_after if rewrite is not None else None
         try:
-            while data := src.recv(16384):
+            while True:
+                try:
+                    src.settimeout(flush_after)
+                    data = src.recv(16384)
+                except TimeoutError:
+                    assert rewrite is not None
+                    dst.sendall(rewrite(b""))
+                    continue
+                if not data:
+                    break
                 self._flowing.wait()
                 dst.sendall(data if rewrite is None else rewrite(data))
                 rate = self.rate if throttled else None

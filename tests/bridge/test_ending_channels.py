@@ -1,0 +1,168 @@
+"""A session begins only once no session ended on its connection waits for the peer's end.
+
+Proton gives a new session the lowest free channel as soon as our ``end`` is sent;
+RabbitMQ 4 drops a ``begin`` on a channel whose session it has not finished ending (with
+the ``attach`` after it): the new link would never attach. Every session on a 1.0
+connection — each :class:`~bridge.amqp10.link.Amqp10Link` (routes, façade consumers,
+dead letters) and the topology request/response pairs and probes — begins through the
+connection's handler, which holds it back while such a session remains
+(:meth:`~bridge.amqp10.connection.Amqp10ConnectionHandler.when_channels_free`). The
+peer is scripted on two proton engines in memory (:class:`~tests.support.memory_pair.MemoryPair`)
+that drop what RabbitMQ 4 drops (:class:`~tests.support.ending_channels.DropsFramesWhileEnding`);
+a link whose attach is unanswered all the same is lost after
+:data:`~bridge.amqp10.link.ATTACH_TIMEOUT` and re-attached.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from proton import Endpoint
+
+from bridge.amqp10.connection import ENDING_LIMIT, Amqp10ConnectionHandler
+from bridge.amqp10.link import ATTACH_TIMEOUT, Amqp10Link
+from bridge.topology.management import ManagementClient
+from tests.support.ending_channels import DropsFramesWhileEnding
+from tests.support.link_owners import ManualTimers, NotingOwner
+from tests.support.memory_pair import MemoryPair, links
+
+
+def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, ManualTimers]:
+    rabbit = DropsFramesWhileEnding()
+    pair = MemoryPair(rewrite=rabbit.to_peer, rewrite_back=rabbit.from_peer)
+    timers = ManualTimers()
+    pair.ours.handler = Amqp10ConnectionHandler("cloud")
+    pair.ours.handler.container = timers
+    pair.ours.open()
+    pair.theirs.open()
+    pair.pump()
+    pair.dispatch()
+    return pair, rabbit, timers
+
+
+def _answer_everything(pair: MemoryPair) -> None:
+    """The peer begins and attaches whatever of ours it received and has not answered."""
+    pair.answer_all()
+    pair.dispatch()
+
+
+def _give_up_until_only_the_end_is_unanswered(pair: MemoryPair, link: Amqp10Link) -> Any:
+    """Give ``link`` up: the peer detaches it, our end goes out, and the peer's end is
+    held back. Returns the peer's session (to end later)."""
+    (their_link,) = [lk for lk in links(pair.theirs) if lk.name == link.link.name]
+    their_session = their_link.session
+    link.forget()
+    pair.pump()
+    their_link.close()
+    pair.pump()
+    pair.dispatch()
+    assert their_session.state & Endpoint.REMOTE_CLOSED, "our end did not go out"
+    return their_session
+
+
+def test_a_link_begun_while_another_link_s_session_is_ending_waits_for_the_peer_s_end() -> None:
+    pair, rabbit, timers = _pair()
+    first = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                       owner=NotingOwner(), name="first")
+    pair.pump()
+    _answer_everything(pair)
+    assert first.up
+    their_session = _give_up_until_only_the_end_is_unanswered(pair, first)
+
+    owner = NotingOwner()
+    second = Amqp10Link(timers, pair.ours, "/queues/b", sender=True,  # type: ignore[arg-type]
+                        owner=owner, name="second")
+    pair.pump()
+    _answer_everything(pair)
+    their_session.close()  # the peer finishes ending the first session
+    pair.pump()
+    pair.dispatch()
+    _answer_everything(pair)
+
+    assert rabbit.dropped == [], "a begin went out on a channel the peer was still ending"
+    assert second.up and owner.ups == 1 and second.generation == 1
+
+
+def test_a_probe_begun_while_a_link_s_session_is_ending_waits_for_the_peer_s_end() -> None:
+    """The topology client's probes and link pairs wait for every session on the
+    connection, not only for the client's own."""
+    pair, rabbit, timers = _pair()
+    client = ManagementClient(timers, pair.ours, name="t")  # type: ignore[arg-type]
+    link = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                      owner=NotingOwner(), name="link")
+    pair.pump()
+    _answer_everything(pair)
+    assert client.up and link.up
+    their_session = _give_up_until_only_the_end_is_unanswered(pair, link)
+
+    results: list[Any] = []
+    client.probe("/exchanges/x", results.append)
+    pair.pump()
+    _answer_everything(pair)
+    their_session.close()
+    pair.pump()
+    pair.dispatch()
+    _answer_everything(pair)
+
+    assert rabbit.dropped == [], "a begin went out on a channel the peer was still ending"
+    assert results == [True]
+
+
+def test_a_lost_transport_lets_the_waiting_begins_go() -> None:
+    """The next transport numbers its channels afresh: nothing waits for an end the dead
+    one will never bring."""
+    pair, _rabbit, timers = _pair()
+    first = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                       owner=NotingOwner(), name="first")
+    pair.pump()
+    _answer_everything(pair)
+    _give_up_until_only_the_end_is_unanswered(pair, first)
+    handler = pair.ours.handler
+    second = Amqp10Link(timers, pair.ours, "/queues/b", sender=True,  # type: ignore[arg-type]
+                        owner=NotingOwner(), name="second")
+    assert second.link is None and second.open, "begun while a session was ending"
+    handler._lost(pair.ours)
+    assert second.link is not None and not handler.ending
+
+
+def test_a_link_whose_attach_is_never_answered_is_lost_and_attached_again(
+        caplog: pytest.LogCaptureFixture) -> None:
+    pair, _rabbit, timers = _pair()
+    owner = NotingOwner()
+    link = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                      owner=owner, name="silent")
+    pair.pump()  # the peer reads the begin and the attach, and answers neither
+    with caplog.at_level(logging.WARNING, logger="bridge.routes"):
+        assert timers.run(ATTACH_TIMEOUT) == 1
+    assert not link.up and link.link is None
+    assert any("attach not answered" in r.getMessage() for r in caplog.records
+               if r.levelno == logging.WARNING), caplog.text
+    timers.run(0.0)  # the re-attach (the first failure: at once)
+    pair.pump()
+    _answer_everything(pair)
+    assert link.up and owner.ups == 1 and link.generation == 2
+
+
+def test_an_end_the_peer_never_answers_holds_begins_back_for_a_bounded_time(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """One broken end must not stop every link on the connection for good."""
+    pair, _rabbit, timers = _pair()
+    first = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                       owner=NotingOwner(), name="first")
+    pair.pump()
+    _answer_everything(pair)
+    _give_up_until_only_the_end_is_unanswered(pair, first)  # and the peer never answers
+    owner = NotingOwner()
+    second = Amqp10Link(timers, pair.ours, "/queues/b", sender=True,  # type: ignore[arg-type]
+                        owner=owner, name="second")
+    assert second.link is None, "begun while a session was ending"
+    handler = pair.ours.handler
+    handler.ending = [(session, since - ENDING_LIMIT) for session, since in handler.ending]
+    with caplog.at_level(logging.WARNING, logger="bridge.app"):
+        timers.run(ENDING_LIMIT)
+    assert any("session end(s) unanswered" in r.getMessage() for r in caplog.records), caplog.text
+    # begun now (whether a peer that never ends a session answers it is another matter:
+    # if not, the attach timeout takes over)
+    assert second.link is not None and second.session.state & Endpoint.LOCAL_ACTIVE
