@@ -22,15 +22,12 @@ from proton import Message
 
 from bridge.amqp10.link import Amqp10Link
 from tests.support.bridge import BridgeRun, bridge_config, wait_for
+from tests.support.link_owners import ManualTimers, NotingOwner
 from tests.support.logs import route_stats
 from tests.support.memory_pair import MemoryPair
 from tests.support.overcredit import OverCredit, link_credit, split
 from tests.support.rabbitmq import queue_address, send_messages, unique_queue
 from tests.support.relay import Relay
-
-
-class _Owner:
-    """A link owner that is never called here (no reactor, so no events)."""
 
 
 def _link_credits(data: bytes) -> list[int]:
@@ -43,8 +40,8 @@ def test_a_top_up_after_the_peer_overdrew_the_credit_is_what_was_granted() -> No
     overcredit = OverCredit(extra=3)
     pair = MemoryPair(overcredit())
     pair.ours.open()
-    link = Amqp10Link(None, pair.ours, "/queue/q", sender=False,  # type: ignore[arg-type]
-                      owner=_Owner(), name="r")  # type: ignore[arg-type]
+    link = Amqp10Link(ManualTimers(), pair.ours, "/queue/q",  # type: ignore[arg-type]
+                      sender=False, owner=NotingOwner(), name="r")
     pair.pump()
     sender = pair.open_peer()
     link.up = True  # attached (the reactor's remote-open event, which nothing runs here)
