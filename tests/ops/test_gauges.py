@@ -32,12 +32,9 @@ from tests.support.bridge import (
     legacy_client,
     wait_listening,
 )
+from tests.support.link_owners import ManualTimers, NotingOwner
 from tests.support.metrics import Scrape, http_get, metrics_port, poll, scrape
 from tests.support.rabbitmq import queue_address, unique_queue
-
-
-class _Owner:
-    """A link owner that is never called here (no transport, so no events)."""
 
 
 def _scrape_in_process(bridge: Bridge) -> Scrape:
@@ -61,8 +58,8 @@ def test_links_gauge_counts_links_attaching_or_attached_until_closed() -> None:
     connection: Any = proton.Connection()
     connection.handler = handler
     assert _scrape_in_process(bridge).value("amqp_bridge_amqp10_links", connection="cloud") == 0
-    links = [Amqp10Link(None, connection, f"/queue/{n}", sender=n % 2 == 0, owner=_Owner(),
-                        name=f"l{n}") for n in range(3)]
+    links = [Amqp10Link(ManualTimers(), connection, f"/queue/{n}",  # type: ignore[arg-type]
+                        sender=n % 2 == 0, owner=NotingOwner(), name=f"l{n}") for n in range(3)]
     assert _scrape_in_process(bridge).value("amqp_bridge_amqp10_links", connection="cloud") == 3
     links[0].close()  # closed for good: no longer counted, though still a watcher
     assert links[0] in handler.watchers
