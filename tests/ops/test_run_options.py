@@ -17,6 +17,7 @@ import orjson
 
 from tests.support.bridge import catches_signal, free_port, wait_for
 from tests.support.logs import parse_line
+from tests.support.metrics import metrics_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,15 +92,21 @@ def test_a_metrics_address_in_use_is_a_configuration_error(tmp_path: Path) -> No
 def test_a_fatal_signal_leaves_the_python_stacks_in_the_output(tmp_path: Path) -> None:
     """A crash in C code (proton's segfault) is diagnosable from the log: faulthandler
     writes every thread's Python stack before the process dies of the signal."""
-    proc = subprocess.Popen([sys.executable, "-m", "bridge.cli", "run", "-c",
-                             str(config(tmp_path, 'metrics: {bind: "127.0.0.1:0"}'))],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT,
-                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+    output = tmp_path / "out.log"
+    with output.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bridge.cli", "run", "-c",
+             str(config(tmp_path, 'metrics: {bind: "127.0.0.1:0"}'))],
+            stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+    # up: the metrics server's thread runs (its line comes after the thread started) and the
+    # main thread handles SIGTERM (it is in the event loop)
+    metrics_port(lambda: output.read_text(errors="replace"), 60)
     wait_for(lambda: proc.poll() is not None or catches_signal(proc.pid, signal.SIGTERM), 60,
              "the bridge to handle SIGTERM")
     proc.send_signal(signal.SIGSEGV)
-    out, _ = proc.communicate(timeout=20)
-    text = out.decode(errors="replace")
+    proc.wait(timeout=20)
+    text = output.read_text(errors="replace")
     assert proc.returncode == -signal.SIGSEGV, text
     assert "Fatal Python error: Segmentation fault" in text, text
     # the main thread's stack, down to the event loop, and the metrics server's thread too
