@@ -238,6 +238,11 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         return [(name, sum(1 for link in list(h.watchers) if link.open))
                 for name, h in list(self.amqp10_handlers.items())]
 
+    def observed_unanswered(self) -> list[tuple[str, dict[str, int]]]:
+        """``(name, what -> count)`` per AMQP 1.0 connection: link attaches and session
+        ends the peer left unanswered past their bound."""
+        return [(name, dict(h.unanswered)) for name, h in list(self.amqp10_handlers.items())]
+
     def observed_queue_declares(self) -> list[tuple[str, dict[str, int]]]:
         """``(name, queue declares by who answered)`` per topology-mode 0-9-1 listener."""
         return [(name, dict(mode.declares.answered_by)) for name, f in list(self.facades.items())

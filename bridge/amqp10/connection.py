@@ -86,6 +86,9 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         """When the connection last opened (monotonic; 0: never)."""
         self.attempts = 0
         """Transports bound so far (connection attempts, the first one included)."""
+        self.unanswered = {"attach": 0, "end": 0}
+        """Link attaches the peer left unanswered past ``ATTACH_TIMEOUT``
+        (:mod:`bridge.amqp10.link`) and session ends past :data:`ENDING_LIMIT`."""
         self.peer = ""
         """host:port of the broker connected (or being connected) to."""
         self.watchers: list[LinkWatcher] = []
@@ -138,6 +141,7 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
                         "sessions all the same", self.name, len(overdue), ENDING_LIMIT,
                         extra=self.log_fields("session_end_unanswered", sessions=len(overdue)))
             self.ending = [entry for entry in self.ending if entry not in overdue]
+            self.unanswered["end"] += len(overdue)
         if self.ending:
             oldest = min(since for _session, since in self.ending)
             self.container.schedule(max(0.0, oldest + ENDING_LIMIT - now),

@@ -401,6 +401,8 @@ class Amqp10Link:
             # the transport dropped since: proton attaches it again on the next one
             self._check_attach(link, handler.up_since if handler.up else time.monotonic())
             return
+        if handler is not None:
+            handler.unanswered["attach"] += 1
         self._lost(f"attach not answered within {ATTACH_TIMEOUT:g} s")
 
     def _delivered(self, delivery: Delivery) -> None:

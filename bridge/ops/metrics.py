@@ -138,6 +138,11 @@ class ObservedBridge(Protocol):
         """``(name, open links)`` per AMQP 1.0 connection (attached or attaching)."""
         ...
 
+    def observed_unanswered(self) -> Iterable[tuple[str, dict[str, int]]]:
+        """``(name, what -> count)`` per AMQP 1.0 connection: link attaches (``attach``)
+        and session ends (``end``) the peer left unanswered past their bound."""
+        ...
+
     def observed_queue_declares(self) -> Iterable[tuple[str, dict[str, int]]]:
         """``(name, answered by -> count)`` per topology-mode 0-9-1 listener: queue
         declares sent to the 1.0 broker (``broker``) and redeclares the bridge answered
@@ -209,6 +214,15 @@ class BridgeCollector(Collector):
             reconnects.add_metric([name, protocol], count)
         yield up
         yield reconnects
+        unanswered = CounterMetricFamily(
+            "amqp_bridge_amqp10_unanswered", "Link attaches (what=attach, after 30 s: the "
+            "link is re-attached) and session ends (what=end, after 30 s: new sessions begin "
+            "all the same) the AMQP 1.0 peer left unanswered; every kind exported, 0 "
+            "included.", labels=["connection", "what"])
+        for name, by_what in self.bridge.observed_unanswered():
+            for what, n in sorted(by_what.items()):
+                unanswered.add_metric([name, what], n)
+        yield unanswered
         clients = GaugeMetricFamily("amqp_bridge_facade_clients",
                                     "0-10 client connections to the façade listener.",
                                     labels=["listener"])

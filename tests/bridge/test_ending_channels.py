@@ -139,6 +139,7 @@ def test_a_link_whose_attach_is_never_answered_is_lost_and_attached_again(
     assert not link.up and link.link is None
     assert any("attach not answered" in r.getMessage() for r in caplog.records
                if r.levelno == logging.WARNING), caplog.text
+    assert pair.ours.handler.unanswered == {"attach": 1, "end": 0}  # the metric's count
     timers.run(0.0)  # the re-attach (the first failure: at once)
     pair.pump()
     _answer_everything(pair)
@@ -163,6 +164,7 @@ def test_an_end_the_peer_never_answers_holds_begins_back_for_a_bounded_time(
     with caplog.at_level(logging.WARNING, logger="bridge.app"):
         timers.run(ENDING_LIMIT)
     assert any("session end(s) unanswered" in r.getMessage() for r in caplog.records), caplog.text
+    assert handler.unanswered == {"attach": 0, "end": 1}  # the metric's count
     # begun now (whether a peer that never ends a session answers it is another matter:
     # if not, the attach timeout takes over)
     assert second.link is not None and second.session.state & Endpoint.LOCAL_ACTIVE

@@ -232,6 +232,9 @@ def test_scraped_counters_match_what_was_sent(
         assert final.value("amqp_bridge_connection_up", connection=name, protocol=protocol) == 1
         assert final.value("amqp_bridge_reconnects_total", connection=name,
                            protocol=protocol) == 0
+    for what in ("attach", "end"):  # exported before anything goes unanswered
+        assert final.value("amqp_bridge_amqp10_unanswered_total", connection="cloud",
+                           what=what) == 0
     assert connected.value("amqp_bridge_facade_clients", listener="facade") == 1
     assert final.value("amqp_bridge_facade_clients", listener="facade") == 0
 
