@@ -153,6 +153,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                                    declare_via=via)
         login_user = self.config.connections[settings.connection].login_user
         facade.enable_topology(backend, amqp10, login_user)
+        # what the broker held for the clients may be gone with the connection
+        self.amqp10_handlers[settings.connection].when_lost(
+            lambda: facade.broker_lost(settings.connection))
 
     def fatal(self, message: str) -> None:
         """A connection failed permanently (already logged as an ERROR): stop gracefully;

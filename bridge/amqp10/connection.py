@@ -92,6 +92,8 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self.peer = ""
         """host:port of the broker connected (or being connected) to."""
         self.watchers: list[LinkWatcher] = []
+        self._when_lost: list[Callable[[], None]] = []
+        """Called when the open connection drops (:meth:`when_lost`)."""
         """Links on this connection (:class:`bridge.amqp10.link.Amqp10Link`), registered
         with :meth:`watch`."""
         self.permanent_faults = 0
@@ -238,7 +240,13 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
     def on_transport_closed(self, event: Any) -> None:
         self._lost(event.connection)
 
+    def when_lost(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` each time the connection drops after it was open (not for attempts
+        that never opened), once its links have been told."""
+        self._when_lost.append(fn)
+
     def _lost(self, connection: Any) -> None:
+        was_up = self.up
         if self.up:
             if connection is not None and connection.state & Endpoint.LOCAL_CLOSED:
                 log.info("amqp1.0 %s: closed", self.name, extra=self.log_fields("closed"))
@@ -249,6 +257,9 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         for link in list(self.watchers):
             link.on_disconnected()
         self._run_begins()
+        if was_up:
+            for fn in list(self._when_lost):
+                fn()
 
     def fault_part(self, method: str, event: Any) -> Part:
         """A fault here drops the connection's transport; proton reconnects."""

@@ -42,7 +42,7 @@ from amqp010.spec import CloseCode, DetachCode, ErrorCode
 from ...config import Listener
 from ...runtime import EngineSocket
 from ...topology import Topology
-from ..core.base import ListenerCore
+from ..core.base import BROKER_LOST_TEXT, ListenerCore
 from .command_access import transfer_checks, transfer_refusal, user_id_refusal
 from .commands import ServerCommands
 from .consume import Consume010
@@ -170,7 +170,8 @@ class Facade(ListenerCore):
             log.info("façade %s: %s logged in as %r", self.name, sock.peer, ev.user,
                      extra=self.log_fields("client_open", peer=sock.peer, user=ev.user))
         elif isinstance(ev, ConnectionClosed):
-            if not ev.by_peer and ev.code not in (None, CloseCode.NORMAL) and not self.stopping:
+            if (not ev.by_peer and ev.code not in (None, CloseCode.NORMAL) and not self.stopping
+                    and ev.text != BROKER_LOST_TEXT):  # counted by broker_lost
                 self.count_ended("client_connection_closed", sock.peer, f"connection_{ev.code}",
                                  "connection closed", f"{ev.code}: {ev.text}")
             self.client_closed(sock, ev.code, ev.text)

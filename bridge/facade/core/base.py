@@ -66,6 +66,9 @@ QUIET_WHEN_HELD = frozenset({"access_refused", "publish_unroutable"})
 a tight loop (a refusal per operation; a publish per message that no queue takes, as
 Celery's events with no monitor running) must not flood the log at the default level."""
 SHUTDOWN_TEXT = "amqp-bridge is shutting down"
+BROKER_LOST_TEXT = ("the AMQP 1.0 broker behind amqp-bridge went away: reconnect and declare "
+                    "again")
+"""The close text of a topology-mode listener's clients when its 1.0 connection drops."""
 """The close text a client gets when the bridge stops (the 0-9-1 façade says it as
 RabbitMQ does)."""
 
@@ -289,6 +292,24 @@ class ListenerCore:
             return
         self.close_clients()
 
+    def broker_lost(self, connection: str) -> None:
+        """The 1.0 connection behind this topology-mode listener dropped: what the broker
+        held for the clients (non-durable queues and exchanges, bindings, consumers) may be
+        gone with it, and a client would never learn that. As RabbitMQ and qpidd do when
+        they stop, every client is closed with connection-forced, so that it reconnects
+        and declares again; counted as ``broker_lost`` in ``ended``."""
+        if self.stopping or not self.clients:
+            return
+        count = len(self.clients)
+        self.ended["broker_lost"] = self.ended.get("broker_lost", 0) + count
+        log.warning("façade %s: closing %d client connection(s): the AMQP 1.0 connection %s "
+                    "behind the topology mode dropped", self.name, count, connection,
+                    extra=self.log_fields("clients_closed_broker_lost", clients=count,
+                                          connection=connection))
+        for sock in list(self.clients):
+            sock.engine.close(CONNECTION_FORCED, BROKER_LOST_TEXT)
+            sock.flush()
+
     def close_clients(self) -> None:
         """End every client with connection.close connection-forced (the drain is over or
         its limit reached); each is read again for its close-ok only."""
@@ -480,4 +501,4 @@ def answer_login(engine: Any, user: str, ok: bool) -> None:
     engine.finish_authentication(user if ok else None, f"bad credentials for {user!r}")
 
 
-__all__ = ["CONNECTION_FORCED", "ListenerCore", "accept_limits", "answer_login"]
+__all__ = ["BROKER_LOST_TEXT", "CONNECTION_FORCED", "ListenerCore", "accept_limits", "answer_login"]
