@@ -70,7 +70,7 @@ class BrokerMeter:
     @staticmethod
     def cpu() -> float:
         pid = BrokerMeter.pid()
-        return _cpu(pid) if pid is not None else float("nan")
+        return cpu_seconds(pid) if pid is not None else float("nan")
 
 
 # --- the bridge -------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ routes:
             stderr=subprocess.STDOUT)
 
     def cpu(self) -> float:
-        return _cpu(self.proc.pid)
+        return cpu_seconds(self.proc.pid)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Until the bridge's ``/readyz`` says every route is ready (links attached)."""
@@ -139,7 +139,7 @@ routes:
         for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
             for pid in (task / "children").read_text().split():
                 with contextlib.suppress(FileNotFoundError):  # it just ended
-                    total += _cpu(int(pid))
+                    total += cpu_seconds(int(pid))
         return total
 
     def stop(self) -> float:
@@ -155,7 +155,8 @@ routes:
         return time.perf_counter() - started
 
 
-def _cpu(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
 

@@ -159,11 +159,7 @@ class Apps:
                 str(Path(sys.executable).parent / "celery"), "-A", "soak_celery", "worker",
                 "-n", f"soak@{names['celery']}", "--loglevel=INFO", "--concurrency=1"],
                 Path(self.env["RECORD_FILE"]))
-            deadline = time.monotonic() + 120
-            while " ready." not in worker.output():
-                if not worker.running() or time.monotonic() > deadline:
-                    raise RuntimeError(f"the Celery worker did not start:\n{worker.output()}")
-                time.sleep(0.2)
+            self.wait_ready(worker, " ready.")
             consumers["celery"] = worker
         if "kombu" in self.which:
             consumers["kombu"] = self.script("kombu-consumer", "soak_kombu.py", self.url091,
@@ -182,6 +178,16 @@ class Apps:
                                         names["qpid"], "--mode", "send")}
         for app in self.which:
             self.apps[app] = App(app, producers[app](), consumers[app])
+
+    @staticmethod
+    def wait_ready(program: Program, word: str, timeout: float = 120) -> None:
+        """Return once ``program`` printed ``word``; RuntimeError if it ended or ``timeout``
+        passed first."""
+        deadline = time.monotonic() + timeout
+        while word not in program.output():
+            if not program.running() or time.monotonic() > deadline:
+                raise RuntimeError(f"{program.log.name} did not start:\n{program.output()}")
+            time.sleep(0.2)
 
     def broken(self) -> list[str]:
         """Consumers that ended before they were stopped (with their last output)."""

@@ -28,12 +28,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from _soak_apps import PROGRAMS, App, Apps, Program
+from _soak_apps import PROGRAMS, App, Apps
 
 from tests.support.bridge import ROOT
 from tests.support.metrics import scrape
@@ -107,14 +106,6 @@ class TopologyApps(Apps):
             self.apps["qpid"] = RpcApp("qpid", self.script(
                 "qpid-client", "soak_rpc_qpid.py", self.broker010, queue, "--mode", "client"),
                 server)
-
-    @staticmethod
-    def wait_ready(program: Program, word: str, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while word not in program.output():
-            if not program.running() or time.monotonic() > deadline:
-                raise RuntimeError(f"{program.log.name} did not start:\n{program.output()}")
-            time.sleep(0.2)
 
     def ping(self) -> None:
         """``celery inspect ping`` of the worker (a client process with its own pidbox

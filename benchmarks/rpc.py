@@ -29,10 +29,9 @@ from pathlib import Path
 
 from _timing import ROOT
 
-from tests.apps.test_topology091 import empty_celery_queue
 from tests.support.apps import AppProcess, run_program
 from tests.support.bridge import BridgeRun, free_port, wait_listening
-from tests.support.rabbitmq import ensure_rabbitmq, ensure_rabbitmq4
+from tests.support.rabbitmq import delete_queue, ensure_rabbitmq, ensure_rabbitmq4, unique_queue
 
 PASSWORD = "bench-s3cret"
 
@@ -62,10 +61,13 @@ ONE_BY_ONE = ROOT / "benchmarks" / "rpc_apps" / "celery_rpc_one_by_one.py"
 """The Celery producer that ``.get()``s each result before the next ``.delay()``."""
 
 
-def celery_rate(url: str, tasks: int, workdir: Path, *, one_by_one: bool = False) -> float:
+def celery_rate(url: str, task_queue: str, tasks: int, workdir: Path, *,
+                one_by_one: bool = False) -> float:
     """Tasks/s of Celery with ``rpc://``, one worker: T ``.delay()`` then every
-    ``.get()`` (``one_by_one``: each ``.delay().get()`` in turn)."""
-    env = {"BROKER_URL": url, "RECORD_FILE": str(workdir / "records.txt")}
+    ``.get()`` (``one_by_one``: each ``.delay().get()`` in turn); its task queue is
+    ``task_queue`` (other Celery workers on the shared node consume ``celery``)."""
+    env = {"BROKER_URL": url, "RECORD_FILE": str(workdir / "records.txt"),
+           "CELERY_QUEUE": task_queue}
     name = f"bench@{uuid.uuid4().hex[:8]}"
     worker = AppProcess(["celery", "-A", "celery_rpc_app", "worker", "-n", name,
                          "--loglevel=INFO", "--concurrency=2"], workdir / f"{name}.log", env)
@@ -91,7 +93,7 @@ def main() -> int:
 
     rabbitmq_url = ensure_rabbitmq4() if args.rabbitmq == 4 else ensure_rabbitmq()
     recipe = "topology.yaml" if args.rabbitmq == 4 else "topology-rabbitmq3.yaml"
-    empty_celery_queue(rabbitmq_url)
+    task_queue = unique_queue("bench-celery-tasks")
     workdir = Path(tempfile.mkdtemp(prefix="bench-rpc-"))
     port = free_port()
     bridge = BridgeRun((ROOT / "examples" / recipe).read_text(), workdir,
@@ -108,7 +110,8 @@ def main() -> int:
             for kind in ("exclusive", "direct", "aio-pika", "celery", "celery-1by1"):
                 for side, url in sides.items():
                     if kind.startswith("celery"):
-                        rate = celery_rate(url.removesuffix("%2F") + "/", args.tasks, workdir,
+                        rate = celery_rate(url.removesuffix("%2F") + "/", task_queue,
+                                           args.tasks, workdir,
                                            one_by_one=kind == "celery-1by1")
                     else:
                         rate = rpc_rate(url, kind, args.calls, workdir)
@@ -116,6 +119,7 @@ def main() -> int:
                     print(f"round {round_no}: {kind:11s} {side:7s} {rate:8.0f}/s", flush=True)
     finally:
         bridge.stop()
+        delete_queue(rabbitmq_url, task_queue)
     for kind, what in (("exclusive", "pika RPC, exclusive reply queue"),
                        ("direct", "pika RPC, direct reply-to"),
                        ("aio-pika", "aio-pika RPC pattern"),

@@ -60,6 +60,7 @@ import _soak_apps
 import _soak_topology
 import _timing  # noqa: F401  (first: the project root ahead of this folder)
 import pika
+from _harness import cpu_seconds
 from proton import Message, Timeout
 from proton.utils import BlockingConnection
 
@@ -515,13 +516,6 @@ def topology_main(args: argparse.Namespace, workdir: Path) -> int:
         finally:
             apps.stop()
             bridge.stop()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
 
 
 def main() -> int:

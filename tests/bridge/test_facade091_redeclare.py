@@ -23,7 +23,7 @@ import pytest
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.facade091 import PASSWORD, USER
 from tests.support.metrics import counted, metrics_port, poll
-from tests.support.rabbitmq import queue_depth_if_any, version_of
+from tests.support.rabbitmq import delete_queue, queue_depth_if_any, version_of
 
 pytestmark = pytest.mark.rabbitmq(3, 4)
 
@@ -50,9 +50,7 @@ class Running:
 
     def delete(self, queue: str) -> None:
         """Delete ``queue`` straight on RabbitMQ."""
-        native = self.broker()
-        native.channel().queue_delete(queue)
-        native.close()
+        delete_queue(self.rabbitmq_url, queue)
 
     def answered_by(self, whom: str) -> float:
         return counted(self.metrics, "amqp_bridge_facade_queue_declares_total",

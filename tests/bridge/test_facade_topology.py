@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pika
 import pytest
 from proton import Message
 
@@ -34,6 +33,7 @@ from tests.support.logs import records
 from tests.support.metrics import counted, metrics_port
 from tests.support.rabbitmq import (
     declare_queue,
+    delete_queue,
     queue_address,
     queue_depth_if_any,
     receive_messages,
@@ -70,11 +70,7 @@ class Running:
 
     def delete(self, queue: str) -> None:
         """Delete the queue at RabbitMQ (the 4.0 node is shared: tests leave nothing)."""
-        conn = pika.BlockingConnection(pika.URLParameters(self.rabbitmq_url + "/%2F"))
-        try:
-            conn.channel().queue_delete(queue)
-        finally:
-            conn.close()
+        delete_queue(self.rabbitmq_url, queue)
 
 
 @pytest.fixture(scope="module")

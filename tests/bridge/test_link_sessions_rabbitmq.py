@@ -22,15 +22,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from typing import Any
 
-import pika
 import pytest
 
 from bridge.amqp10.link import Amqp10Link
 from tests.support.bridge import ROOT
 from tests.support.link_owners import NotingOwner
-from tests.support.rabbitmq import declare_queue, existing_queue_address, unique_queue
+from tests.support.memory_pair import sessions
+from tests.support.rabbitmq import (
+    declare_queue,
+    delete_queue,
+    existing_queue_address,
+    unique_queue,
+)
 from tests.support.relay import Relay
 from tests.support.session_churn import WINDOW
 from tests.topology.loop import Loop
@@ -54,15 +58,6 @@ def test_links_given_up_while_the_broker_ends_their_sessions_free_each_session_o
     assert summary["freed"] == summary["sessions"], summary
 
 
-def _sessions(connection: Any) -> list[Any]:
-    """The sessions the proton connection still holds (freed ones are not among them)."""
-    found, session = [], connection.session_head(0)
-    while session:
-        found.append(session)
-        session = session.next(0)
-    return found
-
-
 def test_a_session_the_broker_ends_when_it_is_begun_again_after_a_reconnect_is_freed(
         rabbitmq_url: str) -> None:
     """Proton begins an attached link's session again, and re-attaches the link, on the
@@ -79,12 +74,11 @@ def test_a_session_the_broker_ends_when_it_is_begun_again_after_a_reconnect_is_f
         loop.run_until(lambda: link.up, "the link to attach")
         relay.cut()
         loop.run_until(lambda: not link.up, "the link to be lost with the connection")
-        with pika.BlockingConnection(pika.URLParameters(rabbitmq_url)) as conn:
-            conn.channel().queue_delete(queue)
+        delete_queue(rabbitmq_url, queue)
         relay.restore()
         loop.run_until(lambda: loop.handler.up, "the connection to come back")
         link.forget()  # the fresh link too: nothing of ours should stay on the connection
-        loop.run_until(lambda: not _sessions(loop.connection),
+        loop.run_until(lambda: not list(sessions(loop.connection)),
                        "every session of the link to be freed")
     finally:
         loop.close()

@@ -40,6 +40,18 @@ SOAK = 6000
 used to make qpid.messaging drop its connection (an unasked session.known-completed)."""
 
 
+def start_program(port: int, program: str, address: str, *options: Any
+                  ) -> subprocess.Popen[str]:
+    """``programs/<program>.py`` started against the façade on ``port`` (qpid-python on
+    its path, logged in as USER), its output piped."""
+    return subprocess.Popen(
+        [sys.executable, str(PROGRAMS / f"{program}.py"), f"127.0.0.1:{port}", address,
+         *map(str, options)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROGRAMS,
+        env={**os.environ, "PYTHONPATH": str(QPID_PYTHON), "QPID_USER": USER,
+             "QPID_PASSWORD": PASSWORD})
+
+
 class Facade(FacadeRun):
     """The running bridge, its façade port and the RabbitMQ queue behind each façade queue."""
 
@@ -52,12 +64,7 @@ class Facade(FacadeRun):
         return self.report(program, out, err, proc.returncode)
 
     def start(self, program: str, address: str, *options: Any) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, str(PROGRAMS / f"{program}.py"), f"127.0.0.1:{self.port}", address,
-             *map(str, options)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROGRAMS,
-            env={**os.environ, "PYTHONPATH": str(QPID_PYTHON), "QPID_USER": USER,
-                 "QPID_PASSWORD": PASSWORD})
+        return start_program(self.port, program, address, *options)
 
     @staticmethod
     def report(program: str, out: str, err: str, status: int) -> Any:

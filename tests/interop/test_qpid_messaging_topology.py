@@ -12,9 +12,7 @@ declared (the RabbitMQ 4 node is shared; the qpidd is the module's own)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,8 +23,8 @@ import pytest
 from proton import Message, Timeout
 from proton.utils import BlockingConnection
 
-from tests.interop.peers import QPID_PYTHON, Qpidd, import_qpid_messaging
-from tests.interop.test_qpid_messaging_apps import PASSWORD, PROGRAMS, USER
+from tests.interop.peers import Qpidd, import_qpid_messaging
+from tests.interop.test_qpid_messaging_apps import PASSWORD, USER, start_program
 from tests.interop.test_qpid_messaging_apps import Facade as Programs
 from tests.support.bridge import BridgeRun, free_port, serving
 
@@ -90,12 +88,7 @@ class Topology:
 
     def program(self, name: str, address: str, *options: Any, port: int | None = None
                 ) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, str(PROGRAMS / f"{name}.py"), f"127.0.0.1:{port or self.port}",
-             address, *map(str, options)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=PROGRAMS,
-            env={**os.environ, "PYTHONPATH": str(QPID_PYTHON), "QPID_USER": USER,
-                 "QPID_PASSWORD": PASSWORD})
+        return start_program(port or self.port, name, address, *options)
 
 
 def unique(kind: str) -> str:

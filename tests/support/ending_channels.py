@@ -106,15 +106,15 @@ class HoldsEnds:
 
         def rewrite(data: bytes) -> bytes:
             buffered.extend(data)
-            frames = b"".join(split(buffered))
+            frames = list(split(buffered))
             if not data:  # the relay's flush: silence since
                 out = bytes(held)
                 held.clear()
                 return out
             if held:
                 self.joined += 1
-            held.extend(frames)
-            if any(kind(frame)[0] == END for frame in split(bytearray(frames))):
+            held.extend(b"".join(frames))
+            if any(kind(frame)[0] == END for frame in frames):
                 self.held += 1
                 return b""
             out = bytes(held)

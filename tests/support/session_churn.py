@@ -37,6 +37,7 @@ from bridge.amqp10.connection import Amqp10ConnectionHandler
 from bridge.amqp10.link import Amqp10Link
 from bridge.runtime import Timer
 from bridge.runtime.reactor import container
+from tests.support.link_owners import NotingOwner
 
 WINDOW = 100
 """Links to give up between the peer's end being read and being dispatched."""
@@ -58,20 +59,11 @@ def _counted_free(session: Session) -> None:
     _free(session)
 
 
-class _Owner:
+class _Owner(NotingOwner):
     """Gives its link up for good when it is lost (no re-attaching)."""
-
-    def on_link_up(self, link: Amqp10Link) -> None:
-        pass
 
     def on_link_down(self, link: Amqp10Link) -> None:
         link.forget()
-
-    def on_credit(self, link: Amqp10Link) -> None:
-        pass
-
-    def on_delivery(self, link: Amqp10Link, delivery: Any) -> None:
-        pass
 
 
 class GivesUpInTheWindow(Amqp10Link):
