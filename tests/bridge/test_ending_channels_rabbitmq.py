@@ -61,7 +61,8 @@ def _end_a_link_s_session(loop: Loop, holds: HoldsEnds, address: str) -> None:
     first.forget()
     loop.run_until(lambda: bool(session.state & Endpoint.LOCAL_CLOSED),
                    "our end of the first link's session")
-    loop.settle(0.05)
+    # (the relay holds it until we send more, or FLUSH_AFTER of silence: a wait, not a nap)
+    loop.run_until(lambda: holds.held >= 1, "our end held back by the relay")
     assert holds.held == 1, "our end was not held back"
 
 
