@@ -47,8 +47,16 @@ SETTLE = 60.0
 (RabbitMQ's last ends to arrive)."""
 
 _free = Session.free
+_begin = Session.open
 FREES: Counter[str] = Counter()
-"""``once``: sessions freed (a first free); ``again``: frees of a session already freed."""
+"""``once``: sessions freed (a first free); ``again``: frees of a session already freed;
+``begun``: sessions begun (a link given up before the channels let its session begin
+never begins one)."""
+
+
+def _counted_begin(session: Session) -> None:
+    FREES["begun"] += 1
+    _begin(session)
 
 
 def _counted_free(session: Session) -> None:
@@ -105,13 +113,13 @@ class Churn(Handler):  # type: ignore[misc]
         self.container.schedule(0.005, Timer(self.round))
 
     def settle(self) -> None:
-        if FREES["once"] < 2 * self.rounds and time.monotonic() < self.settled_by:
+        if FREES["once"] < FREES["begun"] and time.monotonic() < self.settled_by:
             self.container.schedule(0.1, Timer(self.settle))
         else:
             self.stop()
 
     def stop(self) -> None:
-        print(json.dumps({"rounds": self.rounds, "sessions": 2 * self.rounds,
+        print(json.dumps({"rounds": self.rounds, "sessions": FREES["begun"],
                           "given_up_in_window": GivesUpInTheWindow.given_up_in_window,
                           "freed": FREES["once"], "freed_again": FREES["again"]}), flush=True)
         self.connection.close()
@@ -121,6 +129,7 @@ class Churn(Handler):  # type: ignore[misc]
 def main() -> None:
     faulthandler.enable(all_threads=True)
     Session.free = _counted_free  # type: ignore[method-assign]
+    Session.open = _counted_begin  # type: ignore[method-assign]
     url, prefix = sys.argv[1:3]
     container(Churn(url, prefix)).run()
 
