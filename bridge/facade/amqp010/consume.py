@@ -29,7 +29,7 @@ from ...amqp10.link import Amqp10Link
 from ...runtime import EngineSocket, Timer
 from ...runtime.containment import Part
 from ..core.consume import FacadeConsume
-from .state import LATER, Later, SessionState
+from .state import LATER, Later, Refused, SessionState
 
 FLUSH_GRACE = 0.05
 """Seconds a message.flush waits for messages already promised by 1.0 link credit."""
@@ -330,6 +330,14 @@ class Subscription:
 
 class Consume010(FacadeConsume):
     """A 1.0 address consumed by the 0-10 subscribers of a façade queue (module docstring)."""
+
+    def check_exclusive(self, queue: str, exclusive: bool) -> None:
+        """resource-locked (field 4, message.subscribe's ``exclusive``) if ``queue`` has an
+        exclusive subscriber, or an ``exclusive`` subscription would join others."""
+        if self.exclusive or (exclusive and self.subscriptions):
+            raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {queue!r} has an exclusive "
+                          f"subscriber" if self.exclusive else
+                          f"queue {queue!r} already has subscribers", 4)
 
     def subscribe(self, st: SessionState, destination: str | None, accept_mode: AcceptMode,
                   exclusive: bool, *, queue: str = "", address: str | None = None,
