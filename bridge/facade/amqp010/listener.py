@@ -249,7 +249,7 @@ class Facade(ListenerCore):
         route = self.publish_routes.get(ev.destination)
         topology = self.topology
         if route is None and ev.destination == "" and (
-                topology is None or self._default_exchange_key(ev) in self.consume_routes):
+                topology is None or self._routing_key(ev) in self.consume_routes):
             route = self._queue_publisher(ev)
             if route is None:
                 return
@@ -275,9 +275,7 @@ class Facade(ListenerCore):
             denied = self.access.denied(user, "", transfer_checks(ev.destination or ""),
                                         "message.transfer")
             if denied is not None:
-                dp = ev.delivery_properties
-                key = dp.routing_key if dp is not None and dp.routing_key else ""
-                return transfer_refusal(denied, user, key)
+                return transfer_refusal(denied, user, self._routing_key(ev))
         mp = ev.message_properties
         user_id = mp.user_id.decode("utf-8", "replace") if mp is not None and mp.user_id \
             else None
@@ -286,16 +284,16 @@ class Facade(ListenerCore):
         return None
 
     @staticmethod
-    def _default_exchange_key(ev: MessageReceived) -> str:
-        """The routing key of a transfer ("" if it has none): the queue a transfer to the
-        default exchange names."""
+    def _routing_key(ev: MessageReceived) -> str:
+        """The routing key of a transfer ("" if it has none; to the default exchange: the
+        queue it names)."""
         dp = ev.delivery_properties
         return dp.routing_key if dp is not None and dp.routing_key else ""
 
     def _queue_publisher(self, ev: MessageReceived) -> Publish010 | None:
         """The route for a publish to the default exchange: the façade queue its routing
         key names (as a broker puts it in that queue), or an exception (None)."""
-        key = self._default_exchange_key(ev)
+        key = self._routing_key(ev)
         publisher = self.queue_publishers.get(key)
         if publisher is not None:
             return publisher
