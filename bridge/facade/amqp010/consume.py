@@ -277,11 +277,8 @@ class Subscription:
 
     def settle(self, tid: int, state: int, reason: str = "") -> None:
         """Give the 1.0 delivery behind transfer ``tid`` its outcome."""
-        msg = self.unsettled.pop(tid, None)
-        self.st.transfers.pop(tid, None)
-        if msg is None:
+        if not self.route.settle_unsettled(self, tid, self.st.transfers, state, reason):
             return
-        self.route.settle_held(msg, state, reason)
         if self.cancelled:
             self._close_when_idle()
         self.route.grant()
@@ -306,10 +303,7 @@ class Subscription:
     def end(self) -> None:
         """The session is gone: whatever it did not settle goes back to the 1.0 broker."""
         self.cancelled = True
-        for tid, msg in self.unsettled.items():
-            self.st.transfers.pop(tid, None)
-            self.route.settle_held(msg, Delivery.MODIFIED)  # the subscriber may have seen it
-        self.unsettled.clear()
+        self.route.give_back_unsettled(self, self.st.transfers)
         self.flushes.clear()
         self._close_when_idle()
         self.route.grant()
@@ -318,9 +312,7 @@ class Subscription:
         """Detach once the transfers made are settled (the link carries their outcomes)."""
         if not self.closed and not self.unsettled:
             self.closed = True
-            self.route.release_held(self.held)
-            self.link.forget()  # detaches and ends the link's session
-            self.route.subscriptions.discard(self)
+            self.route.detach(self, self.held)
             self.st.cancelled.discard(self)
 
     def fault_part(self, method: str, event: Any) -> Part:
