@@ -43,7 +43,7 @@ from ...config import Listener
 from ...runtime import EngineSocket
 from ...topology import Topology
 from ..core.base import ListenerCore
-from .command_access import transfer_checks, transfer_refusal, user_id_refusal
+from .command_access import transfer_refusal, user_id_refusal
 from .commands import ServerCommands
 from .consume import Consume010
 from .publish import Publish010
@@ -271,11 +271,9 @@ class Facade(ListenerCore):
         """Why ``st``'s user may not publish ``ev`` (qpidd's text), or None: write
         permission on its exchange, and its user-id (qpidd's order)."""
         user = st.client.user
-        if not self.access.permissions.unrestricted:  # (no check list built per transfer)
-            denied = self.access.denied(user, "", transfer_checks(ev.destination or ""),
-                                        "message.transfer")
-            if denied is not None:
-                return transfer_refusal(denied, user, self._routing_key(ev))
+        denied = self.access.publish_denied(user, "", ev.destination or "", "message.transfer")
+        if denied is not None:
+            return transfer_refusal(denied, user, self._routing_key(ev))
         mp = ev.message_properties
         user_id = mp.user_id.decode("utf-8", "replace") if mp is not None and mp.user_id \
             else None
