@@ -248,9 +248,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     def observed_queue_declares(self) -> list[tuple[str, dict[str, int]]]:
         """``(name, queue declares by who answered)`` per topology-mode 0-9-1 listener."""
-        return [(name, dict(mode.declares.answered_by)) for name, f in list(self.facades.items())
-                if (mode := getattr(f, "topology", None)) is not None
-                and hasattr(mode, "declares")]
+        return [(name, dict(f.topology.declares.answered_by))
+                for name, f in list(self.facades.items())
+                if isinstance(f, Facade091) and f.topology is not None]
 
     def observed_ended(self) -> list[tuple[str, dict[str, int]]]:
         """``(name, client connections and sessions the bridge ended, by reason)`` per

@@ -6,9 +6,10 @@ non-passive exchange-declare or queue-declare and a delete need *configure* on t
 name (a passive declare and the queries need nothing); exchange-bind and -unbind
 *write* on the queue and *read* on the exchange; queue-purge and message-subscribe
 *read* on the queue; message-transfer *write* on its destination exchange
-(:func:`transfer_checks`; the default exchange is ``amq.default``).  qpid.messaging
-addresses reach the façade as these commands (a sender's address: a transfer to its
-exchange; a receiver's: a subscribe to its queue, a bind for a temporary queue).
+(:meth:`~bridge.facade.core.access.Access.publish_denied`; the default exchange is
+``amq.default``).  qpid.messaging addresses reach the façade as these commands (a
+sender's address: a transfer to its exchange; a receiver's: a subscribe to its queue,
+a bind for a temporary queue).
 
 The refusal is execution.exception unauthorized-access with qpidd's ACL text ("ACL
 denied queue create request from u"; a transfer: "u cannot publish to X with
@@ -65,11 +66,6 @@ def checks_for(command: Command) -> tuple[str, list[Check]]:
     return request, checks(command)
 
 
-def transfer_checks(exchange: str) -> list[Check]:
-    """What message-transfer to ``exchange`` needs: write on it."""
-    return [Check("write", "exchange", exchange)]
-
-
 def _missing(check: Check) -> str:
     return f" (amqp-bridge: no {check.permission} permission on {check.kind} " \
            f"'{check.shown_name}')"
@@ -92,4 +88,4 @@ def user_id_refusal(user_id: str, user: str | None) -> str:
     return f"authorised user id : {user or ''} but user id in message declared as {user_id}"
 
 
-__all__ = ["checks_for", "refusal", "transfer_checks", "transfer_refusal", "user_id_refusal"]
+__all__ = ["checks_for", "refusal", "transfer_refusal", "user_id_refusal"]

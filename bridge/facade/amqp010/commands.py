@@ -302,10 +302,7 @@ class ServerCommands:
         if c.acquire_mode == AcquireMode.NOT_ACQUIRED:
             raise Refused(ErrorCode.NOT_IMPLEMENTED, "browsing (acquire-mode not-acquired) is "
                                                      "not available through the façade", 3)
-        if route.exclusive or (c.exclusive and route.subscriptions):
-            raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {c.queue!r} has an exclusive "
-                          f"subscriber" if route.exclusive else
-                          f"queue {c.queue!r} already has subscribers", 4)
+        route.check_exclusive(c.queue or "", bool(c.exclusive))
         if self.stopping:
             raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED, "amqp-bridge is shutting down")
         self._check_link_room(st)

@@ -29,7 +29,7 @@ from ...amqp10.link import Amqp10Link
 from ...runtime import EngineSocket, Timer
 from ...runtime.containment import Part
 from ..core.consume import FacadeConsume
-from .state import LATER, Later, SessionState
+from .state import LATER, Later, Refused, SessionState
 
 FLUSH_GRACE = 0.05
 """Seconds a message.flush waits for messages already promised by 1.0 link credit."""
@@ -277,11 +277,8 @@ class Subscription:
 
     def settle(self, tid: int, state: int, reason: str = "") -> None:
         """Give the 1.0 delivery behind transfer ``tid`` its outcome."""
-        msg = self.unsettled.pop(tid, None)
-        self.st.transfers.pop(tid, None)
-        if msg is None:
+        if not self.route.settle_unsettled(self, tid, self.st.transfers, state, reason):
             return
-        self.route.settle_held(msg, state, reason)
         if self.cancelled:
             self._close_when_idle()
         self.route.grant()
@@ -306,10 +303,7 @@ class Subscription:
     def end(self) -> None:
         """The session is gone: whatever it did not settle goes back to the 1.0 broker."""
         self.cancelled = True
-        for tid, msg in self.unsettled.items():
-            self.st.transfers.pop(tid, None)
-            self.route.settle_held(msg, Delivery.MODIFIED)  # the subscriber may have seen it
-        self.unsettled.clear()
+        self.route.give_back_unsettled(self, self.st.transfers)
         self.flushes.clear()
         self._close_when_idle()
         self.route.grant()
@@ -318,9 +312,7 @@ class Subscription:
         """Detach once the transfers made are settled (the link carries their outcomes)."""
         if not self.closed and not self.unsettled:
             self.closed = True
-            self.route.release_held(self.held)
-            self.link.forget()  # detaches and ends the link's session
-            self.route.subscriptions.discard(self)
+            self.route.detach(self, self.held)
             self.st.cancelled.discard(self)
 
     def fault_part(self, method: str, event: Any) -> Part:
@@ -330,6 +322,14 @@ class Subscription:
 
 class Consume010(FacadeConsume):
     """A 1.0 address consumed by the 0-10 subscribers of a façade queue (module docstring)."""
+
+    def check_exclusive(self, queue: str, exclusive: bool) -> None:
+        """resource-locked (field 4, message.subscribe's ``exclusive``) if ``queue`` has an
+        exclusive subscriber, or an ``exclusive`` subscription would join others."""
+        if self.exclusive or (exclusive and self.subscriptions):
+            raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {queue!r} has an exclusive "
+                          f"subscriber" if self.exclusive else
+                          f"queue {queue!r} already has subscribers", 4)
 
     def subscribe(self, st: SessionState, destination: str | None, accept_mode: AcceptMode,
                   exclusive: bool, *, queue: str = "", address: str | None = None,

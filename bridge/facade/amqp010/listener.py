@@ -43,7 +43,7 @@ from ...config import Listener
 from ...runtime import EngineSocket
 from ...topology import Topology
 from ..core.base import BROKER_LOST_TEXT, ListenerCore
-from .command_access import transfer_checks, transfer_refusal, user_id_refusal
+from .command_access import transfer_refusal, user_id_refusal
 from .commands import ServerCommands
 from .consume import Consume010
 from .publish import Publish010
@@ -250,7 +250,7 @@ class Facade(ListenerCore):
         route = self.publish_routes.get(ev.destination)
         topology = self.topology
         if route is None and ev.destination == "" and (
-                topology is None or self._default_exchange_key(ev) in self.consume_routes):
+                topology is None or self._routing_key(ev) in self.consume_routes):
             route = self._queue_publisher(ev)
             if route is None:
                 return
@@ -272,13 +272,9 @@ class Facade(ListenerCore):
         """Why ``st``'s user may not publish ``ev`` (qpidd's text), or None: write
         permission on its exchange, and its user-id (qpidd's order)."""
         user = st.client.user
-        if not self.access.permissions.unrestricted:  # (no check list built per transfer)
-            denied = self.access.denied(user, "", transfer_checks(ev.destination or ""),
-                                        "message.transfer")
-            if denied is not None:
-                dp = ev.delivery_properties
-                key = dp.routing_key if dp is not None and dp.routing_key else ""
-                return transfer_refusal(denied, user, key)
+        denied = self.access.publish_denied(user, "", ev.destination or "", "message.transfer")
+        if denied is not None:
+            return transfer_refusal(denied, user, self._routing_key(ev))
         mp = ev.message_properties
         user_id = mp.user_id.decode("utf-8", "replace") if mp is not None and mp.user_id \
             else None
@@ -287,16 +283,16 @@ class Facade(ListenerCore):
         return None
 
     @staticmethod
-    def _default_exchange_key(ev: MessageReceived) -> str:
-        """The routing key of a transfer ("" if it has none): the queue a transfer to the
-        default exchange names."""
+    def _routing_key(ev: MessageReceived) -> str:
+        """The routing key of a transfer ("" if it has none; to the default exchange: the
+        queue it names)."""
         dp = ev.delivery_properties
         return dp.routing_key if dp is not None and dp.routing_key else ""
 
     def _queue_publisher(self, ev: MessageReceived) -> Publish010 | None:
         """The route for a publish to the default exchange: the façade queue its routing
         key names (as a broker puts it in that queue), or an exception (None)."""
-        key = self._default_exchange_key(ev)
+        key = self._routing_key(ev)
         publisher = self.queue_publishers.get(key)
         if publisher is not None:
             return publisher

@@ -407,10 +407,7 @@ class TopologyMode:
             if not st.live:
                 return LATER  # (nobody to answer)
             route = self.queue_route(queue)
-            if route.exclusive or (c.exclusive and route.subscriptions):
-                raise Refused(ErrorCode.RESOURCE_LOCKED, f"queue {queue!r} has an exclusive "
-                              f"subscriber" if route.exclusive else
-                              f"queue {queue!r} already has subscribers", 4)
+            route.check_exclusive(queue, bool(c.exclusive))
             check_room()
             dest = c.destination or ""
             sub = route.subscribe(st, dest, accept_mode, bool(c.exclusive), queue=queue,

@@ -411,11 +411,8 @@ class Consumer091:
 
     def settle(self, tag: int, state: int, reason: str = "") -> None:
         """Give the 1.0 delivery behind delivery tag ``tag`` its outcome."""
-        msg = self.unsettled.pop(tag, None)
-        self.ch.deliveries.pop(tag, None)
-        if msg is None:
+        if not self.route.settle_unsettled(self, tag, self.ch.deliveries, state, reason):
             return
-        self.route.settle_held(msg, state, reason)
         if self.cancelled:
             self._close_when_idle()
         else:
@@ -433,10 +430,7 @@ class Consumer091:
     def end(self) -> None:
         """The channel is gone: whatever the client did not settle goes back at once."""
         self.cancelled = True
-        for tag, msg in list(self.unsettled.items()):
-            self.ch.deliveries.pop(tag, None)
-            self.route.settle_held(msg, Delivery.MODIFIED)  # the client has seen it
-        self.unsettled.clear()
+        self.route.give_back_unsettled(self, self.ch.deliveries)
         self.gets.clear()
         self._close_when_idle()
         self.route.grant()
@@ -447,10 +441,7 @@ class Consumer091:
         if self.closed or self.unsettled:
             return
         self.closed = True
-        route = self.route
-        route.release_held(self.held)
-        self.link.forget()  # detaches and ends the link's session
-        route.forget(self)
+        self.route.detach(self, self.held)
         self.ch.cancelled.discard(self)
 
     def fault_part(self, method: str, event: Any) -> Part:
@@ -476,10 +467,6 @@ class Consume091(FacadeConsume):
         the bridge, else its façade exchange)."""
         return self.translator.amqp10_to_legacy091(
             message, own_routing_key=True, published_exchange_only=published_exchange_only)
-
-    def forget(self, consumer: Consumer091) -> None:
-        """``consumer`` has detached its link for good."""
-        self.subscriptions.discard(consumer)
 
     def consume(self, ch: Channel091, tag: str, *, no_ack: bool, exclusive: bool
                 ) -> Consumer091:

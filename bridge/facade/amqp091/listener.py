@@ -55,7 +55,7 @@ from ..core.base import ListenerCore
 from .address_publish import AddressPublishers
 from .commands import Commands091
 from .consume import Consume091
-from .method_access import publish_checks, refusal, user_id_refusal
+from .method_access import refusal, user_id_refusal
 from .publish import Publish091
 from .state import AccessRefused, Channel091, Client091
 from .topology import TopologyMode
@@ -310,8 +310,8 @@ class Facade091(ListenerCore):
         method: Any = ev.method
         client = ch.client
         vhost = client.virtual_host or "/"
-        denied = None if self.access.permissions.unrestricted else self.access.denied(
-            client.user, vhost, publish_checks(method.exchange or ""), "basic.publish")
+        denied = self.access.publish_denied(client.user, vhost, method.exchange or "",
+                                            "basic.publish")
         if denied is not None:
             return ReplyCode.ACCESS_REFUSED, refusal(denied, vhost, client.user)
         user_id = ev.properties.user_id

@@ -5,9 +5,10 @@ answers): a non-passive exchange.declare or queue.declare and a delete need
 *configure* on the name (a passive declare needs nothing); queue.bind and unbind
 *write* on the queue and *read* on the exchange (exchange.bind: write on the
 destination, read on the source); queue.purge, basic.consume and basic.get *read* on
-the queue; basic.publish *write* on the exchange (:func:`publish_checks`; the default
-exchange is ``amq.default``).  A server-named queue (queue.declare of ``""``) is
-checked by the handler once it has its ``amq.gen-…`` name, as RabbitMQ does.
+the queue; basic.publish *write* on the exchange
+(:meth:`~bridge.facade.core.access.Access.publish_denied`; the default exchange is
+``amq.default``).  A server-named queue (queue.declare of ``""``) is checked by the
+handler once it has its ``amq.gen-…`` name, as RabbitMQ does.
 
 :func:`refusal` is RabbitMQ's text: ``access to queue 'q' in vhost '/' refused for user
 'u'`` (the engine prefixes ``ACCESS_REFUSED - ``).
@@ -49,11 +50,6 @@ def checks_for(method: Frame) -> list[Check]:
     return checks(method) if checks is not None else []
 
 
-def publish_checks(exchange: str) -> list[Check]:
-    """What basic.publish to ``exchange`` needs: write on it."""
-    return [Check("write", "exchange", exchange)]
-
-
 def refusal(check: Check, vhost: str, user: str | None) -> str:
     """RabbitMQ's refusal text (without the ``ACCESS_REFUSED - `` prefix)."""
     return (f"access to {check.kind} '{check.shown_name}' in vhost '{vhost or '/'}' refused "
@@ -65,4 +61,4 @@ def user_id_refusal(user_id: str, user: str | None) -> str:
     return f"user_id property set to '{user_id}' but authenticated user was '{user or ''}'"
 
 
-__all__ = ["checks_for", "publish_checks", "refusal", "user_id_refusal"]
+__all__ = ["checks_for", "refusal", "user_id_refusal"]

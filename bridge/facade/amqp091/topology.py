@@ -114,6 +114,12 @@ def refusal(error: TopologyError) -> ChannelRefused:
     return (ConnectionRefused if connection else ChannelRefused)(code, error.text)
 
 
+def _declare_ok(info: QueueInfo) -> C.Queue.DeclareOk:
+    """queue.declare-ok with what the broker said of the queue (a count it did not tell: 0)."""
+    return C.Queue.DeclareOk(queue=info.name, message_count=info.message_count or 0,
+                             consumer_count=info.consumer_count or 0)
+
+
 class TopologyPublish091(Publish091):
     """Every publish of a topology-mode listener no route takes, on one anonymous-terminus
     sender (module docstring, "Publishes")."""
@@ -346,9 +352,7 @@ class TopologyMode:
                          owner=client.owner)  # (the backend checks an exclusive one's)
         known = self.declares.lookup(spec, bool(m.passive))
         if known is not None:
-            return None if m.nowait else C.Queue.DeclareOk(
-                queue=known.name, message_count=known.message_count or 0,
-                consumer_count=known.consumer_count or 0)
+            return None if m.nowait else _declare_ok(known)
 
         def answer(info: QueueInfo) -> Frame | None:
             self.declares.answered(spec, bool(m.passive), info)
@@ -357,10 +361,7 @@ class TopologyMode:
                     self.backend.forget_owner(client.owner)
                 else:
                     self.exclusive[info.name] = client
-            if m.nowait:
-                return None
-            return C.Queue.DeclareOk(queue=info.name, message_count=info.message_count or 0,
-                                     consumer_count=info.consumer_count or 0)
+            return None if m.nowait else _declare_ok(info)
 
         self.call(ch, m, lambda done: self.backend.declare_queue(spec, bool(m.passive), done),
                   answer)

@@ -79,6 +79,15 @@ class Access:
                 return check
         return None
 
+    def publish_denied(self, user: str | None, vhost: str, exchange: str,
+                       operation: str) -> Check | None:
+        """What a publish to ``exchange`` needs, write on it, if ``user`` lacks it in
+        ``vhost`` (counted under ``operation``), else None. Asked per message: an
+        unrestricted listener answers without making a check."""
+        if self.permissions.unrestricted:
+            return None
+        return self.denied(user, vhost, [Check("write", "exchange", exchange)], operation)
+
     def may_open(self, user: str | None, vhost: str) -> bool:
         """Whether ``user`` may open ``vhost`` (0-9-1 connection.open; refusals counted as
         operation ``connection.open``, permission ``vhost``)."""

@@ -242,6 +242,39 @@ class FacadeConsume:
             give_back(delivery, failed=state == Delivery.MODIFIED)
             self.stats.released += 1
 
+    def settle_unsettled(self, sub: Subscriber, key: int, index: dict[int, Any], state: int,
+                         reason: str = "") -> bool:
+        """The client's outcome for ``sub``'s delivery ``key`` (a 0-10 transfer id, a 0-9-1
+        delivery tag): forgotten by ``sub`` and by ``index`` (its session's or channel's),
+        its 1.0 delivery settled (:meth:`settle_held`). False if ``sub`` had no such
+        delivery unsettled."""
+        msg = sub.unsettled.pop(key, None)
+        index.pop(key, None)
+        if msg is None:
+            return False
+        self.settle_held(msg, state, reason)
+        return True
+
+    def give_back_unsettled(self, sub: Subscriber, index: dict[int, Any]) -> None:
+        """``sub``'s session or channel is gone: whatever its client did not settle goes
+        back to the 1.0 broker at once, modified (the client may have seen it)."""
+        for key, msg in sub.unsettled.items():
+            index.pop(key, None)
+            self.settle_held(msg, Delivery.MODIFIED)
+        sub.unsettled.clear()
+
+    def detach(self, sub: Subscriber, held: deque[Any]) -> None:
+        """``sub`` is closed with nothing unsettled (its link carried the outcomes): what it
+        ``held`` and never passed on is released, its link detaches (ending the link's
+        session) and the route forgets it (:meth:`forget`)."""
+        self.release_held(held)
+        sub.link.forget()
+        self.forget(sub)
+
+    def forget(self, sub: Subscriber) -> None:
+        """``sub`` has detached its link for good."""
+        self.subscriptions.discard(sub)
+
     def release_held(self, held: deque[Any]) -> None:
         """Give back to the 1.0 broker what was received for a client and never passed on
         (released: not a failed delivery)."""
