@@ -108,6 +108,8 @@ _PUBLISH_FRAMES = 64
 """basic.publish method frames kept marshalled (by channel, exchange, routing key, flags)."""
 CHANNEL_LIMIT = 0xFFFF
 """The highest channel number the wire allows (channel-max 0 means this)."""
+_CONTENT_FRAMES = (pbody.ContentBody, pheader.ContentHeader)
+"""The frames of a message's content: two or more per message, so dispatched first."""
 
 
 class ProtocolError(Exception):
@@ -613,17 +615,14 @@ class Connection(ChannelCalls, ServerCalls):
     # ------------------------------------------------------------- dispatch
 
     def _on_frame(self, channel: int, frame: object) -> None:
-        kind = type(frame)
-        if kind is pbody.ContentBody or kind is pheader.ContentHeader:  # two per message
-            self._on_content(channel, frame)  # type: ignore[arg-type]
+        if isinstance(frame, _CONTENT_FRAMES):
+            self._on_content(channel, frame)
         elif isinstance(frame, Frame):
             self._on_method(channel, frame)
         elif isinstance(frame, pheartbeat.Heartbeat):
             if channel != 0:
                 raise FrameError(ReplyCode.UNEXPECTED_FRAME,  # as RabbitMQ answers it
                                  f"heartbeat on channel {channel}")
-        elif isinstance(frame, (pheader.ContentHeader, pbody.ContentBody)):
-            self._on_content(channel, frame)  # (a subclass: none is made here)
         elif isinstance(frame, pheader.ProtocolHeader) and self.role is Role.SERVER:
             raise FrameError(ReplyCode.FRAME_ERROR, "a protocol header after the handshake")
         elif isinstance(frame, pheader.ProtocolHeader):

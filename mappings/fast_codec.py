@@ -81,7 +81,7 @@ def decode(data: bytes | bytearray | memoryview, *, bare: bool = False) -> Decod
     """
     try:
         return _read_message(data if type(data) is bytes else bytes(data), bare)
-    except (IndexError, TypeError, ValueError, struct.error) as exc:  # ValueError: bad UTF-8, UUID
+    except (IndexError, TypeError, ValueError, struct.error) as exc:  # ValueError: bad UTF-8
         raise Unsupported from exc
 
 
@@ -547,7 +547,8 @@ def _read_value(data: bytes, pos: int) -> tuple[Any, int]:
 
 def _uuid(raw: bytes) -> uuid.UUID:
     """``uuid.UUID(bytes=raw)`` (16 octets) without its argument checks (a message-id per
-    message)."""
+    message). A uuid cut short by the end of the data is not caught here: its reader
+    still moves 16 octets on, past the end, which :func:`_read_message` refuses."""
     value = _new_object(uuid.UUID)
     _set_attribute(value, "int", int.from_bytes(raw, "big"))
     _set_attribute(value, "is_safe", uuid.SafeUUID.unknown)

@@ -16,13 +16,26 @@ described value whose value is itself described (``Described(d, Described(...))`
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
 import proton
-from proton import UNDESCRIBED, Array, Data, Described, symbol, timestamp, ubyte, uint, ulong
+from cproton import pn_data_get_char
+from proton import (
+    UNDESCRIBED,
+    Array,
+    Data,
+    Described,
+    char,
+    symbol,
+    timestamp,
+    ubyte,
+    uint,
+    ulong,
+)
 
 from mappings.errors import MappingError
 from mappings.sections import (
@@ -357,6 +370,11 @@ def _read(data: Data) -> Any:
             elements.append(_read(data))
         data.exit()
         return Array(array_descriptor, element_type or Data.NULL, *elements)
+    if kind == Data.CHAR:  # proton's get_char lets chr() refuse a code point bare
+        point = pn_data_get_char(data._data)
+        if point > sys.maxunicode:
+            raise MappingError(f"malformed AMQP encoding: a char holds {point:#x}, beyond Unicode")
+        return char(chr(point))
     getter = Data.get_mappings.get(kind)
     if getter is None:
         raise MappingError(f"unsupported AMQP type code {kind}")

@@ -114,9 +114,7 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
             return
         self._begins.append(begin)
         if len(self._begins) == 1 and self.container is not None:
-            oldest = min(since for _session, since in self.ending)
-            self.container.schedule(max(0.0, oldest + ENDING_LIMIT - time.monotonic()),
-                                    Timer(self._ends_overdue))
+            self._check_ends_later()
 
     def end_session(self, session: Any) -> None:
         """End ``session`` (if not yet): its channel is busy until the peer's end comes."""
@@ -145,10 +143,14 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
             self.ending = [entry for entry in self.ending if entry not in overdue]
             self.unanswered["end"] += len(overdue)
         if self.ending:
-            oldest = min(since for _session, since in self.ending)
-            self.container.schedule(max(0.0, oldest + ENDING_LIMIT - now),
-                                    Timer(self._ends_overdue))
+            self._check_ends_later()
         self._run_begins()
+
+    def _check_ends_later(self) -> None:
+        """Run :meth:`_ends_overdue` when the oldest session end in :attr:`ending` is overdue."""
+        oldest = min(since for _session, since in self.ending)
+        self.container.schedule(max(0.0, oldest + ENDING_LIMIT - time.monotonic()),
+                                Timer(self._ends_overdue))
 
     def _run_begins(self) -> None:
         if not self.ending and self._begins:

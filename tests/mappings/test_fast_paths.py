@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from proton import symbol
 
@@ -167,6 +167,8 @@ def test_bare_encode_and_decode_are_the_reference_codec(message: AmqpMessage) ->
 @FAST
 @given(message=messages(), cut=st.integers(0, 2**16), flip=st.integers(0, 2**16),
        bit=st.integers(0, 7))
+# a flipped exponent bit makes the double 1.5 (3ff8...) a NaN (7ff8...): both decode it
+@example(message=AmqpMessage(body=1.5), cut=12, flip=4, bit=6)
 def test_damaged_bytes_decode_as_the_reference_decodes_them(
         message: AmqpMessage, cut: int, flip: int, bit: int) -> None:
     raw = bytearray(encode_reference(message))

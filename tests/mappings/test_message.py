@@ -268,6 +268,8 @@ def test_malformed_input_raises_mapping_error(encoded: bytes, match: str) -> Non
         (bytes.fromhex("005377d100000006000000 02a10178a102c080".replace(" ", "")),
          "not valid utf-8"),  # a map value
         (bytes.fromhex("005377980102030405"), "malformed"),  # a uuid cut short
+        (bytes.fromhex("0053777300110000"), "beyond Unicode"),  # a char past U+10FFFF
+        (bytes.fromhex("00537773ffffffff"), "beyond Unicode"),  # ... past a C int
     ],
 )
 def test_bad_text_and_short_values_raise_mapping_error(encoded: bytes, match: str) -> None:

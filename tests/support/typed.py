@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from mappings.message import AmqpMessage, Header, Properties
@@ -10,7 +11,11 @@ from mappings.message import AmqpMessage, Header, Properties
 def typed_value(value: Any, *, ordered: bool = True) -> Any:
     """``value`` with the type of every part, so that ``ulong(1)`` differs from ``1``; with
     ``ordered=False`` the order of map entries does not count (RabbitMQ 4 re-encodes
-    message annotations, not always in their order)."""
+    message annotations, not always in their order). A NaN stands as ``"NaN"``, so that
+    two NaNs of one type compare equal (a NaN never equals itself; damaged bytes make
+    them)."""
+    if isinstance(value, float) and math.isnan(value):
+        return (type(value).__name__, "NaN")
     if isinstance(value, dict):
         pairs = [(typed_value(k, ordered=ordered), typed_value(v, ordered=ordered))
                  for k, v in value.items()]
