@@ -217,6 +217,17 @@ def _timestamp_from_amqp10(ms: int) -> _dt.datetime:
     return seconds_to_datetime(ms // 1000)
 
 
+def _is_a_datetime(ms: int) -> bool:
+    """Whether a 1.0 timestamp travels as a 0-9-1 timestamp (a whole second in its range), so
+    that a recorded ``timestamp`` entry holds only the others: a fraction of a second, a time
+    before the epoch or beyond the year 9999."""
+    try:
+        _timestamp_from_amqp10(ms)
+    except Unrepresentable:
+        return False
+    return True
+
+
 def nested_from_amqp10(value: Any) -> Any:
     """The 0-9-1 value for a 1.0 value inside a map or list (what :func:`nested_to_amqp10` writes)."""
     kind = type(value)
@@ -293,7 +304,7 @@ def apply_property_type(name: str, value: Any) -> Any:
             and int(value) < 2**64
         ):
             return ulong(int(value))
-    elif kind is int and name == "timestamp" and value % 1000:
+    elif kind is int and name == "timestamp" and not _is_a_datetime(value):
         return timestamp(value)
     elif kind is bytes:
         for decimal_type, size in _DECIMAL_SIZES.items():

@@ -191,6 +191,16 @@ def test_timestamp_seconds_become_milliseconds_and_back() -> None:
     assert to_amqp10(p, d, body).properties.creation_time == timestamp(1_600_000_000_250)
 
 
+@pytest.mark.parametrize("ms", [1_500, -1, -1_000, 253_402_300_800_000])
+def test_property_timestamps_a_0_9_1_timestamp_cannot_hold_come_back(ms: int) -> None:
+    """A fraction of a second, a whole second before the epoch or after the year 9999: the
+    header holds the milliseconds and the recorded type restores the timestamp."""
+    message = AmqpMessage(application_properties={"t": timestamp(ms)})
+    p, d, body = from_amqp10(message)
+    assert p.headers == {"t": ms, "x-amqp-1.0.property-types": {"t": "timestamp"}}
+    assert typed1(to_amqp10(p, d, body).application_properties["t"]) == typed1(timestamp(ms))
+
+
 def test_header_timestamps_keep_seconds() -> None:
     when = dt.datetime(2001, 2, 3, 4, 5, 6, tzinfo=dt.UTC)
     message = to_amqp10(Basic.Properties(headers={"at": when, "nested": [when]}), None, b"")
