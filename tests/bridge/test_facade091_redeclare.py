@@ -5,7 +5,10 @@ queue the listener's consumers prove unchanged is redeclared without a broker ro
 otherwise is still what the client gets — a queue deleted elsewhere is made again, one
 made again elsewhere with other arguments refuses the old redeclare (406), one deleted
 through the listener is made again at once, and a consumer without credit leaves the
-count of ready messages to the broker.
+count of ready messages to the broker. On RabbitMQ 3.10 a queue deleted elsewhere under
+the bridge's consumer fails the bridge's whole 1.0 connection (its AMQP 1.0 plugin's
+doing), and the listener closes its clients so that they declare again (docs/topology.md):
+the tests reconnect there, and the redeclare is then RabbitMQ's answer as well.
 
 One ``amqp-bridge run`` per RabbitMQ version serves the module.
 """
@@ -20,6 +23,7 @@ from typing import Any
 import pika
 import pytest
 
+from bridge.facade.core.base import BROKER_LOST_TEXT
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.facade091 import PASSWORD, USER
 from tests.support.metrics import counted, metrics_port, poll
@@ -51,6 +55,34 @@ class Running:
     def delete(self, queue: str) -> None:
         """Delete ``queue`` straight on RabbitMQ."""
         delete_queue(self.rabbitmq_url, queue)
+
+    def clean_up(self, queue: str) -> None:
+        """Delete a test's ``queue`` straight on RabbitMQ once no consumer of the bridge is
+        on it: a delete under one fails RabbitMQ 3.10's whole 1.0 connection (and closes
+        the next test's clients)."""
+        def consumers() -> int | None:
+            with self.broker() as native:
+                try:
+                    return int(native.channel().queue_declare(
+                        queue, passive=True).method.consumer_count)
+                except pika.exceptions.ChannelClosedByBroker as exc:
+                    assert exc.reply_code == 404, exc
+                    return None
+        poll(consumers, lambda n: not n, 15, f"the bridge's consumers of {queue} gone")
+        self.delete(queue)
+
+    def after_delete_elsewhere(self, client: pika.BlockingConnection) -> pika.BlockingConnection:
+        """The connection to go on with once a queue ``client`` consumes was deleted straight
+        on RabbitMQ: ``client`` itself on RabbitMQ 4; on 3.10, whose AMQP 1.0 plugin fails
+        the bridge's whole 1.0 connection for it, ``client`` is first seen closed with
+        connection-forced (the listener's broker-lost close), then a new connection."""
+        if version_of(self.rabbitmq_url) == 4:
+            return client
+        with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+            poll(lambda: client.process_data_events(0.05), lambda _: False, 15,
+                 "the client closed after its broker connection failed")
+        assert (closed.value.reply_code, closed.value.reply_text) == (320, BROKER_LOST_TEXT)
+        return self.connect()
 
     def answered_by(self, whom: str) -> float:
         return counted(self.metrics, "amqp_bridge_facade_queue_declares_total",
@@ -146,6 +178,7 @@ def test_a_queue_deleted_elsewhere_is_made_again_by_a_redeclare(facade: Running)
     try:
         consumed(client, queue, {"x-expires": 600000})
         facade.delete(queue)
+        client = facade.after_delete_elsewhere(client)
 
         def redeclared() -> int | None:
             client.channel().queue_declare(queue, arguments={"x-expires": 600000})
@@ -156,7 +189,7 @@ def test_a_queue_deleted_elsewhere_is_made_again_by_a_redeclare(facade: Running)
         poll(redeclared, lambda depth: depth == 0, 10, f"{queue} made again")
     finally:
         client.close()
-        facade.delete(queue)
+        facade.clean_up(queue)
 
 
 def test_a_queue_made_again_elsewhere_refuses_the_old_redeclare(facade: Running) -> None:
@@ -170,19 +203,22 @@ def test_a_queue_made_again_elsewhere_refuses_the_old_redeclare(facade: Running)
         nch.queue_declare(queue, arguments={"x-message-ttl": 6000})
         nch.basic_publish("", queue, b"to the new queue")
         native.close()
-        # the consumer's link comes back to the new queue (a message of it arrives, and is
-        # acknowledged: the link has credit again): it attached after the old queue's
-        # declare-ok, and witnesses nothing about that queue
-        poll(lambda: client.process_data_events(0.05) or got, bool, 15,
-             "the consumer on the new queue")
+        if (same := facade.after_delete_elsewhere(client)) is client:
+            # the consumer's link comes back to the new queue (a message of it arrives, and
+            # is acknowledged: the link has credit again): it attached after the old
+            # queue's declare-ok, and witnesses nothing about that queue
+            poll(lambda: client.process_data_events(0.05) or got, bool, 15,
+                 "the consumer on the new queue")
+        client = same
         with pytest.raises(pika.exceptions.ChannelClosedByBroker) as info:
             client.channel().queue_declare(queue, arguments={"x-message-ttl": 5000})
         assert info.value.reply_code == 406
     finally:
         client.close()
-        facade.delete(queue)
+        facade.clean_up(queue)
 
 
+@pytest.mark.rabbitmq(4)  # 3.10: the test below
 def test_a_queue_deleted_through_the_listener_is_made_again_at_once(facade: Running) -> None:
     queue = name("own-delete")
     client, other = facade.connect(), facade.connect()
@@ -202,6 +238,35 @@ def test_a_queue_deleted_through_the_listener_is_made_again_at_once(facade: Runn
         other.close()
 
 
+@pytest.mark.rabbitmq(3)
+def test_on_rabbitmq3_a_delete_under_a_consumer_closes_the_clients_who_declare_again(
+        facade: Running) -> None:
+    """RabbitMQ 3.10's AMQP 1.0 plugin fails the bridge's whole 1.0 connection when a queue
+    is deleted under one of its consumers, through the listener too (docs/topology.md):
+    the clients are closed with connection-forced and declare again, and the queue a
+    redeclare then asks for is RabbitMQ's, made again, not an answer the bridge kept."""
+    queue = name("own-delete")
+    client, other = facade.connect(), facade.connect()
+    try:
+        consumed(client, queue)
+        try:
+            other.channel().queue_delete(queue)
+        except pika.exceptions.ConnectionClosedByBroker as closed:  # before the delete-ok
+            assert (closed.reply_code, closed.reply_text) == (320, BROKER_LOST_TEXT)
+        else:
+            other = facade.after_delete_elsewhere(other)
+        client = facade.after_delete_elsewhere(client)
+        assert broker_depth(facade, queue) is None
+        poll(lambda: client.channel().queue_declare(queue).method.message_count == 0
+             and broker_depth(facade, queue), lambda depth: depth == 0, 10,
+             f"{queue} made again")
+    finally:
+        for conn in (client, other):
+            if conn.is_open:
+                conn.close()
+        facade.clean_up(queue)
+
+
 def test_without_credit_the_count_of_ready_messages_is_the_brokers(facade: Running) -> None:
     queue = name("full")
     client = facade.connect()
@@ -217,4 +282,4 @@ def test_without_credit_the_count_of_ready_messages_is_the_brokers(facade: Runni
         assert ch.queue_declare(queue).method.message_count == 2
     finally:
         client.close()
-        facade.delete(queue)
+        facade.clean_up(queue)

@@ -66,11 +66,11 @@ QUIET_WHEN_HELD = frozenset({"access_refused", "publish_unroutable"})
 a tight loop (a refusal per operation; a publish per message that no queue takes, as
 Celery's events with no monitor running) must not flood the log at the default level."""
 SHUTDOWN_TEXT = "amqp-bridge is shutting down"
+"""The close text a client gets when the bridge stops (the 0-9-1 façade says it as
+RabbitMQ does)."""
 BROKER_LOST_TEXT = ("the AMQP 1.0 broker behind amqp-bridge went away: reconnect and declare "
                     "again")
 """The close text of a topology-mode listener's clients when its 1.0 connection drops."""
-"""The close text a client gets when the bridge stops (the 0-9-1 façade says it as
-RabbitMQ does)."""
 
 
 class ListenerCore:
