@@ -210,6 +210,12 @@ class Amqp10Link:
         return not self.closing and (self.link is not None or self._awaiting_channel)
 
     @property
+    def detached(self) -> bool:
+        """Closed for good (:meth:`close`) and detached by the peer too: every link this
+        object gave up has the peer's detach (or its session's end)."""
+        return self.closing and self.link is None and not self._detaching
+
+    @property
     def node(self) -> str:
         """The address as logs name it (a sender to the anonymous terminus: so named)."""
         return "the anonymous terminus" if self.address is None else repr(self.address)

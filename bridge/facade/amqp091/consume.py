@@ -347,6 +347,32 @@ class Consumer091:
                                           f"{tag!r} is gone")
             self.route.facade.flush_later(ch.client.sock)
 
+    def queue_deleted(self) -> None:
+        """Its queue is deleted through the listener: cancelled as RabbitMQ cancels the
+        consumers of a deleted queue (basic.cancel, or channel.close 404 to a client
+        without consumer-cancel-notify), a getter's waiting gets answered get-empty, and
+        the link detached now; what it held and what the client has not acknowledged go
+        with the queue (an ack of it later goes nowhere)."""
+        ch, tag = self.ch, self.tag
+        if self.adopted and not self.cancelled and tag is not None and ch.live:
+            ch.consumers.pop(tag, None)
+            if not self.engine.cancel_consumer(ch.number, tag):
+                ch.client.facade_closes.add(ch.number)
+                self.engine.close_channel(ch.number, ReplyCode.NOT_FOUND,
+                                          f"NOT_FOUND - queue '{self.route.queue}' deleted")
+        while self.gets and ch.live:
+            self.gets.popleft()
+            self.engine.get_empty(ch.number)
+        self.gets.clear()
+        if ch.getters.get(self.route.queue) is self:
+            del ch.getters[self.route.queue]
+        self.cancelled = self.closed = True
+        ch.cancelled.discard(self)
+        self.route.link_lost(self, self.held)
+        self.link.forget()
+        self.route.forget(self)
+        self.route.facade.flush_later(ch.client.sock)
+
     def on_credit(self, link: Amqp10Link) -> None:
         self.grant()
 

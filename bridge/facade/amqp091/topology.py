@@ -58,6 +58,7 @@ reply-to and to
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,7 @@ from mappings.message import AmqpMessage
 
 from ...amqp10.link import Amqp10Link
 from ...config import ListenerTopology, Route
+from ...runtime import Timer
 from ...topology import (
     BindingSpec,
     Done,
@@ -84,7 +86,7 @@ from ...topology import (
 from ...topology.rabbitmq091 import RabbitMQ091Topology
 from ..core.publish import PublishEntry
 from ..core.topology import TopologyCore
-from .consume import Consume091
+from .consume import Consume091, Consumer091
 from .declare_cache import DeclareCache
 from .publish import Publish091
 from .state import Channel091, ChannelRefused, Client091, ConnectionRefused
@@ -94,6 +96,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("bridge.facade")
 
+DETACH_WAIT = 10.0
+DETACH_POLL = 0.02
+"""Seconds a queue.delete through the listener waits at most for the detaches of its
+consumers' links, and how often it looks (``_consumers_gone``)."""
 DIRECT_REPLY_TO = "amq.rabbitmq.reply-to"
 """RabbitMQ's pseudo-queue of direct reply-to."""
 
@@ -394,8 +400,35 @@ class TopologyMode:
             self.declares.forget(name)
             return None if m.nowait else C.Queue.DeleteOk(message_count=count or 0)
 
-        self.call(ch, m, lambda done: self.backend.delete_queue(
-            name, bool(m.if_unused), bool(m.if_empty), done), answer)
+        self.call(ch, m, lambda done: self._consumers_gone(name, bool(m.if_unused),
+                                                          lambda: self.backend.delete_queue(
+            name, bool(m.if_unused), bool(m.if_empty), done)), answer)
+
+    def _consumers_gone(self, queue: str, if_unused: bool, then: Callable[[], None]) -> None:
+        """Call ``then`` (the delete of ``queue``) once this listener's consumers of it are
+        cancelled, as RabbitMQ cancels the consumers of a queue it deletes, and their
+        links detached. Not left to the broker: RabbitMQ 4 would detach the links, and
+        they would attach again to a queue of the same name declared meanwhile; RabbitMQ
+        3.x's AMQP 1.0 plugin fails the bridge's whole 1.0 connection when a queue is
+        deleted under one of its consumers (every client of the listener is then closed,
+        docs/topology.md). An ``if_unused`` delete is refused while they consume, as
+        RabbitMQ refuses it. A detach the broker has not answered within DETACH_WAIT
+        seconds is waited for no longer."""
+        route = self.queues.get(queue)
+        if if_unused or route is None:
+            then()
+            return
+        consumers = [c for c in route.subscriptions if isinstance(c, Consumer091)]
+        for consumer in consumers:
+            consumer.queue_deleted()
+        deadline = time.monotonic() + DETACH_WAIT
+
+        def check() -> None:
+            if all(c.link.detached for c in consumers) or time.monotonic() >= deadline:
+                then()
+            else:
+                self.container.schedule(DETACH_POLL, Timer(check))
+        check()
 
     def check_queue(self, ch: Channel091, method: Frame, queue: str,
                     then: Callable[[], Frame | None]) -> None:
