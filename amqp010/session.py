@@ -424,17 +424,18 @@ class Session:
 
     # ---------------------------------------------------------- API: message
 
-    def message_transfer(self, destination: str = "", header: Iterable[Struct] = (),
+    def message_transfer(self, destination: str = "", header: Iterable[Struct] | bytes = (),
                          body: bytes = b"", *, accept_mode: int | None = AcceptMode.EXPLICIT,
                          acquire_mode: int | None = AcquireMode.PRE_ACQUIRED,
                          sync: bool = False) -> int:
         """message.transfer; split into frames of at most the negotiated max-frame-size.
 
-        If ``destination`` is under the peer's credit (a subscription the peer
-        made), the transfer must fit it: :class:`~amqp010.flow.CreditError`
-        otherwise (check :meth:`can_transfer`).
+        ``header``: the header structs, or their encoding (:func:`~amqp010.codec.encode_header`:
+        a sender that sized the transfer has it already). If ``destination`` is under the
+        peer's credit (a subscription the peer made), the transfer must fit it:
+        :class:`~amqp010.flow.CreditError` otherwise (check :meth:`can_transfer`).
         """
-        hdr = encode_header(tuple(header))
+        hdr = header if isinstance(header, bytes) else encode_header(tuple(header))
         cmd = MessageTransfer(destination=destination, accept_mode=accept_mode,
                               acquire_mode=acquire_mode, sync=sync)
         segments: list[tuple[int, bytes]] = [(SegmentType.COMMAND, encode_command(cmd)),

@@ -443,3 +443,20 @@ def test_credit_unit() -> None:
     assert c.completed(7) and c.messages == 1 and not c.completed(7)
     with pytest.raises(ValueError):
         c.add(9, 1)
+
+
+def test_a_transfer_given_its_encoded_header_sends_the_same_bytes() -> None:
+    """message_transfer takes the header structs or their encoding (a sender that sized the
+    transfer by it encodes it once): the frames on the wire are the same."""
+    header = [DeliveryProperties(routing_key="q"), MessageProperties(content_type="text/plain",
+                                                                     application_headers={"k": 1})]
+    wires = []
+    for given in (header, encode_header(tuple(header))):
+        pair, _, s = broker_pair()
+        s.queue_declare("q")
+        pair.pump()
+        pair.client.data_to_send()
+        publish_id = s.message_transfer("", given, b"body")
+        wires.append((publish_id, pair.client.data_to_send()))
+        pair.pump()
+    assert wires[0] == wires[1] and wires[0][1]

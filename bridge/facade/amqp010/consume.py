@@ -21,7 +21,7 @@ from typing import Any
 
 from proton import Delivery
 
-from amqp010.base import Command, Struct
+from amqp010.base import Command
 from amqp010.codec import encode_header
 from amqp010.spec import AcceptMode, AcquireMode, ErrorCode, ExchangeBind
 
@@ -42,7 +42,8 @@ class _Held:
 
     delivery: Delivery | None
     """None once void: the link it came on was lost, and the source redelivers it."""
-    header: tuple[Struct, ...]
+    header: bytes
+    """The 0-10 header segment (delivery- and message-properties), encoded once."""
     body: bytes
     cost: int
     """What the transfer takes from byte credit: header segment plus body octets."""
@@ -238,8 +239,8 @@ class Subscription:
         if taken is None:
             return
         data, (dp, mp, body) = taken
-        header = (dp, mp)
-        self.held.append(_Held(delivery, header, body, len(encode_header(header)) + len(body),
+        header = encode_header((dp, mp))
+        self.held.append(_Held(delivery, header, body, len(header) + len(body),
                                t0=time.monotonic(), data=route.kept_for_tap(data)))
         route.bytes_in_flight += len(body)
         self.pump()
