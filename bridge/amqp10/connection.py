@@ -21,7 +21,10 @@ its link's attach are never answered. So every session begin on the connection (
 probes) goes through :meth:`~Amqp10ConnectionHandler.when_channels_free`, which holds
 it back while such a session remains; the sessions' handlers report the peer's end
 (:meth:`~Amqp10ConnectionHandler.session_ended`). A lost transport clears the set (the
-next one numbers its channels afresh), and a session whose end the peer leaves
+next one numbers its channels afresh) and frees its sessions: proton would begin them
+again on the next transport and send their end as soon as the peer's open is read, so
+that the peer's answer to that begin names a channel proton has forgotten ("begin reply
+to unknown channel": the new connection fails). A session whose end the peer leaves
 unanswered for :data:`ENDING_LIMIT` stops holding begins back (a WARNING): one broken
 end must not stop every link on the connection for good. Opens are rare: nothing here
 runs per message.
@@ -117,10 +120,15 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
             self._check_ends_later()
 
     def end_session(self, session: Any) -> None:
-        """End ``session`` (if not yet): its channel is busy until the peer's end comes."""
+        """End ``session`` (if not yet): its channel is busy until the peer's end comes.
+        Ended while no transport is bound, it is freed at once (as at the loss, :meth:`_lost`)."""
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
-            if not session.state & Endpoint.REMOTE_CLOSED:
+            if session.state & Endpoint.REMOTE_CLOSED:
+                return
+            if session.connection.transport is None:  # (between transports)
+                free_session(session)
+            else:
                 self.ending.append((session, time.monotonic()))
 
     def session_ended(self, session: Any) -> None:
@@ -255,7 +263,13 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
             else:
                 log.info("amqp1.0 %s: disconnected", self.name, extra=self.log_fields("lost"))
         self.up = False
-        self.ending.clear()  # the next transport numbers its channels afresh
+        # the next transport numbers its channels afresh; the sessions we ended whose end
+        # the peer never sent are freed: proton would begin them again on it and send their
+        # end as soon as the peer's open is read, forgetting the channel before the peer
+        # answers that begin ("begin reply to unknown channel" fails the new connection)
+        for session, _since in self.ending:
+            free_session(session)
+        self.ending.clear()
         for link in list(self.watchers):
             link.on_disconnected()
         self._run_begins()
@@ -286,6 +300,15 @@ def when_channels_free(handler: Amqp10ConnectionHandler | None, begin: Callable[
         handler.when_channels_free(begin)
     else:
         begin()
+
+
+def free_session(session: Any) -> None:
+    """Free ``session`` once: when its end handshake is complete, or when the transport
+    that carried it is gone (a second free is a double free in proton's C code, which does
+    not check outside debug builds)."""
+    if not getattr(session, "freed_by_bridge", False):
+        session.freed_by_bridge = True
+        session.free()
 
 
 def end_session(handler: Amqp10ConnectionHandler | None, session: Any) -> None:
@@ -319,5 +342,5 @@ class ReconnectDelays:
             failures += 1
 
 
-__all__ = ["ENDING_LIMIT", "Amqp10ConnectionHandler", "LinkWatcher", "ReconnectDelays", "end_session",
-           "when_channels_free"]
+__all__ = ["ENDING_LIMIT", "Amqp10ConnectionHandler", "LinkWatcher", "ReconnectDelays",
+           "end_session", "free_session", "when_channels_free"]

@@ -32,7 +32,7 @@ from ..config import Reconnect
 from ..runtime import Timer
 from ..runtime.containment import Part
 from ..runtime.reactor import DirectDeliveries
-from .connection import Amqp10ConnectionHandler, end_session, when_channels_free
+from .connection import Amqp10ConnectionHandler, end_session, free_session, when_channels_free
 from .outcomes import condition_text
 from .poison import poison_suspected
 
@@ -333,7 +333,7 @@ class Amqp10Link:
             self._stale.remove(entry)  # begun again after a reconnect, ended before the attach
             self._retire(*entry)
         if session.state & Endpoint.LOCAL_CLOSED:
-            session.free()  # its end handshake is complete
+            free_session(session)  # its end handshake is complete
         if self.handler is not None:
             self.handler.session_ended(session)
 

@@ -63,7 +63,12 @@ from typing import Any
 from proton import Endpoint, Link, Message
 from proton.reactor import Container
 
-from ..amqp10.connection import Amqp10ConnectionHandler, end_session, when_channels_free
+from ..amqp10.connection import (
+    Amqp10ConnectionHandler,
+    end_session,
+    free_session,
+    when_channels_free,
+)
 from ..amqp10.link import RELINK, STABLE_LINK, send_raw
 from ..amqp10.outcomes import condition_text
 from ..runtime import Timer
@@ -165,7 +170,7 @@ class _Retiring:
                 if link.state & Endpoint.LOCAL_ACTIVE:
                     link.close()
             end_session(session)
-            session.free()
+            free_session(session)
             return True
         for link in self.links:
             # a link is detached once its attach is answered (on this transport)

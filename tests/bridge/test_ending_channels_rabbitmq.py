@@ -21,7 +21,7 @@ from bridge.amqp10.link import ATTACH_TIMEOUT, Amqp10Link
 from bridge.topology import TopologyError
 from bridge.topology.model import ExchangeSpec
 from bridge.topology.rabbitmq4 import RabbitMQ4Topology
-from tests.support.ending_channels import HoldsEnds
+from tests.support.ending_channels import HoldsEnds, open_apart
 from tests.support.link_owners import NotingOwner
 from tests.support.rabbitmq import declare_queue, existing_queue_address, unique_queue
 from tests.support.relay import Relay
@@ -95,3 +95,39 @@ def test_a_probe_begun_while_a_link_s_session_is_ending_is_answered(
     result = loop.call(topology.declare_exchange, ExchangeSpec("amq.fanout"), True)
     assert not isinstance(result, TopologyError), result
     topology.close()
+
+
+@pytest.mark.rabbitmq(3, 4)
+def test_a_session_still_ending_when_the_connection_drops_does_not_fail_the_next_one(
+        rabbitmq_url: str, holds: HoldsEnds) -> None:
+    """A session we ended whose end the broker never got (the connection dropped with it
+    held back). Proton begins such a session again on the next transport and sends its end
+    as soon as the broker's ``open`` is read, forgetting its channel; when the broker's
+    answer to that begin is read after that (apart from the ``open``: a loaded or
+    restarting broker), proton fails the new connection ("begin reply to unknown
+    channel") and every link reconnects once more — the lifecycle suite's RabbitMQ 3.10
+    restart saw it. The bridge frees such sessions when their transport is lost."""
+    relay = Relay(("127.0.0.1", int(rabbitmq_url.rsplit(":", 1)[1])), rewrite=holds,
+                  flush_after=FLUSH_AFTER, rewrite_back=open_apart)
+    loop = Loop(relay.url(rabbitmq_url))
+    try:
+        queue = unique_queue("ending-at-drop")
+        declare_queue(rabbitmq_url, queue)
+        address = existing_queue_address(queue)
+        loop.run_until(lambda: loop.handler.up, "the connection")
+        drops: list[int] = []
+        loop.handler.when_lost(lambda: drops.append(loop.handler.attempts))
+        _end_a_link_s_session(loop, holds, address)
+        relay.cut()  # (the held end goes with the connection)
+        loop.run_until(lambda: not loop.handler.up, "the connection lost")
+        relay.restore()
+        second = Amqp10Link(loop.container, loop.connection, address, sender=True,
+                            owner=NotingOwner(), name="second")
+        # (the broker answers the new transport's begins in order: a failure comes before
+        # the second link's attach is answered)
+        loop.run_until(lambda: second.up, "the second link to attach", ATTACH_TIMEOUT + 15)
+        assert len(drops) == 1, f"the connection failed again once re-established: {drops}"
+        second.forget()
+    finally:
+        loop.close()
+        relay.close()

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from .overcredit import performative, split
 
-BEGIN, END = 0x11, 0x17
+OPEN, BEGIN, END = 0x10, 0x11, 0x17
 
 
 def channel(frame: bytes) -> int:
@@ -122,3 +122,30 @@ class HoldsEnds:
             return out
 
         return rewrite
+
+
+def open_apart() -> Callable[[bytes], list[bytes]]:
+    """A ``rewrite_back`` for :class:`~tests.support.relay.Relay`: the broker's ``open`` is
+    written on its own and what came with it after it (its answers to our begins), so
+    that the client reads the ``open`` before them — as it may from a loaded broker."""
+    buffered = bytearray()
+    opened = [False]
+    """The last chunk written ended with the open: what comes next waits (an empty chunk)."""
+
+    def chunks(data: bytes) -> list[bytes]:
+        buffered.extend(data)
+        out: list[bytes] = [b""] if opened[0] else []
+        pending = bytearray()
+        for frame in split(buffered):
+            pending.extend(frame)
+            if kind(frame)[0] == OPEN:
+                out.append(bytes(pending))
+                pending.clear()
+        if pending:
+            out.append(bytes(pending))
+            opened[0] = False
+        elif any(out):
+            opened[0] = True  # (the last chunk is the open)
+        return out
+
+    return chunks

@@ -9,6 +9,9 @@ import threading
 import time
 from collections.abc import Callable
 
+CHUNK_PAUSE = 0.2
+"""Seconds between the chunks a ``rewrite_back`` function cut the target's bytes into."""
+
 
 class Relay:
     """A TCP relay to ``target`` on a loopback port of its own (:attr:`port`).
@@ -24,12 +27,18 @@ class Relay:
 
     def __init__(self, target: tuple[str, int], rate: int | None = None, *,
                  rewrite: Callable[[], Callable[[bytes], bytes]] | None = None,
-                 flush_after: float | None = None) -> None:
+                 flush_after: float | None = None,
+                 rewrite_back: Callable[[], Callable[[bytes], list[bytes]]] | None = None
+                 ) -> None:
         self.target = target
         self.rate = rate
         self.rewrite = rewrite
         """Makes, for each relayed connection, a function that rewrites what the client
         sends (it may buffer: it returns what is ready to forward)."""
+        self.rewrite_back = rewrite_back
+        """Makes, for each relayed connection, a function that cuts what the target sends
+        into chunks written one by one, :data:`CHUNK_PAUSE` apart (so that the client reads
+        them apart; an empty chunk is a pause only)."""
         self.flush_after = flush_after
         """Seconds of silence from the client after which the rewrite function is called
         with ``b""`` (to forward what it held back); None: never."""
@@ -116,11 +125,13 @@ class Relay:
             rewrite = self.rewrite() if self.rewrite is not None else None
             threading.Thread(target=self._pump, args=(client, upstream, True, rewrite),
                              daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, False),
+            back = self.rewrite_back() if self.rewrite_back is not None else None
+            threading.Thread(target=self._pump, args=(upstream, client, False, None, back),
                              daemon=True).start()
 
     def _pump(self, src: socket.socket, dst: socket.socket, throttled: bool,
-              rewrite: Callable[[bytes], bytes] | None = None) -> None:
+              rewrite: Callable[[bytes], bytes] | None = None,
+              chunks: Callable[[bytes], list[bytes]] | None = None) -> None:
         flush_after = self.flush_after if rewrite is not None else None
         try:
             while True:
@@ -134,6 +145,13 @@ class Relay:
                 if not data:
                     break
                 self._flowing.wait()
+                if chunks is not None:
+                    for n, chunk in enumerate(chunks(data)):
+                        if n:
+                            time.sleep(CHUNK_PAUSE)  # (read apart by the client)
+                        if chunk:
+                            dst.sendall(chunk)
+                    continue
                 dst.sendall(data if rewrite is None else rewrite(data))
                 rate = self.rate if throttled else None
                 if rate:
