@@ -291,11 +291,27 @@ def test_an_unmappable_message_is_archived_received_and_never_delivered(
 
 
 def _writer_pid(bridge: BridgeRun) -> int:
-    """The archive writer's process: the bridge's only child."""
-    children = [int(pid) for task in Path(f"/proc/{bridge.pid}/task").iterdir()
-                for pid in (task / "children").read_text().split()]
-    assert len(children) == 1, children
-    return children[0]
+    """The archive writer's process: the bridge's child running ``pipeline.filewriter``."""
+    writers = _writers(bridge)
+    assert len(writers) == 1, writers
+    return writers[0]
+
+
+def _writers(bridge: BridgeRun) -> list[int]:
+    """The bridge's children that run the archive writer (not a helper a library runs
+    for a moment while the bridge starts, such as ``ldconfig``: stopping that one instead
+    would stop the bridge)."""
+    pids = [int(pid) for task in Path(f"/proc/{bridge.pid}/task").iterdir()
+            for pid in (task / "children").read_text().split()]
+    writers = []
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except FileNotFoundError:
+            continue  # (gone meanwhile)
+        if b"pipeline.filewriter" in cmdline:
+            writers.append(pid)
+    return writers
 
 
 @pytest.mark.parametrize(("direction", "overflow"), [
@@ -345,7 +361,7 @@ def test_a_stalled_writer_holds_the_route_back_or_drops_rows_as_configured(
     try:
         bridge = BridgeRun(bridge_config(server.url, rabbitmq_url, routes), tmp_path)
         with bridge:
-            wait_for(lambda: _has_child(bridge), 20, "the archive writer to start", bridge)
+            wait_for(lambda: bool(_writers(bridge)), 20, "the archive writer to start", bridge)
             writer = _writer_pid(bridge)
             os.kill(writer, signal.SIGSTOP)
             # the route has started (under load its links may take longer than the quiet
@@ -401,11 +417,6 @@ def steady(value: Callable[[], int], *, quiet: float, timeout: float) -> int:
         elif time.monotonic() - since >= quiet:
             return last
     raise AssertionError(f"still changing after {timeout}s (last {last})")
-
-
-def _has_child(bridge: BridgeRun) -> bool:
-    return any((task / "children").read_text().split()
-               for task in Path(f"/proc/{bridge.pid}/task").iterdir())
 
 
 @pytest.mark.parametrize("problem", ["pyarrow", "directory"])
