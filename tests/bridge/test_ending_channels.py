@@ -19,14 +19,15 @@ import logging
 from typing import Any
 
 import pytest
-from proton import Endpoint
+from proton import Condition, Endpoint
 
 from bridge.amqp10.connection import ENDING_LIMIT, Amqp10ConnectionHandler
 from bridge.amqp10.link import ATTACH_TIMEOUT, Amqp10Link
 from bridge.topology.management import ManagementClient
-from tests.support.ending_channels import DropsFramesWhileEnding
+from tests.support.ending_channels import BEGIN, END, DropsFramesWhileEnding, channel, kind
 from tests.support.link_owners import ManualTimers, NotingOwner
-from tests.support.memory_pair import MemoryPair, links
+from tests.support.memory_pair import MemoryPair, links, sessions
+from tests.support.overcredit import split
 
 
 def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, ManualTimers]:
@@ -168,3 +169,41 @@ def test_an_end_the_peer_never_answers_holds_begins_back_for_a_bounded_time(
     # begun now (whether a peer that never ends a session answers it is another matter:
     # if not, the attach timeout takes over)
     assert second.link is not None and second.session.state & Endpoint.LOCAL_ACTIVE
+
+
+def test_the_pair_a_refusal_ended_is_begun_again_on_another_channel() -> None:
+    """RabbitMQ 4 refuses a management request by ending the pair's session; the requests
+    in flight with it go again on a fresh pair. That pair's begin goes out with our end of
+    the old session, on another channel: on the channel our end frees, RabbitMQ 4 could
+    read it before the old session's process had exited and drop it (the requests then
+    waited out their timeout)."""
+    pair, _rabbit, timers = _pair()
+    client = ManagementClient(timers, pair.ours, name="t")  # type: ignore[arg-type]
+    pair.pump()
+    _answer_everything(pair)
+    for their_link in links(pair.theirs):
+        if their_link.is_receiver:
+            their_link.flow(10)  # (the requests go out at once: in flight)
+    pair.pump()
+    pair.dispatch()
+    assert client.up
+    (their_session,) = [s for s in sessions(pair.theirs) if s.state & Endpoint.LOCAL_ACTIVE]
+    (ended,) = {channel(f) for chunk in pair.sent for f in split(bytearray(chunk))
+                if kind(f)[0] == BEGIN}
+    results: list[Any] = []
+    for path in ("/queues/refused", "/queues/allowed"):
+        client.request("PUT", path, {}, results.append)
+    pair.pump()
+    sent_before = len(pair.sent)
+    their_session.condition = Condition("amqp:unauthorized-access", "configure access refused")
+    their_session.close()
+    pair.pump()
+    pair.dispatch()
+    timers.run(0)  # (what the refusal scheduled at once, if anything)
+    pair.pump()
+    frames = [(channel(f), kind(f)[0]) for chunk in pair.sent[sent_before:]
+              for f in split(bytearray(chunk))]
+    assert (ended, END) in frames, frames
+    begun = [number for number, descriptor in frames if descriptor == BEGIN]
+    assert begun and ended not in begun, frames
+    assert [type(r).__name__ for r in results] == ["TopologyError"]
