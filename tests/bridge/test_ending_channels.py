@@ -22,7 +22,7 @@ import pytest
 from proton import Condition, Endpoint
 
 from bridge.amqp10.connection import ENDING_LIMIT, Amqp10ConnectionHandler
-from bridge.amqp10.link import ATTACH_TIMEOUT, Amqp10Link
+from bridge.amqp10.link import ATTACH_TIMEOUT, STABLE_LINK, Amqp10Link
 from bridge.topology.management import ManagementClient
 from tests.support.ending_channels import BEGIN, END, DropsFramesWhileEnding, channel, kind
 from tests.support.link_owners import ManualTimers, NotingOwner
@@ -207,3 +207,32 @@ def test_the_pair_a_refusal_ended_is_begun_again_on_another_channel() -> None:
     begun = [number for number, descriptor in frames if descriptor == BEGIN]
     assert begun and ended not in begun, frames
     assert [type(r).__name__ for r in results] == ["TopologyError"]
+
+
+def test_a_stable_link_whose_session_the_peer_ended_begins_again_on_another_channel() -> None:
+    """A link that had been up for a while is re-attached at once when the peer ends its
+    session; the new session goes out with our end of the old one, on another channel (on
+    the channel our end frees, RabbitMQ 4 could drop its begin, and the attach would wait
+    out ATTACH_TIMEOUT)."""
+    pair, _rabbit, timers = _pair()
+    owner = NotingOwner()
+    link = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
+                      owner=owner, name="stable")
+    pair.pump()
+    _answer_everything(pair)
+    assert link.up
+    link.up_since -= STABLE_LINK  # (up for long enough: its loss is not a repeated failure)
+    (their_session,) = [s for s in sessions(pair.theirs) if s.state & Endpoint.LOCAL_ACTIVE]
+    sent_before = len(pair.sent)
+    their_session.condition = Condition("amqp:internal-error", "shutdown")
+    their_session.close()
+    pair.pump()
+    pair.dispatch()
+    timers.run(0)  # (what the loss scheduled at once, if anything)
+    pair.pump()
+    frames = [(channel(f), kind(f)[0]) for chunk in pair.sent[sent_before:]
+              for f in split(bytearray(chunk))]
+    assert (0, END) in frames, frames
+    begun = [number for number, descriptor in frames if descriptor == BEGIN]
+    assert begun and 0 not in begun, frames
+    assert owner.downs and link.generation == 2
