@@ -27,7 +27,12 @@ from bridge.facade.core.base import BROKER_LOST_TEXT
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.facade091 import PASSWORD, USER
 from tests.support.metrics import counted, metrics_port, poll
-from tests.support.rabbitmq import delete_queue, queue_depth_if_any, version_of
+from tests.support.rabbitmq import (
+    delete_queue,
+    queue_consumers_if_any,
+    queue_depth_if_any,
+    version_of,
+)
 
 pytestmark = pytest.mark.rabbitmq(3, 4)
 
@@ -60,15 +65,8 @@ class Running:
         """Delete a test's ``queue`` straight on RabbitMQ once no consumer of the bridge is
         on it: a delete under one fails RabbitMQ 3.10's whole 1.0 connection (and closes
         the next test's clients)."""
-        def consumers() -> int | None:
-            with self.broker() as native:
-                try:
-                    return int(native.channel().queue_declare(
-                        queue, passive=True).method.consumer_count)
-                except pika.exceptions.ChannelClosedByBroker as exc:
-                    assert exc.reply_code == 404, exc
-                    return None
-        poll(consumers, lambda n: not n, 15, f"the bridge's consumers of {queue} gone")
+        poll(lambda: queue_consumers_if_any(self.rabbitmq_url, queue), lambda n: not n, 15,
+             f"the bridge's consumers of {queue} gone")
         self.delete(queue)
 
     def after_delete_elsewhere(self, client: pika.BlockingConnection) -> pika.BlockingConnection:

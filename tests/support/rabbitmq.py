@@ -754,9 +754,21 @@ def delete_queue(url: str, name: str) -> None:
 
 def queue_depth_if_any(url: str, name: str) -> int | None:
     """:func:`queue_depth`, None if there is no such queue."""
+    ok = _declare_ok_if_any(url, name)
+    return None if ok is None else int(ok.message_count)
+
+
+def queue_consumers_if_any(url: str, name: str) -> int | None:
+    """The queue's consumers at ``url`` (over 0-9-1), None if there is no such queue."""
+    ok = _declare_ok_if_any(url, name)
+    return None if ok is None else int(ok.consumer_count)
+
+
+def _declare_ok_if_any(url: str, name: str) -> Any:
+    """The declare-ok of a passive declare of queue ``name``, None if there is none."""
     connection = pika.BlockingConnection(pika.URLParameters(url))
     try:
-        return int(connection.channel().queue_declare(name, passive=True).method.message_count)
+        return connection.channel().queue_declare(name, passive=True).method
     except pika.exceptions.ChannelClosedByBroker as exc:
         assert exc.reply_code == 404, exc
         return None

@@ -340,12 +340,18 @@ class Consumer091:
         ch.consumers.pop(tag, None)
         self.cancel()
         if ch.live:
-            if not self.engine.cancel_consumer(ch.number, tag):
-                ch.client.facade_closes.add(ch.number)
-                self.engine.close_channel(ch.number, ReplyCode.NOT_FOUND,
-                                          f"the AMQP 1.0 source {link.address} of consumer "
-                                          f"{tag!r} is gone")
+            self._cancel_at_the_client(tag, f"the AMQP 1.0 source {link.address} of consumer "
+                                            f"{tag!r} is gone")
             self.route.facade.flush_later(ch.client.sock)
+
+    def _cancel_at_the_client(self, tag: str, text: str) -> None:
+        """Tell the client (its channel live) that the server cancelled consumer ``tag``:
+        basic.cancel if it announced consumer-cancel-notify, else channel.close 404 with
+        ``text``, as RabbitMQ does."""
+        ch = self.ch
+        if not self.engine.cancel_consumer(ch.number, tag):
+            ch.client.facade_closes.add(ch.number)
+            self.engine.close_channel(ch.number, ReplyCode.NOT_FOUND, text)
 
     def queue_deleted(self) -> None:
         """Its queue is deleted through the listener: cancelled as RabbitMQ cancels the
@@ -356,10 +362,7 @@ class Consumer091:
         ch, tag = self.ch, self.tag
         if self.adopted and not self.cancelled and tag is not None and ch.live:
             ch.consumers.pop(tag, None)
-            if not self.engine.cancel_consumer(ch.number, tag):
-                ch.client.facade_closes.add(ch.number)
-                self.engine.close_channel(ch.number, ReplyCode.NOT_FOUND,
-                                          f"NOT_FOUND - queue '{self.route.queue}' deleted")
+            self._cancel_at_the_client(tag, f"NOT_FOUND - queue '{self.route.queue}' deleted")
         while self.gets and ch.live:
             self.gets.popleft()
             self.engine.get_empty(ch.number)
