@@ -171,6 +171,21 @@ def test_an_end_the_peer_never_answers_holds_begins_back_for_a_bounded_time(
     assert second.link is not None and second.session.state & Endpoint.LOCAL_ACTIVE
 
 
+def _their_end_and_what_we_send(pair: MemoryPair, timers: ManualTimers, their_session: Any,
+                                condition: str) -> list[tuple[int, int | None]]:
+    """The peer ends ``their_session`` with ``condition``; (channel, descriptor) of every
+    frame our side sends from then on, what that scheduled at once included."""
+    sent_before = len(pair.sent)
+    their_session.condition = Condition(condition, "ended by the peer")
+    their_session.close()
+    pair.pump()
+    pair.dispatch()
+    timers.run(0)  # (what the peer's end scheduled at once, if anything)
+    pair.pump()
+    return [(channel(f), kind(f)[0]) for chunk in pair.sent[sent_before:]
+            for f in split(bytearray(chunk))]
+
+
 def test_the_pair_a_refusal_ended_is_begun_again_on_another_channel() -> None:
     """RabbitMQ 4 refuses a management request by ending the pair's session; the requests
     in flight with it go again on a fresh pair. That pair's begin goes out with our end of
@@ -194,15 +209,8 @@ def test_the_pair_a_refusal_ended_is_begun_again_on_another_channel() -> None:
     for path in ("/queues/refused", "/queues/allowed"):
         client.request("PUT", path, {}, results.append)
     pair.pump()
-    sent_before = len(pair.sent)
-    their_session.condition = Condition("amqp:unauthorized-access", "configure access refused")
-    their_session.close()
-    pair.pump()
-    pair.dispatch()
-    timers.run(0)  # (what the refusal scheduled at once, if anything)
-    pair.pump()
-    frames = [(channel(f), kind(f)[0]) for chunk in pair.sent[sent_before:]
-              for f in split(bytearray(chunk))]
+    frames = _their_end_and_what_we_send(pair, timers, their_session,
+                                         "amqp:unauthorized-access")
     assert (ended, END) in frames, frames
     begun = [number for number, descriptor in frames if descriptor == BEGIN]
     assert begun and ended not in begun, frames
@@ -223,15 +231,7 @@ def test_a_stable_link_whose_session_the_peer_ended_begins_again_on_another_chan
     assert link.up
     link.up_since -= STABLE_LINK  # (up for long enough: its loss is not a repeated failure)
     (their_session,) = [s for s in sessions(pair.theirs) if s.state & Endpoint.LOCAL_ACTIVE]
-    sent_before = len(pair.sent)
-    their_session.condition = Condition("amqp:internal-error", "shutdown")
-    their_session.close()
-    pair.pump()
-    pair.dispatch()
-    timers.run(0)  # (what the loss scheduled at once, if anything)
-    pair.pump()
-    frames = [(channel(f), kind(f)[0]) for chunk in pair.sent[sent_before:]
-              for f in split(bytearray(chunk))]
+    frames = _their_end_and_what_we_send(pair, timers, their_session, "amqp:internal-error")
     assert (0, END) in frames, frames
     begun = [number for number, descriptor in frames if descriptor == BEGIN]
     assert begun and 0 not in begun, frames
