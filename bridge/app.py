@@ -241,6 +241,10 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         return [(name, sum(1 for link in list(h.watchers) if link.open))
                 for name, h in list(self.amqp10_handlers.items())]
 
+    def observed_begins_waiting(self) -> list[tuple[str, int]]:
+        """``(name, session begins held back)`` per AMQP 1.0 connection."""
+        return [(name, h.begins_waiting) for name, h in list(self.amqp10_handlers.items())]
+
     def observed_unanswered(self) -> list[tuple[str, dict[str, int]]]:
         """``(name, what -> count)`` per AMQP 1.0 connection: link attaches and session
         ends the peer left unanswered past their bound."""

@@ -20,7 +20,15 @@ its link's attach are never answered. So every session begin on the connection (
 :class:`~bridge.amqp10.link.Amqp10Link`, the topology request/response pairs and
 probes) goes through :meth:`~Amqp10ConnectionHandler.when_channels_free`, which holds
 it back while such a session remains; the sessions' handlers report the peer's end
-(:meth:`~Amqp10ConnectionHandler.session_ended`). A lost transport clears the set (the
+(:meth:`~Amqp10ConnectionHandler.session_ended`). When the peer ended a session first,
+our end answers it and frees the channel at once on our side: begins then wait
+:data:`PEER_END_HOLD`, time for the peer's old session to go. Begins also wait for the
+peer's open and for a free channel within its ``channel-max`` (RabbitMQ 4 allows 64
+sessions per connection and closes the connection at a begin on channel 64; proton
+begins sessions before the open is read, on its own channel-max, and on a new transport
+it begins every attached link's session again at once — capped this way, those re-begins
+fit too). Links beyond the peer's limit wait, with a WARNING and the
+``amqp_bridge_amqp10_begins_waiting`` gauge. A lost transport clears the set (the
 next one numbers its channels afresh) and frees its sessions: proton would begin them
 again on the next transport and send their end as soon as the peer's open is read, so
 that the peer's answer to that begin names a channel proton has forgotten ("begin reply
@@ -53,6 +61,10 @@ from .outcomes import condition_text
 log = logging.getLogger("bridge.app")
 """Logged under the bridge's name, as before the move (operators filter on it)."""
 
+PEER_END_HOLD = 0.1
+"""Seconds new sessions wait after our end answered a session the peer ended: the peer
+says nothing when its old session is gone, and RabbitMQ 4 drops a begin it reads on that
+channel before then (proton reuses the channel as soon as our end is written)."""
 ENDING_LIMIT = 30.0
 """Seconds a session we ended may wait for the peer's end before its channel is taken as
 free again (new sessions stop waiting for it)."""
@@ -104,32 +116,44 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self.ending: list[tuple[Any, float]] = []
         """Sessions we ended on the current transport whose end the peer has not sent yet,
         with when we ended them (monotonic)."""
+        self._quiet_until = 0.0
+        """Monotonic time before which no session begins: :data:`PEER_END_HOLD` after our
+        end answered one the peer sent first."""
         self._begins: list[Callable[[], None]] = []
-        """Session begins waiting for :attr:`ending` to empty (:meth:`when_channels_free`)."""
+        """Session begins held back (:meth:`when_channels_free`)."""
+        self._wake_at: float | None = None
+        """When the timer that runs the held begins again is due (monotonic), if one is."""
+        self._full = False
+        """The peer's session limit held begins back (logged once until a begin runs)."""
         self.container: Any = None
-        """The container (timers), known once a transport is bound."""
+        """The container (timers), known once the connection opened (proton's bound
+        event carries none)."""
+        self.connection: Any = None
+        """The proton connection, known once a transport is bound."""
 
     def when_channels_free(self, begin: Callable[[], None]) -> None:
-        """Run ``begin`` (which begins a session) now, or once no session we ended waits
-        for the peer's end (see the module's docstring)."""
-        if not self.ending:
-            begin()
-            return
+        """Run ``begin`` (which begins a session) now, or as soon as nothing holds session
+        begins back (see the module's docstring); waiting begins run in order."""
         self._begins.append(begin)
-        if len(self._begins) == 1 and self.container is not None:
-            self._check_ends_later()
+        self._run_begins()
 
     def end_session(self, session: Any) -> None:
         """End ``session`` (if not yet): its channel is busy until the peer's end comes.
         Ended while no transport is bound, it is freed at once (as at the loss, :meth:`_lost`)."""
-        if session.state & Endpoint.LOCAL_ACTIVE:
-            session.close()
-            if session.state & Endpoint.REMOTE_CLOSED:
-                return
-            if session.connection.transport is None:  # (between transports)
-                free_session(session)
-            else:
-                self.ending.append((session, time.monotonic()))
+        if not session.state & Endpoint.LOCAL_ACTIVE:
+            return
+        session.close()
+        if session.state & Endpoint.REMOTE_CLOSED:
+            # our end answers the peer's: the channel is free on our side at once, and a
+            # begin read with this end before the peer's old session has gone would be
+            # dropped (RabbitMQ 4): new sessions wait PEER_END_HOLD
+            if session.connection.transport is not None:
+                self._quiet_until = time.monotonic() + PEER_END_HOLD
+        elif session.connection.transport is None:  # (between transports)
+            free_session(session)
+        else:
+            self.ending.append((session, time.monotonic()))
+        self._run_begins()
 
     def session_ended(self, session: Any) -> None:
         """The peer ended ``session`` (told by the session's handler): the begins waiting
@@ -137,9 +161,76 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self.ending = [entry for entry in self.ending if entry[0] != session]
         self._run_begins()
 
+    def _run_begins(self) -> None:
+        """Run the waiting begins, in order, while nothing holds them back; else arrange to
+        be run again when what holds them back may be gone."""
+        begun: int | None = None
+        while self._begins:
+            wait = self._held_by()
+            if wait is None:
+                limit = self._session_limit()
+                if begun is None or begun >= limit:
+                    begun = self._sessions_begun()  # (a begin may have opened nothing)
+                if begun >= limit:
+                    wait = "the peer's session limit"
+            if wait is not None:
+                self._wait(wait)
+                return
+            self._full = False
+            self._begins.pop(0)()
+            begun = (begun or 0) + 1
+
+    def _held_by(self) -> str | None:
+        """What holds session begins back now, other than the peer's session limit."""
+        if not self.up:
+            return "the peer's open"  # (its channel-max is not known yet)
+        if self.ending:
+            return "a session end"
+        if time.monotonic() < self._quiet_until:
+            return "the hold after a peer's end"
+        return None
+
+    def _session_limit(self) -> int:
+        """Sessions the peer allows on the connection at once (its channel-max + 1)."""
+        transport = self.connection.transport if self.connection is not None else None
+        return transport.channel_max + 1 if transport is not None else 0
+
+    def _sessions_begun(self) -> int:
+        """Our sessions begun and not ended yet (each holds a channel)."""
+        count = 0
+        session = self.connection.session_head(Endpoint.LOCAL_ACTIVE)
+        while session is not None:
+            count += 1
+            session = session.next(Endpoint.LOCAL_ACTIVE)
+        return count
+
+    def _wait(self, reason: str) -> None:
+        """Begins wait for ``reason``: a timer for an end overdue or a hold ending; a
+        WARNING (once) when the peer's session limit is reached. An open, a session's end
+        or a lost transport runs them again."""
+        if reason == "a session end":
+            self._wake_by(min(since for _session, since in self.ending) + ENDING_LIMIT)
+        elif reason == "the hold after a peer's end":
+            self._wake_by(self._quiet_until)
+        elif reason == "the peer's session limit" and not self._full:
+            self._full = True
+            log.warning("amqp1.0 %s: %d link(s) wait for a session: the peer allows %d "
+                        "sessions per connection (RabbitMQ 4: session_max_per_connection)",
+                        self.name, len(self._begins), self._session_limit(),
+                        extra=self.log_fields("session_limit", waiting=len(self._begins),
+                                              limit=self._session_limit()))
+
+    def _wake_by(self, due: float) -> None:
+        """Run :meth:`_ends_overdue` at ``due`` (monotonic) at the latest."""
+        if self.container is None or (self._wake_at is not None and self._wake_at <= due):
+            return
+        self._wake_at = due
+        self.container.schedule(max(0.0, due - time.monotonic()), Timer(self._ends_overdue))
+
     def _ends_overdue(self) -> None:
         """Sessions whose end the peer left unanswered for :data:`ENDING_LIMIT` no longer
-        hold begins back."""
+        hold begins back; the begins waiting run if nothing else holds them."""
+        self._wake_at = None
         if not self._begins:
             return
         now = time.monotonic()
@@ -150,21 +241,12 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
                         extra=self.log_fields("session_end_unanswered", sessions=len(overdue)))
             self.ending = [entry for entry in self.ending if entry not in overdue]
             self.unanswered["end"] += len(overdue)
-        if self.ending:
-            self._check_ends_later()
         self._run_begins()
 
-    def _check_ends_later(self) -> None:
-        """Run :meth:`_ends_overdue` when the oldest session end in :attr:`ending` is overdue."""
-        oldest = min(since for _session, since in self.ending)
-        self.container.schedule(max(0.0, oldest + ENDING_LIMIT - time.monotonic()),
-                                Timer(self._ends_overdue))
-
-    def _run_begins(self) -> None:
-        if not self.ending and self._begins:
-            begins, self._begins = self._begins, []
-            for begin in begins:
-                begin()
+    @property
+    def begins_waiting(self) -> int:
+        """Sessions (links, request/response pairs) waiting to begin."""
+        return len(self._begins)
 
     def watch(self, link: LinkWatcher) -> None:
         """Tell ``link`` when the transport drops (and count it in the links gauge)."""
@@ -193,7 +275,8 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
 
     def on_connection_bound(self, event: Any) -> None:
         # proton binds a fresh transport for every attempt (reconnect and failover alike)
-        self.container = getattr(event, "container", None)
+        self.container = getattr(event, "container", None) or self.container
+        self.connection = event.connection
         self.attempts += 1
         url = event.connection.url
         if url is not None:
@@ -202,10 +285,14 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
                  extra=self.log_fields("connecting", attempt=self.attempts))
 
     def on_connection_remote_open(self, event: Any) -> None:
+        # (proton's bound event carries no container: the open's does)
+        self.container = getattr(event, "container", None) or self.container
+        self.connection = event.connection
         self.up = True
         self.up_since = time.monotonic()
         self.permanent_faults = 0
         log.info("amqp1.0 %s: open", self.name, extra=self.log_fields("open"))
+        self._run_begins()
 
     def on_connection_remote_close(self, event: Any) -> None:
         if event.connection.state & Endpoint.LOCAL_ACTIVE:
@@ -270,6 +357,7 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         for session, _since in self.ending:
             free_session(session)
         self.ending.clear()
+        self._quiet_until = 0.0
         for link in list(self.watchers):
             link.on_disconnected()
         self._run_begins()

@@ -491,14 +491,7 @@ class Amqp10Link:
                 reason, delay, extra={**self.log_fields("link_lost"), "error": reason,
                                       "delay": round(delay, 3), "repeated": repeated})
         self._retire(old_link, old_session)
-        if delay:
-            self.container.schedule(delay, Timer(self._reopen))
-        else:
-            # begun in this round, the fresh session takes another channel than the one our
-            # end of the old session frees (proton numbers channels as it writes, begins
-            # before ends): RabbitMQ 4 drops a begin it reads with that end before the old
-            # session's process has exited, and the attach would wait out ATTACH_TIMEOUT
-            self._reopen()
+        self.container.schedule(delay, Timer(self._reopen))
 
     def _reopen(self) -> None:
         if not self.closing and self.link is None \

@@ -138,6 +138,10 @@ class ObservedBridge(Protocol):
         """``(name, open links)`` per AMQP 1.0 connection (attached or attaching)."""
         ...
 
+    def observed_begins_waiting(self) -> Iterable[tuple[str, int]]:
+        """``(name, session begins held back)`` per AMQP 1.0 connection."""
+        ...
+
     def observed_unanswered(self) -> Iterable[tuple[str, dict[str, int]]]:
         """``(name, what -> count)`` per AMQP 1.0 connection: link attaches (``attach``)
         and session ends (``end``) the peer left unanswered past their bound."""
@@ -305,6 +309,11 @@ class BridgeCollector(Collector):
         yield _gauge("amqp_bridge_amqp10_links",
                      "AMQP 1.0 links attached or attaching on the connection.", "connection",
                      self.bridge.observed_links())
+        yield _gauge("amqp_bridge_amqp10_begins_waiting", "Sessions (of links, request/"
+                     "response pairs) waiting to begin on the AMQP 1.0 connection: for the "
+                     "peer's open, for an end, or for a free channel when the peer's session "
+                     "limit is reached (RabbitMQ 4: 64).", "connection",
+                     self.bridge.observed_begins_waiting())
         yield _gauge("amqp_bridge_legacy_sessions", "0-10 sessions (0-9-1: channels) open on "
                      "the legacy connection.", "connection", self.bridge.observed_legacy_sessions())
         facade_sessions = GaugeMetricFamily("amqp_bridge_facade_sessions",

@@ -526,15 +526,7 @@ class RequestClient:
             log.warning("management %s: %s; re-attaching in %.2fs", self.name, reason, delay,
                         extra={"event": "management_lost", "topology": self.name,
                                "error": reason, "delay": round(delay, 3)})
-        if delay:
-            self.container.schedule(delay, Timer(self._reopen))
-        else:
-            # begun in this round, the fresh pair's session takes another channel than the
-            # one our end of the old session frees (proton numbers channels as it writes,
-            # begins before ends); begun in the next, it took that channel, and RabbitMQ 4,
-            # reading its begin with our end before the old session's process had exited,
-            # dropped it: the requests sent again waited out their timeout
-            self._reopen()
+        self.container.schedule(delay, Timer(self._reopen))
 
     def _retire_pair(self, *, stale: bool = False) -> None:
         self.up = False

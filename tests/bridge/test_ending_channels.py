@@ -16,12 +16,14 @@ a link whose attach is unanswered all the same is lost after
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from proton import Condition, Endpoint
 
-from bridge.amqp10.connection import ENDING_LIMIT, Amqp10ConnectionHandler
+from bridge.amqp10 import connection as connection_module
+from bridge.amqp10.connection import ENDING_LIMIT, PEER_END_HOLD, Amqp10ConnectionHandler
 from bridge.amqp10.link import ATTACH_TIMEOUT, STABLE_LINK, Amqp10Link
 from bridge.topology.management import ManagementClient
 from tests.support.ending_channels import BEGIN, END, DropsFramesWhileEnding, channel, kind
@@ -113,7 +115,8 @@ def test_a_probe_begun_while_a_link_s_session_is_ending_waits_for_the_peer_s_end
 
 def test_a_lost_transport_lets_the_waiting_begins_go() -> None:
     """The next transport numbers its channels afresh: nothing waits for an end the dead
-    one will never bring."""
+    one will never bring, only for the next open (which says how many channels the peer
+    allows)."""
     pair, _rabbit, timers = _pair()
     first = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
                        owner=NotingOwner(), name="first")
@@ -125,7 +128,10 @@ def test_a_lost_transport_lets_the_waiting_begins_go() -> None:
                         owner=NotingOwner(), name="second")
     assert second.link is None and second.open, "begun while a session was ending"
     handler._lost(pair.ours)
-    assert second.link is not None and not handler.ending
+    assert not handler.ending
+    assert second.link is None, "begun before the next transport's open"
+    handler.on_connection_remote_open(SimpleNamespace(connection=pair.ours))
+    assert second.link is not None
 
 
 def test_a_link_whose_attach_is_never_answered_is_lost_and_attached_again(
@@ -171,27 +177,62 @@ def test_an_end_the_peer_never_answers_holds_begins_back_for_a_bounded_time(
     assert second.link is not None and second.session.state & Endpoint.LOCAL_ACTIVE
 
 
-def _their_end_and_what_we_send(pair: MemoryPair, timers: ManualTimers, their_session: Any,
-                                condition: str) -> list[tuple[int, int | None]]:
-    """The peer ends ``their_session`` with ``condition``; (channel, descriptor) of every
-    frame our side sends from then on, what that scheduled at once included."""
-    sent_before = len(pair.sent)
+class _Clock:
+    """The connection handler's clock (``time.monotonic``), moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    clock = _Clock()
+    monkeypatch.setattr(connection_module, "time", clock)
+    return clock
+
+
+def _frames(pair: MemoryPair, since: int) -> list[list[tuple[int, int | None]]]:
+    """(channel, descriptor) of the frames of each chunk our side sent from ``since`` on."""
+    return [[(channel(f), kind(f)[0]) for f in split(bytearray(chunk))]
+            for chunk in pair.sent[since:]]
+
+
+def _ended_by_the_peer(pair: MemoryPair, their_session: Any, condition: str) -> int:
+    """The peer ends ``their_session`` with ``condition``; our end answers it. Returns
+    where our chunks from then on start."""
+    since = len(pair.sent)
     their_session.condition = Condition(condition, "ended by the peer")
     their_session.close()
     pair.pump()
     pair.dispatch()
-    timers.run(0)  # (what the peer's end scheduled at once, if anything)
+    return since
+
+
+def _begun_after_the_hold(pair: MemoryPair, timers: ManualTimers, clock: _Clock,
+                          since: int) -> list[tuple[int, int | None]]:
+    """What our side sent after the peer's end: nothing begins before PEER_END_HOLD has
+    passed since our end answered it; the frames sent in all once it has."""
+    before_hold = [frame for chunk in _frames(pair, since) for frame in chunk]
+    assert (0, END) in before_hold, before_hold
+    assert all(descriptor != BEGIN for _, descriptor in before_hold), before_hold
+    timers.run(0)  # (what is due now: the hold is not over)
     pair.pump()
-    return [(channel(f), kind(f)[0]) for chunk in pair.sent[sent_before:]
-            for f in split(bytearray(chunk))]
+    assert all(d != BEGIN for chunk in _frames(pair, since) for _, d in chunk)
+    clock.now += PEER_END_HOLD
+    while timers.run(PEER_END_HOLD):
+        pair.pump()
+    return [frame for chunk in _frames(pair, since) for frame in chunk]
 
 
-def test_the_pair_a_refusal_ended_is_begun_again_on_another_channel() -> None:
+def test_a_fresh_pair_after_a_refusal_waits_for_the_hold_after_our_end(clock: _Clock) -> None:
     """RabbitMQ 4 refuses a management request by ending the pair's session; the requests
-    in flight with it go again on a fresh pair. That pair's begin goes out with our end of
-    the old session, on another channel: on the channel our end frees, RabbitMQ 4 could
-    read it before the old session's process had exited and drop it (the requests then
-    waited out their timeout)."""
+    in flight with it go again on a fresh pair. Our end answers the peer's and frees the
+    channel at once, and RabbitMQ 4 drops a begin it reads on that channel before its old
+    session has gone (the requests then waited out their 10 s): the fresh pair's session
+    begins only PEER_END_HOLD later."""
     pair, _rabbit, timers = _pair()
     client = ManagementClient(timers, pair.ours, name="t")  # type: ignore[arg-type]
     pair.pump()
@@ -203,25 +244,20 @@ def test_the_pair_a_refusal_ended_is_begun_again_on_another_channel() -> None:
     pair.dispatch()
     assert client.up
     (their_session,) = [s for s in sessions(pair.theirs) if s.state & Endpoint.LOCAL_ACTIVE]
-    (ended,) = {channel(f) for chunk in pair.sent for f in split(bytearray(chunk))
-                if kind(f)[0] == BEGIN}
     results: list[Any] = []
     for path in ("/queues/refused", "/queues/allowed"):
         client.request("PUT", path, {}, results.append)
     pair.pump()
-    frames = _their_end_and_what_we_send(pair, timers, their_session,
-                                         "amqp:unauthorized-access")
-    assert (ended, END) in frames, frames
-    begun = [number for number, descriptor in frames if descriptor == BEGIN]
-    assert begun and ended not in begun, frames
+    since = _ended_by_the_peer(pair, their_session, "amqp:unauthorized-access")
     assert [type(r).__name__ for r in results] == ["TopologyError"]
+    frames = _begun_after_the_hold(pair, timers, clock, since)
+    assert any(descriptor == BEGIN for _, descriptor in frames), frames
 
 
-def test_a_stable_link_whose_session_the_peer_ended_begins_again_on_another_channel() -> None:
-    """A link that had been up for a while is re-attached at once when the peer ends its
-    session; the new session goes out with our end of the old one, on another channel (on
-    the channel our end frees, RabbitMQ 4 could drop its begin, and the attach would wait
-    out ATTACH_TIMEOUT)."""
+def test_a_link_whose_session_the_peer_ended_begins_again_after_the_hold(
+        clock: _Clock) -> None:
+    """The same for a link the peer's end of its session took down (re-attached at once:
+    it had been up for long enough), and for any other session begun meanwhile."""
     pair, _rabbit, timers = _pair()
     owner = NotingOwner()
     link = Amqp10Link(timers, pair.ours, "/queues/a", sender=False,  # type: ignore[arg-type]
@@ -231,8 +267,10 @@ def test_a_stable_link_whose_session_the_peer_ended_begins_again_on_another_chan
     assert link.up
     link.up_since -= STABLE_LINK  # (up for long enough: its loss is not a repeated failure)
     (their_session,) = [s for s in sessions(pair.theirs) if s.state & Endpoint.LOCAL_ACTIVE]
-    frames = _their_end_and_what_we_send(pair, timers, their_session, "amqp:internal-error")
-    assert (0, END) in frames, frames
-    begun = [number for number, descriptor in frames if descriptor == BEGIN]
-    assert begun and 0 not in begun, frames
-    assert owner.downs and link.generation == 2
+    since = _ended_by_the_peer(pair, their_session, "amqp:internal-error")
+    other = Amqp10Link(timers, pair.ours, "/queues/b", sender=True,  # type: ignore[arg-type]
+                       owner=NotingOwner(), name="other")
+    pair.pump()
+    frames = _begun_after_the_hold(pair, timers, clock, since)
+    assert [d for _, d in frames].count(BEGIN) == 2, frames
+    assert owner.downs and link.generation == 2 and other.generation == 1

@@ -12,6 +12,7 @@ bridge's connection.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import proton
@@ -57,9 +58,15 @@ def test_links_gauge_counts_links_attaching_or_attached_until_closed() -> None:
     bridge.amqp10_handlers["cloud"] = handler
     connection: Any = proton.Connection()
     connection.handler = handler
+    proton.Transport().bind(connection)
     assert _scrape_in_process(bridge).value("amqp_bridge_amqp10_links", connection="cloud") == 0
     links = [Amqp10Link(ManualTimers(), connection, f"/queue/{n}",  # type: ignore[arg-type]
                         sender=n % 2 == 0, owner=NotingOwner(), name=f"l{n}") for n in range(3)]
+    # their sessions wait for the peer's open (its channel-max)
+    waiting = "amqp_bridge_amqp10_begins_waiting"
+    assert _scrape_in_process(bridge).value(waiting, connection="cloud") == 3
+    handler.on_connection_remote_open(SimpleNamespace(connection=connection))
+    assert _scrape_in_process(bridge).value(waiting, connection="cloud") == 0
     assert _scrape_in_process(bridge).value("amqp_bridge_amqp10_links", connection="cloud") == 3
     links[0].close()  # closed for good: no longer counted, though still a watcher
     assert links[0] in handler.watchers

@@ -11,6 +11,9 @@ from collections.abc import Callable
 
 CHUNK_PAUSE = 0.2
 """Seconds between the chunks a ``rewrite_back`` function cut the target's bytes into."""
+COALESCE_MAX = 1 << 20
+"""Octets a ``coalesce`` relay gathers at most before it writes (a target that never goes
+silent is still relayed)."""
 
 
 class Relay:
@@ -28,8 +31,8 @@ class Relay:
     def __init__(self, target: tuple[str, int], rate: int | None = None, *,
                  rewrite: Callable[[], Callable[[bytes], bytes]] | None = None,
                  flush_after: float | None = None,
-                 rewrite_back: Callable[[], Callable[[bytes], list[bytes]]] | None = None
-                 ) -> None:
+                 rewrite_back: Callable[[], Callable[[bytes], list[bytes]]] | None = None,
+                 coalesce: float | None = None) -> None:
         self.target = target
         self.rate = rate
         self.rewrite = rewrite
@@ -40,6 +43,10 @@ class Relay:
         into chunks written one by one, :data:`CHUNK_PAUSE` apart (so that the client reads
         them apart; an empty chunk is a pause only)."""
         self.flush_after = flush_after
+        self.coalesce = coalesce
+        """Seconds the target may stay silent and what it sent still be forwarded with what
+        follows, in one write (so that the client reads frames the target sent apart in one
+        read); None: each read is forwarded as it comes."""
         """Seconds of silence from the client after which the rewrite function is called
         with ``b""`` (to forward what it held back); None: never."""
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -144,6 +151,8 @@ class Relay:
                     continue
                 if not data:
                     break
+                if not throttled and self.coalesce is not None:
+                    data += _more(src, self.coalesce)
                 self._flowing.wait()
                 if chunks is not None:
                     for n, chunk in enumerate(chunks(data)):
@@ -165,6 +174,20 @@ class Relay:
                         s.close()  # a reset
                     else:
                         s.shutdown(socket.SHUT_RDWR)
+
+
+def _more(src: socket.socket, silence: float) -> bytes:
+    """What ``src`` sends until it stays silent for ``silence`` seconds (or closes)."""
+    more = b""
+    src.settimeout(silence)
+    try:
+        while len(more) < COALESCE_MAX and (data := src.recv(16384)):
+            more += data
+    except TimeoutError:
+        pass
+    finally:
+        src.settimeout(None)
+    return more
 
 
 def _drop(sock: socket.socket) -> None:

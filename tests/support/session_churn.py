@@ -11,9 +11,12 @@ and a number: RabbitMQ 3.10 and 4.0 both answer with a begin and an end carrying
 * the other (:class:`GivesUpInTheWindow`) is given up when the peer's begin is
   dispatched, if proton has already read the peer's end with it (both in one read), so
   the end is read but not yet dispatched — as when a façade client's disconnect is
-  dispatched in the same loop round as RabbitMQ's answer. A link whose begin and end
-  come in two reads is lost the usual way and given up then; rounds go on until
-  ``WINDOW`` links were given up in the window (or ``MAX_ROUNDS`` rounds were run).
+  dispatched in the same loop round as RabbitMQ's answer. The connection goes through a
+  :class:`~tests.support.relay.Relay` that forwards what the broker sends within
+  ``COALESCE`` of each other in one write, so that the begin and the end are mostly read
+  together; a link whose begin and end come in two reads all the same is lost the usual
+  way and given up then. Rounds go on until ``WINDOW`` links were given up in the window
+  (or ``MAX_ROUNDS`` rounds were run).
 
 Every ``Session.free`` is counted (whether the session was freed before is kept in its
 record, shared by every wrapper of it), so the summary says how many sessions were
@@ -38,10 +41,13 @@ from bridge.amqp10.link import Amqp10Link
 from bridge.runtime import Timer
 from bridge.runtime.reactor import container
 from tests.support.link_owners import NotingOwner
+from tests.support.relay import Relay
 
 WINDOW = 100
 """Links to give up between the peer's end being read and being dispatched."""
 MAX_ROUNDS = 2000
+COALESCE = 0.02
+"""Seconds of the broker's silence after which the relay forwards what it gathered."""
 SETTLE = 60.0
 """Seconds the loop waits at most after the last round for every session to be freed
 (RabbitMQ's last ends to arrive)."""
@@ -131,7 +137,8 @@ def main() -> None:
     Session.free = _counted_free  # type: ignore[method-assign]
     Session.open = _counted_begin  # type: ignore[method-assign]
     url, prefix = sys.argv[1:3]
-    container(Churn(url, prefix)).run()
+    relay = Relay(("127.0.0.1", int(url.rsplit(":", 1)[1])), coalesce=COALESCE)
+    container(Churn(relay.url(url), prefix)).run()
 
 
 if __name__ == "__main__":

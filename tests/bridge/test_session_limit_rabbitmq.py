@@ -1,0 +1,72 @@
+"""More links on one connection than the peer allows sessions: RabbitMQ 4 allows 64
+(``session_max_per_connection``, its open's ``channel-max`` is 63) and closes the whole
+connection with a framing error when a begin names channel 64.
+
+Proton begins sessions before the peer's open is read, on the local channel-max, and
+after a reconnect it begins every attached link's session again at once: a bridge with
+more than 64 links to RabbitMQ 4 lost its connection at every start and every reconnect.
+Every begin now waits for the peer's open and for a free channel
+(:meth:`bridge.amqp10.connection.Amqp10ConnectionHandler.when_channels_free`); links
+beyond the limit wait, logged and counted, until other links close.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from bridge.amqp10.link import Amqp10Link
+from tests.support.link_owners import NotingOwner
+from tests.support.rabbitmq import declare_queue, delete_queue, existing_queue_address, unique_queue
+from tests.support.relay import Relay
+from tests.topology.loop import Loop
+
+pytestmark = pytest.mark.rabbitmq(4)
+
+LIMIT = 64
+"""RabbitMQ 4.0's default ``session_max_per_connection``."""
+MORE = 6
+
+
+def test_links_beyond_the_peer_s_session_limit_wait_and_survive_a_reconnect(
+        rabbitmq_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    queue = unique_queue("session-limit")
+    declare_queue(rabbitmq_url, queue)
+    relay = Relay(("127.0.0.1", int(rabbitmq_url.rsplit(":", 1)[1])))
+    loop = Loop(relay.url(rabbitmq_url))
+    try:
+        # created before the connection's open is read, as the bridge creates its routes'
+        links = [Amqp10Link(loop.container, loop.connection, existing_queue_address(queue),
+                            sender=False, owner=NotingOwner(), name=f"l{n}")
+                 for n in range(LIMIT + MORE)]
+        handler = loop.handler
+        loop.run_until(lambda: sum(link.up for link in links) == LIMIT,
+                       f"{LIMIT} links to attach")
+        loop.settle()
+        assert handler.up and handler.reconnects == 0, "the broker closed the connection"
+        assert sum(link.up for link in links) == LIMIT
+        assert handler.begins_waiting == MORE
+        assert any(r.__dict__.get("event") == "session_limit" for r in caplog.records)
+
+        for link in links[:MORE]:
+            link.close()
+        loop.run_until(lambda: sum(link.up for link in links) == LIMIT,
+                       "the waiting links to attach as others close")
+        assert handler.begins_waiting == 0
+
+        # proton begins every attached link's session again on the next transport, at once
+        with caplog.at_level(logging.WARNING):
+            relay.cut()
+            loop.run_until(lambda: not handler.up, "the connection to drop")
+            relay.restore()
+            loop.run_until(lambda: sum(link.up for link in links) == LIMIT,
+                           "every open link to attach again", limit=60.0)
+        attempts = handler.attempts
+        loop.settle()
+        assert handler.up and handler.attempts == attempts, "the broker closed the connection"
+        assert not [r for r in caplog.records if "framing-error" in r.getMessage()]
+    finally:
+        loop.close()
+        relay.close()
+        delete_queue(rabbitmq_url, queue)
