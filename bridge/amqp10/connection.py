@@ -61,6 +61,10 @@ from .outcomes import condition_text
 log = logging.getLogger("bridge.app")
 """Logged under the bridge's name, as before the move (operators filter on it)."""
 
+RESERVED_SESSIONS = 1
+"""Sessions under the peer's limit that only :meth:`Amqp10ConnectionHandler.when_channels_free`
+calls with ``reserved=True`` may take (the topology's request/response pairs and probes:
+the declares every façade client needs must not wait for consumers to leave)."""
 PEER_END_HOLD = 0.1
 """Seconds new sessions wait after our end answered a session the peer ended: the peer
 says nothing when its old session is gone, and RabbitMQ 4 drops a begin it reads on that
@@ -119,8 +123,9 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self._quiet_until = 0.0
         """Monotonic time before which no session begins: :data:`PEER_END_HOLD` after our
         end answered one the peer sent first."""
-        self._begins: list[Callable[[], None]] = []
-        """Session begins held back (:meth:`when_channels_free`)."""
+        self._begins: list[tuple[Callable[[], None], bool]] = []
+        """Session begins held back, each with whether it may take a reserved session
+        (:meth:`when_channels_free`)."""
         self._wake_at: float | None = None
         """When the timer that runs the held begins again is due (monotonic), if one is."""
         self._full = False
@@ -131,10 +136,11 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self.connection: Any = None
         """The proton connection, known once a transport is bound."""
 
-    def when_channels_free(self, begin: Callable[[], None]) -> None:
+    def when_channels_free(self, begin: Callable[[], None], *, reserved: bool = False) -> None:
         """Run ``begin`` (which begins a session) now, or as soon as nothing holds session
-        begins back (see the module's docstring); waiting begins run in order."""
-        self._begins.append(begin)
+        begins back (see the module's docstring); waiting begins run in order. Only
+        ``reserved`` begins may take the last :data:`RESERVED_SESSIONS` of the peer's limit."""
+        self._begins.append((begin, reserved))
         self._run_begins()
 
     def end_session(self, session: Any) -> None:
@@ -165,20 +171,25 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         """Run the waiting begins, in order, while nothing holds them back; else arrange to
         be run again when what holds them back may be gone."""
         begun: int | None = None
-        while self._begins:
+        index = 0
+        while index < len(self._begins):
             wait = self._held_by()
-            if wait is None:
-                limit = self._session_limit()
-                if begun is None or begun >= limit:
-                    begun = self._sessions_begun()  # (a begin may have opened nothing)
-                if begun >= limit:
-                    wait = "the peer's session limit"
             if wait is not None:
                 self._wait(wait)
                 return
+            begin, reserved = self._begins[index]
+            limit = self._session_limit() - (0 if reserved else RESERVED_SESSIONS)
+            if begun is None or begun >= limit:
+                begun = self._sessions_begun()  # (a begin may have opened nothing)
+            if begun >= limit:
+                index += 1  # (a reserved begin behind it may still go)
+                continue
             self._full = False
-            self._begins.pop(0)()
-            begun = (begun or 0) + 1
+            del self._begins[index]
+            begin()
+            begun += 1
+        if self._begins:
+            self._wait("the peer's session limit")
 
     def _held_by(self) -> str | None:
         """What holds session begins back now, other than the peer's session limit."""
@@ -381,11 +392,12 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
                     "transport dropped, reconnecting", recover, back=lambda: self.up)
 
 
-def when_channels_free(handler: Amqp10ConnectionHandler | None, begin: Callable[[], None]) -> None:
+def when_channels_free(handler: Amqp10ConnectionHandler | None, begin: Callable[[], None], *,
+                       reserved: bool = False) -> None:
     """:meth:`Amqp10ConnectionHandler.when_channels_free` on ``handler``; at once when the
     connection has none of ours (tests' bare proton connections)."""
     if handler is not None:
-        handler.when_channels_free(begin)
+        handler.when_channels_free(begin, reserved=reserved)
     else:
         begin()
 

@@ -474,9 +474,10 @@ class RequestClient:
         return session
 
     def _when_channels_free(self, begin: Callable[[], None]) -> None:
-        """Run ``begin`` (which begins a session) once no session ended on the connection
-        waits for the peer's end (the connection's handler knows)."""
-        when_channels_free(self.handler, begin)
+        """Run ``begin`` (which begins a session) once the connection's handler lets it
+        (no session ended on the connection waits for the peer's end; a session free, the
+        reserved one included: declares must not wait for consumers to leave)."""
+        when_channels_free(self.handler, begin, reserved=True)
 
     def _end_session(self, session: Any) -> None:
         end_session(self.handler, session)

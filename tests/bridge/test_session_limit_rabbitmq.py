@@ -7,7 +7,9 @@ after a reconnect it begins every attached link's session again at once: a bridg
 more than 64 links to RabbitMQ 4 lost its connection at every start and every reconnect.
 Every begin now waits for the peer's open and for a free channel
 (:meth:`bridge.amqp10.connection.Amqp10ConnectionHandler.when_channels_free`); links
-beyond the limit wait, logged and counted, until other links close.
+beyond the limit wait, logged and counted, until other links close — all but the last
+session, kept for the topology's management requests (declares must not wait for
+consumers to leave).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import logging
 
 import pytest
 
+from bridge.amqp10.connection import RESERVED_SESSIONS
 from bridge.amqp10.link import Amqp10Link
+from bridge.topology.management import ManagementClient
 from tests.support.link_owners import NotingOwner
 from tests.support.rabbitmq import declare_queue, delete_queue, existing_queue_address, unique_queue
 from tests.support.relay import Relay
@@ -26,6 +30,7 @@ pytestmark = pytest.mark.rabbitmq(4)
 
 LIMIT = 64
 """RabbitMQ 4.0's default ``session_max_per_connection``."""
+FOR_LINKS = LIMIT - RESERVED_SESSIONS
 MORE = 6
 
 
@@ -41,17 +46,25 @@ def test_links_beyond_the_peer_s_session_limit_wait_and_survive_a_reconnect(
                             sender=False, owner=NotingOwner(), name=f"l{n}")
                  for n in range(LIMIT + MORE)]
         handler = loop.handler
-        loop.run_until(lambda: sum(link.up for link in links) == LIMIT,
-                       f"{LIMIT} links to attach")
+        loop.run_until(lambda: sum(link.up for link in links) == FOR_LINKS,
+                       f"{FOR_LINKS} links to attach")
         loop.settle()
         assert handler.up and handler.reconnects == 0, "the broker closed the connection"
-        assert sum(link.up for link in links) == LIMIT
-        assert handler.begins_waiting == MORE
+        assert sum(link.up for link in links) == FOR_LINKS
+        assert handler.begins_waiting == LIMIT + MORE - FOR_LINKS
         assert any(r.__dict__.get("event") == "session_limit" for r in caplog.records)
 
-        for link in links[:MORE]:
+        # the reserved session: a management request goes past the waiting links
+        management = ManagementClient(loop.container, loop.connection, name="limit")
+        response = loop.call(management.request, "GET", f"/queues/{queue}", None)
+        assert response.status == 200 and response.body["name"] == queue, response
+        management.close()
+        loop.run_until(lambda: handler.begins_waiting == LIMIT + MORE - FOR_LINKS,
+                       "the management pair's session to end")
+
+        for link in links[:MORE + 1]:
             link.close()
-        loop.run_until(lambda: sum(link.up for link in links) == LIMIT,
+        loop.run_until(lambda: sum(link.up for link in links) == FOR_LINKS,
                        "the waiting links to attach as others close")
         assert handler.begins_waiting == 0
 
@@ -60,7 +73,7 @@ def test_links_beyond_the_peer_s_session_limit_wait_and_survive_a_reconnect(
             relay.cut()
             loop.run_until(lambda: not handler.up, "the connection to drop")
             relay.restore()
-            loop.run_until(lambda: sum(link.up for link in links) == LIMIT,
+            loop.run_until(lambda: sum(link.up for link in links) == FOR_LINKS,
                            "every open link to attach again", limit=60.0)
         attempts = handler.attempts
         loop.settle()
