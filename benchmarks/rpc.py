@@ -15,6 +15,13 @@ RPC pattern, and Celery with all defaults and ``rpc://`` (a producer sends T tas
 per-name configuration) in front of RabbitMQ 4's AMQP 1.0. Each round runs every
 contender once, the two sides interleaved (best round kept); the ratio façade/direct is
 the figure to compare across machines.
+
+``--relay`` adds a third side: the same programs straight to RabbitMQ through a TCP relay
+that only copies bytes (``tests/support/relay.py``, a thread per direction) — what one
+more hop costs before any protocol work. An RPC through the façade crosses it four
+times (request in and out, reply in and out) where the direct programs cross the broker
+twice; the relay side crosses a hop four times too (each program's connection goes
+through it), so it is the floor a proxy of any kind starts from.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from _timing import ROOT
 from tests.support.apps import AppProcess, run_program
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.rabbitmq import delete_queue, ensure_rabbitmq, ensure_rabbitmq4, unique_queue
+from tests.support.relay import Relay
 
 PASSWORD = "bench-s3cret"
 
@@ -89,6 +97,8 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--rabbitmq", type=int, choices=(3, 4), default=4)
+    parser.add_argument("--relay", action="store_true",
+                        help="also run every program through a byte-copying TCP relay")
     args = parser.parse_args()
 
     rabbitmq_url = ensure_rabbitmq4() if args.rabbitmq == 4 else ensure_rabbitmq()
@@ -103,6 +113,9 @@ def main() -> int:
                             "APP_PASSWORD": PASSWORD}).start()
     sides = {"direct": rabbitmq_url + "/%2F",
              "façade": f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F"}
+    if args.relay:
+        relay = Relay(("127.0.0.1", int(rabbitmq_url.rsplit(":", 1)[1])))
+        sides["relay"] = relay.url(rabbitmq_url) + "/%2F"
     best: dict[tuple[str, str], float] = {}
     try:
         wait_listening(port, bridge)
@@ -126,8 +139,11 @@ def main() -> int:
                        ("celery", "Celery tasks with rpc:// results"),
                        ("celery-1by1", "Celery, each result awaited before the next task")):
         direct, facade = best[kind, "direct"], best[kind, "façade"]
-        print(f"{what}: direct {direct:.0f}/s, façade {facade:.0f}/s, "
-              f"ratio {facade / direct:.2f}")
+        line = f"{what}: direct {direct:.0f}/s, façade {facade:.0f}/s, ratio {facade / direct:.2f}"
+        if args.relay:
+            relayed = best[kind, "relay"]
+            line += f"; relay {relayed:.0f}/s, ratio {relayed / direct:.2f}"
+        print(line)
     return 0
 
 
