@@ -69,9 +69,12 @@ PEER_END_HOLD = 0.1
 """Seconds new sessions wait after our end answered a session the peer ended: the peer
 says nothing when its old session is gone, and RabbitMQ 4 drops a begin it reads on that
 channel before then (proton reuses the channel as soon as our end is written)."""
-ENDING_LIMIT = 30.0
+ENDING_LIMIT = 5.0
 """Seconds a session we ended may wait for the peer's end before its channel is taken as
-free again (new sessions stop waiting for it)."""
+free again (new sessions stop waiting for it). Brokers answer in milliseconds; every new
+link on the connection waits meanwhile (a RabbitMQ 3.10 left one end unanswered in a
+loaded run, and a route's publishes were refused at its 15 s attach timeout); a begin
+the broker then drops is re-tried after ``ATTACH_TIMEOUT``."""
 
 
 class LinkWatcher(Protocol):

@@ -220,7 +220,7 @@ class BridgeCollector(Collector):
         yield reconnects
         unanswered = CounterMetricFamily(
             "amqp_bridge_amqp10_unanswered", "Link attaches (what=attach, after 30 s: the "
-            "link is re-attached) and session ends (what=end, after 30 s: new sessions begin "
+            "link is re-attached) and session ends (what=end, after 5 s: new sessions begin "
             "all the same) the AMQP 1.0 peer left unanswered; every kind exported, 0 "
             "included.", labels=["connection", "what"])
         for name, by_what in self.bridge.observed_unanswered():

@@ -46,6 +46,9 @@ def test_links_beyond_the_peer_s_session_limit_wait_and_survive_a_reconnect(
                             sender=False, owner=NotingOwner(), name=f"l{n}")
                  for n in range(LIMIT + MORE)]
         handler = loop.handler
+        loop.run_until(lambda: handler.up, "the connection to open")
+        # its timers (the hold, the ends overdue) need the container: the bound event has none
+        assert handler.container is loop.container
         loop.run_until(lambda: sum(link.up for link in links) == FOR_LINKS,
                        f"{FOR_LINKS} links to attach")
         loop.settle()
