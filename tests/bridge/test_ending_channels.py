@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from proton import Condition, Endpoint
+from proton import Condition, Connection, Endpoint
 
 from bridge.amqp10 import connection as connection_module
 from bridge.amqp10.connection import ENDING_LIMIT, PEER_END_HOLD, Amqp10ConnectionHandler
@@ -274,3 +274,51 @@ def test_a_link_whose_session_the_peer_ended_begins_again_after_the_hold(
     frames = _begun_after_the_hold(pair, timers, clock, since)
     assert [d for _, d in frames].count(BEGIN) == 2, frames
     assert owner.downs and link.generation == 2 and other.generation == 1
+
+
+def _pair_allowing(sessions_at_once: int) -> tuple[MemoryPair, ManualTimers]:
+    """A pair whose peer allows ``sessions_at_once`` sessions (its channel-max + 1)."""
+    pair = MemoryPair()
+    pair.their_transport.channel_max = sessions_at_once - 1
+    timers = ManualTimers()
+    pair.ours.handler = Amqp10ConnectionHandler("cloud")
+    pair.ours.handler.container = timers
+    pair.ours.open()
+    pair.theirs.open()
+    pair.pump()
+    pair.dispatch()
+    return pair, timers
+
+
+class _SessionWalks:
+    """Counts the walks through our connection's session list (``session_head``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, connection: Any) -> None:
+        self.count = 0
+        head = Connection.session_head
+
+        def counted(self_: Any, mask: int) -> Any:
+            if self_ == connection:
+                self.count += 1
+            return head(self_, mask)
+
+        monkeypatch.setattr(Connection, "session_head", counted)
+
+
+def test_a_begin_queued_behind_many_waiting_ones_costs_one_look_at_the_sessions(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A façade with thousands of consumers beyond the peer's limit: each link that comes
+    (and each session that ends) looks at the connection's sessions a bounded number of
+    times, not once per link already waiting (quadratic in the links)."""
+    pair, timers = _pair_allowing(3)
+    handler = pair.ours.handler
+    waiting = 200
+    links_ = [Amqp10Link(timers, pair.ours, f"/queues/{n}", sender=True,  # type: ignore[arg-type]
+                         owner=NotingOwner(), name=f"l{n}") for n in range(2 + waiting)]
+    assert sum(link.link is not None for link in links_) == 2  # (one session kept back)
+    assert handler.begins_waiting == waiting
+    walks = _SessionWalks(monkeypatch, pair.ours)
+    Amqp10Link(timers, pair.ours, "/queues/more", sender=True,  # type: ignore[arg-type]
+               owner=NotingOwner(), name="more")
+    assert handler.begins_waiting == waiting + 1
+    assert walks.count <= 2, walks.count
