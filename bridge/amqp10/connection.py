@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -126,9 +127,10 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self._quiet_until = 0.0
         """Monotonic time before which no session begins: :data:`PEER_END_HOLD` after our
         end answered one the peer sent first."""
-        self._begins: list[tuple[Callable[[], None], bool]] = []
-        """Session begins held back, each with whether it may take a reserved session
-        (:meth:`when_channels_free`)."""
+        self._begins: deque[Callable[[], None]] = deque()
+        """Session begins held back, in order (:meth:`when_channels_free`)."""
+        self._reserved_begins: deque[Callable[[], None]] = deque()
+        """Those that may take a reserved session, in order (run before the others)."""
         self._wake_at: float | None = None
         """When the timer that runs the held begins again is due (monotonic), if one is."""
         self._full = False
@@ -143,7 +145,7 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         """Run ``begin`` (which begins a session) now, or as soon as nothing holds session
         begins back (see the module's docstring); waiting begins run in order. Only
         ``reserved`` begins may take the last :data:`RESERVED_SESSIONS` of the peer's limit."""
-        self._begins.append((begin, reserved))
+        (self._reserved_begins if reserved else self._begins).append(begin)
         self._run_begins()
 
     def end_session(self, session: Any) -> None:
@@ -171,27 +173,26 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self._run_begins()
 
     def _run_begins(self) -> None:
-        """Run the waiting begins, in order, while nothing holds them back; else arrange to
-        be run again when what holds them back may be gone."""
+        """Run the waiting begins, in order (the reserved ones first), while nothing holds
+        them back; else arrange to be run again when what holds them back may be gone.
+        The sessions are counted once, and again only at the limit (a begin may have opened
+        nothing): a begin queued behind thousands costs no walk through them."""
         begun: int | None = None
-        index = 0
-        while index < len(self._begins):
-            wait = self._held_by()
-            if wait is not None:
-                self._wait(wait)
-                return
-            begin, reserved = self._begins[index]
-            limit = self._session_limit() - (0 if reserved else RESERVED_SESSIONS)
-            if begun is None or begun >= limit:
-                begun = self._sessions_begun()  # (a begin may have opened nothing)
-            if begun >= limit:
-                index += 1  # (a reserved begin behind it may still go)
-                continue
-            self._full = False
-            del self._begins[index]
-            begin()
-            begun += 1
-        if self._begins:
+        for queue, kept_back in ((self._reserved_begins, 0), (self._begins, RESERVED_SESSIONS)):
+            while queue:
+                wait = self._held_by()
+                if wait is not None:
+                    self._wait(wait)
+                    return
+                limit = self._session_limit() - kept_back
+                if begun is None or begun >= limit:
+                    begun = self._sessions_begun()
+                    if begun >= limit:
+                        break  # (none behind it may go either)
+                self._full = False
+                queue.popleft()()
+                begun += 1
+        if self.begins_waiting:
             self._wait("the peer's session limit")
 
     def _held_by(self) -> str | None:
@@ -230,8 +231,8 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
             self._full = True
             log.warning("amqp1.0 %s: %d link(s) wait for a session: the peer allows %d "
                         "sessions per connection (RabbitMQ 4: session_max_per_connection)",
-                        self.name, len(self._begins), self._session_limit(),
-                        extra=self.log_fields("session_limit", waiting=len(self._begins),
+                        self.name, self.begins_waiting, self._session_limit(),
+                        extra=self.log_fields("session_limit", waiting=self.begins_waiting,
                                               limit=self._session_limit()))
 
     def _wake_by(self, due: float) -> None:
@@ -245,7 +246,7 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         """Sessions whose end the peer left unanswered for :data:`ENDING_LIMIT` no longer
         hold begins back; the begins waiting run if nothing else holds them."""
         self._wake_at = None
-        if not self._begins:
+        if not self.begins_waiting:
             return
         now = time.monotonic()
         overdue = [entry for entry in self.ending if entry[1] + ENDING_LIMIT <= now]
@@ -260,7 +261,7 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
     @property
     def begins_waiting(self) -> int:
         """Sessions (links, request/response pairs) waiting to begin."""
-        return len(self._begins)
+        return len(self._begins) + len(self._reserved_begins)
 
     def watch(self, link: LinkWatcher) -> None:
         """Tell ``link`` when the transport drops (and count it in the links gauge)."""
