@@ -35,6 +35,11 @@ from tests.support.overcredit import split
 def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, ManualTimers]:
     rabbit = DropsFramesWhileEnding()
     pair = MemoryPair(rewrite=rabbit.to_peer, rewrite_back=rabbit.from_peer)
+    return pair, rabbit, _opened(pair)
+
+
+def _opened(pair: MemoryPair) -> ManualTimers:
+    """Our connection (with the bridge's handler) and the peer's, opened; our timers."""
     timers = ManualTimers()
     pair.ours.handler = Amqp10ConnectionHandler("cloud")
     pair.ours.handler.container = timers
@@ -42,7 +47,7 @@ def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, ManualTimers]:
     pair.theirs.open()
     pair.pump()
     pair.dispatch()
-    return pair, rabbit, timers
+    return timers
 
 
 def _answer_everything(pair: MemoryPair) -> None:
@@ -280,14 +285,7 @@ def _pair_allowing(sessions_at_once: int) -> tuple[MemoryPair, ManualTimers]:
     """A pair whose peer allows ``sessions_at_once`` sessions (its channel-max + 1)."""
     pair = MemoryPair()
     pair.their_transport.channel_max = sessions_at_once - 1
-    timers = ManualTimers()
-    pair.ours.handler = Amqp10ConnectionHandler("cloud")
-    pair.ours.handler.container = timers
-    pair.ours.open()
-    pair.theirs.open()
-    pair.pump()
-    pair.dispatch()
-    return pair, timers
+    return pair, _opened(pair)
 
 
 class _SessionWalks:
