@@ -320,3 +320,28 @@ def test_a_begin_queued_behind_many_waiting_ones_costs_one_look_at_the_sessions(
                owner=NotingOwner(), name="more")
     assert handler.begins_waiting == waiting + 1
     assert walks.count <= 2, walks.count
+
+
+def test_a_begin_waits_for_ends_that_keep_coming_for_a_bounded_time(clock: _Clock) -> None:
+    """Links given up one after another, each end sent before the last one is answered
+    (a façade's consumers leaving steadily): a link that comes meanwhile waits for no end
+    in particular, and must not wait for as long as they keep coming."""
+    pair, _rabbit, timers = _pair()
+    gone = [Amqp10Link(timers, pair.ours, f"/queues/{n}", sender=False,  # type: ignore[arg-type]
+                       owner=NotingOwner(), name=f"gone{n}") for n in range(3)]
+    pair.pump()
+    _answer_everything(pair)
+    assert all(link.up for link in gone)
+    unanswered = _give_up_until_only_the_end_is_unanswered(pair, gone[0])
+    waiting = Amqp10Link(timers, pair.ours, "/queues/w", sender=True,  # type: ignore[arg-type]
+                         owner=NotingOwner(), name="waiting")
+    for link in gone[1:]:
+        clock.now += ENDING_LIMIT / 2
+        answered, unanswered = unanswered, _give_up_until_only_the_end_is_unanswered(pair, link)
+        answered.close()  # the peer answers the older end: a newer one is still out
+        pair.pump()
+        pair.dispatch()
+        assert len(pair.ours.handler.ending) == 1
+    assert waiting.link is None
+    timers.run(ENDING_LIMIT)  # (the first waiting begin was queued ENDING_LIMIT ago)
+    assert waiting.link is not None, "waited for ends as long as they kept coming"
