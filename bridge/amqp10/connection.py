@@ -127,9 +127,10 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self._quiet_until = 0.0
         """Monotonic time before which no session begins: :data:`PEER_END_HOLD` after our
         end answered one the peer sent first."""
-        self._begins: deque[Callable[[], None]] = deque()
-        """Session begins held back, in order (:meth:`when_channels_free`)."""
-        self._reserved_begins: deque[Callable[[], None]] = deque()
+        self._begins: deque[tuple[float, Callable[[], None]]] = deque()
+        """Session begins held back, in order, with when each was asked for (monotonic;
+        :meth:`when_channels_free`)."""
+        self._reserved_begins: deque[tuple[float, Callable[[], None]]] = deque()
         """Those that may take a reserved session, in order (run before the others)."""
         self._wake_at: float | None = None
         """When the timer that runs the held begins again is due (monotonic), if one is."""
@@ -145,7 +146,8 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         """Run ``begin`` (which begins a session) now, or as soon as nothing holds session
         begins back (see the module's docstring); waiting begins run in order. Only
         ``reserved`` begins may take the last :data:`RESERVED_SESSIONS` of the peer's limit."""
-        (self._reserved_begins if reserved else self._begins).append(begin)
+        queue = self._reserved_begins if reserved else self._begins
+        queue.append((time.monotonic(), begin))
         self._run_begins()
 
     def end_session(self, session: Any) -> None:
@@ -178,28 +180,40 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         The sessions are counted once, and again only at the limit (a begin may have opened
         nothing): a begin queued behind thousands costs no walk through them."""
         begun: int | None = None
+        held: set[str] = set()
         for queue, kept_back in ((self._reserved_begins, 0), (self._begins, RESERVED_SESSIONS)):
             while queue:
-                wait = self._held_by()
+                asked, begin = queue[0]
+                wait = self._held_by(asked)
                 if wait is not None:
-                    self._wait(wait)
-                    return
+                    held.add(wait)
+                    break
                 limit = self._session_limit() - kept_back
                 if begun is None or begun >= limit:
                     begun = self._sessions_begun()
                     if begun >= limit:
+                        held.add("the peer's session limit")
                         break  # (none behind it may go either)
+                if self.ending and "waited out" not in held:
+                    held.add("waited out")
+                    log.warning("amqp1.0 %s: a session waited %g s for session ends that "
+                                "kept coming; beginning it all the same", self.name,
+                                ENDING_LIMIT, extra=self.log_fields("session_ends_waited_out"))
                 self._full = False
-                queue.popleft()()
+                queue.popleft()
+                begin()
                 begun += 1
-        if self.begins_waiting:
-            self._wait("the peer's session limit")
+        for reason in held:
+            self._wait(reason)
 
-    def _held_by(self) -> str | None:
-        """What holds session begins back now, other than the peer's session limit."""
+    def _held_by(self, asked: float) -> str | None:
+        """What holds back a session begin asked for at ``asked`` now, other than the
+        peer's session limit. Ends hold it back for :data:`ENDING_LIMIT` at most: ends
+        sent one after another, each before the last is answered, would hold it for as
+        long as they keep coming."""
         if not self.up:
             return "the peer's open"  # (its channel-max is not known yet)
-        if self.ending:
+        if self.ending and time.monotonic() < asked + ENDING_LIMIT:
             return "a session end"
         if time.monotonic() < self._quiet_until:
             return "the hold after a peer's end"
@@ -224,7 +238,10 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         WARNING (once) when the peer's session limit is reached. An open, a session's end
         or a lost transport runs them again."""
         if reason == "a session end":
-            self._wake_by(min(since for _session, since in self.ending) + ENDING_LIMIT)
+            oldest = min(asked for queue in (self._reserved_begins, self._begins)
+                         for asked, _begin in list(queue)[:1])
+            self._wake_by(min(oldest, *(since for _session, since in self.ending))
+                          + ENDING_LIMIT)
         elif reason == "the hold after a peer's end":
             self._wake_by(self._quiet_until)
         elif reason == "the peer's session limit" and not self._full:

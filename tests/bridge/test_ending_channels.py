@@ -336,12 +336,13 @@ def test_a_begin_waits_for_ends_that_keep_coming_for_a_bounded_time(clock: _Cloc
     waiting = Amqp10Link(timers, pair.ours, "/queues/w", sender=True,  # type: ignore[arg-type]
                          owner=NotingOwner(), name="waiting")
     for link in gone[1:]:
-        clock.now += ENDING_LIMIT / 2
+        clock.now += ENDING_LIMIT / 3
         answered, unanswered = unanswered, _give_up_until_only_the_end_is_unanswered(pair, link)
         answered.close()  # the peer answers the older end: a newer one is still out
         pair.pump()
         pair.dispatch()
         assert len(pair.ours.handler.ending) == 1
     assert waiting.link is None
-    timers.run(ENDING_LIMIT)  # (the first waiting begin was queued ENDING_LIMIT ago)
+    clock.now += ENDING_LIMIT / 3
+    timers.run(ENDING_LIMIT)  # (the begin was asked for ENDING_LIMIT ago)
     assert waiting.link is not None, "waited for ends as long as they kept coming"
