@@ -180,22 +180,23 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         The sessions are counted once, and again only at the limit (a begin may have opened
         nothing): a begin queued behind thousands costs no walk through them."""
         begun: int | None = None
-        held: set[str] = set()
+        held: dict[str, float] = {}  # what holds begins back -> its oldest begin's ask
+        waited_out = False
         for queue, kept_back in ((self._reserved_begins, 0), (self._begins, RESERVED_SESSIONS)):
             while queue:
                 asked, begin = queue[0]
                 wait = self._held_by(asked)
                 if wait is not None:
-                    held.add(wait)
+                    held[wait] = min(asked, held.get(wait, asked))
                     break
                 limit = self._session_limit() - kept_back
                 if begun is None or begun >= limit:
                     begun = self._sessions_begun()
                     if begun >= limit:
-                        held.add("the peer's session limit")
+                        held.setdefault("the peer's session limit", asked)
                         break  # (none behind it may go either)
-                if self.ending and "waited out" not in held:
-                    held.add("waited out")
+                if self.ending and not waited_out:
+                    waited_out = True
                     log.warning("amqp1.0 %s: a session waited %g s for session ends that "
                                 "kept coming; beginning it all the same", self.name,
                                 ENDING_LIMIT, extra=self.log_fields("session_ends_waited_out"))
@@ -203,8 +204,8 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
                 queue.popleft()
                 begin()
                 begun += 1
-        for reason in held:
-            self._wait(reason)
+        for reason, asked in held.items():
+            self._wait(reason, asked)
 
     def _held_by(self, asked: float) -> str | None:
         """What holds back a session begin asked for at ``asked`` now, other than the
@@ -233,14 +234,13 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
             session = session.next(Endpoint.LOCAL_ACTIVE)
         return count
 
-    def _wait(self, reason: str) -> None:
-        """Begins wait for ``reason``: a timer for an end overdue or a hold ending; a
-        WARNING (once) when the peer's session limit is reached. An open, a session's end
-        or a lost transport runs them again."""
+    def _wait(self, reason: str, asked: float) -> None:
+        """Begins wait for ``reason`` (the oldest of them asked for at ``asked``): a timer
+        for an end overdue, a wait for ends over or a hold ending; a WARNING (once) when
+        the peer's session limit is reached. An open, a session's end or a lost transport
+        runs them again."""
         if reason == "a session end":
-            oldest = min(asked for queue in (self._reserved_begins, self._begins)
-                         for asked, _begin in list(queue)[:1])
-            self._wake_by(min(oldest, *(since for _session, since in self.ending))
+            self._wake_by(min(asked, *(since for _session, since in self.ending))
                           + ENDING_LIMIT)
         elif reason == "the hold after a peer's end":
             self._wake_by(self._quiet_until)

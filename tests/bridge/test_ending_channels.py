@@ -346,3 +346,24 @@ def test_a_begin_waits_for_ends_that_keep_coming_for_a_bounded_time(clock: _Cloc
     clock.now += ENDING_LIMIT / 3
     timers.run(ENDING_LIMIT)  # (the begin was asked for ENDING_LIMIT ago)
     assert waiting.link is not None, "waited for ends as long as they kept coming"
+
+
+def test_a_begin_held_by_the_limit_past_the_bound_sets_no_timer_due_at_once(
+        clock: _Clock) -> None:
+    """A begin held by the peer's session limit for longer than ENDING_LIMIT, and a
+    reserved one held by a session end: the timer is due when the end's hold on the
+    reserved begin is over, not at once (a timer due at once found the same and set
+    itself again: a busy loop)."""
+    pair, timers = _pair_allowing(3)
+    handler = pair.ours.handler
+    for n in range(2):
+        Amqp10Link(timers, pair.ours, f"/queues/{n}", sender=True,  # type: ignore[arg-type]
+                   owner=NotingOwner(), name=f"l{n}")
+    begun: list[str] = []
+    handler.when_channels_free(lambda: begun.append("link"))
+    clock.now += ENDING_LIMIT + 1
+    handler.ending.append((object(), clock.now))  # (a session of ours ending now)
+    timers.tasks.clear()
+    handler.when_channels_free(lambda: begun.append("probe"), reserved=True)
+    assert begun == [] and handler.begins_waiting == 2
+    assert timers.scheduled and min(timers.scheduled) >= ENDING_LIMIT - 1, timers.scheduled
