@@ -114,7 +114,7 @@ def main() -> int:
     sides = {"direct": rabbitmq_url + "/%2F",
              "façade": f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F"}
     if args.relay:
-        relay = Relay(("127.0.0.1", int(rabbitmq_url.rsplit(":", 1)[1])))
+        relay = Relay(("127.0.0.1", int(rabbitmq_url.rsplit(":", 1)[1])), nodelay=True)
         sides["relay"] = relay.url(rabbitmq_url) + "/%2F"
     best: dict[tuple[str, str], float] = {}
     try:

@@ -32,7 +32,7 @@ class Relay:
                  rewrite: Callable[[], Callable[[bytes], bytes]] | None = None,
                  flush_after: float | None = None,
                  rewrite_back: Callable[[], Callable[[bytes], list[bytes]]] | None = None,
-                 coalesce: float | None = None) -> None:
+                 coalesce: float | None = None, nodelay: bool = False) -> None:
         self.target = target
         self.rate = rate
         self.rewrite = rewrite
@@ -44,6 +44,9 @@ class Relay:
         them apart; an empty chunk is a pause only)."""
         self.flush_after = flush_after
         self.coalesce = coalesce
+        self.nodelay = nodelay
+        """Set TCP_NODELAY on both sockets of each relayed connection (a latency
+        benchmark's hop: without it Nagle and delayed ACKs add tens of ms per turn)."""
         """Seconds the target may stay silent and what it sent still be forwarded with what
         follows, in one write (so that the client reads frames the target sent apart in one
         read); None: each read is forwarded as it comes."""
@@ -127,6 +130,9 @@ class Relay:
                 _drop(client)
                 continue
             upstream.settimeout(None)
+            if self.nodelay:
+                for s in (client, upstream):
+                    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self.sockets += [client, upstream]
             rewrite = self.rewrite() if self.rewrite is not None else None
