@@ -77,6 +77,12 @@ link on the connection waits meanwhile (a RabbitMQ 3.10 left one end unanswered 
 loaded run, and a route's publishes were refused at its 15 s attach timeout); a begin
 the broker then drops is re-tried after ``ATTACH_TIMEOUT``."""
 
+HELD_BY_OPEN, HELD_BY_END, HELD_BY_HOLD, HELD_BY_LIMIT = (
+    "the peer's open", "a session end", "the hold after a peer's end",
+    "the peer's session limit")
+"""What holds session begins back (:meth:`Amqp10ConnectionHandler._held_by`); each has
+its own wake-up (:meth:`Amqp10ConnectionHandler._wait`)."""
+
 
 class LinkWatcher(Protocol):
     """What a link on the connection implements to hear of the transport's loss."""
@@ -193,7 +199,7 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
                 if begun is None or begun >= limit:
                     begun = self._sessions_begun()
                     if begun >= limit:
-                        held.setdefault("the peer's session limit", asked)
+                        held.setdefault(HELD_BY_LIMIT, asked)
                         break  # (none behind it may go either)
                 if self.ending and not waited_out:
                     waited_out = True
@@ -213,11 +219,11 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         sent one after another, each before the last is answered, would hold it for as
         long as they keep coming."""
         if not self.up:
-            return "the peer's open"  # (its channel-max is not known yet)
+            return HELD_BY_OPEN  # (its channel-max is not known yet)
         if self.ending and time.monotonic() < asked + ENDING_LIMIT:
-            return "a session end"
+            return HELD_BY_END
         if time.monotonic() < self._quiet_until:
-            return "the hold after a peer's end"
+            return HELD_BY_HOLD
         return None
 
     def _session_limit(self) -> int:
@@ -239,12 +245,12 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         for an end overdue, a wait for ends over or a hold ending; a WARNING (once) when
         the peer's session limit is reached. An open, a session's end or a lost transport
         runs them again."""
-        if reason == "a session end":
+        if reason == HELD_BY_END:
             self._wake_by(min(asked, *(since for _session, since in self.ending))
                           + ENDING_LIMIT)
-        elif reason == "the hold after a peer's end":
+        elif reason == HELD_BY_HOLD:
             self._wake_by(self._quiet_until)
-        elif reason == "the peer's session limit" and not self._full:
+        elif reason == HELD_BY_LIMIT and not self._full:
             self._full = True
             log.warning("amqp1.0 %s: %d link(s) wait for a session: the peer allows %d "
                         "sessions per connection (RabbitMQ 4: session_max_per_connection)",
