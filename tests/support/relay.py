@@ -43,15 +43,15 @@ class Relay:
         into chunks written one by one, :data:`CHUNK_PAUSE` apart (so that the client reads
         them apart; an empty chunk is a pause only)."""
         self.flush_after = flush_after
+        """Seconds of silence from the client after which the rewrite function is called
+        with ``b""`` (to forward what it held back); None: never."""
         self.coalesce = coalesce
-        self.nodelay = nodelay
-        """Set TCP_NODELAY on both sockets of each relayed connection (a latency
-        benchmark's hop: without it Nagle and delayed ACKs add tens of ms per turn)."""
         """Seconds the target may stay silent and what it sent still be forwarded with what
         follows, in one write (so that the client reads frames the target sent apart in one
         read); None: each read is forwarded as it comes."""
-        """Seconds of silence from the client after which the rewrite function is called
-        with ``b""`` (to forward what it held back); None: never."""
+        self.nodelay = nodelay
+        """Set TCP_NODELAY on both sockets of each relayed connection (a latency
+        benchmark's hop: without it Nagle and delayed ACKs add tens of ms per turn)."""
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
         self.sockets: list[socket.socket] = []
