@@ -73,6 +73,7 @@ from proton.reactor import Container
 
 from .containment import ContainedContainer, contain
 from .loop import EndOfBurst, Timer
+from .shortcuts import EventShortcuts, Shortcut
 from .sockets import set_interest
 
 log = logging.getLogger(__name__)
@@ -308,6 +309,9 @@ class DirectDeliveries:
         self.reactor = reactor
         collector = reactor._collector
         self._queue = collector._impl
+        self.shortcuts: dict[int, Shortcut] = {}
+        """:class:`~bridge.runtime.shortcuts.EventShortcuts` by event type number (none
+        unless :func:`container` installs them)."""
         self._watched: dict[Any, tuple[Link, Callable[[Delivery], None]]] = {}
         """Callbacks by the link's C object (cffi pointers hash and compare by address;
         the entry keeps the link's wrapper, and with it the C object, alive)."""
@@ -329,20 +333,36 @@ class DirectDeliveries:
         self._watched.pop(link._impl, None)
 
     def peek(self) -> Event | None:
-        """The event at the head of the queue, after running the watched deliveries there."""
+        """The event at the head of the queue, after running the watched deliveries and
+        the :attr:`shortcuts` there."""
         queue = self._queue
         watched = self._watched
+        shortcuts = self.shortcuts
         while True:
             impl = pn_collector_peek(queue)
-            if impl and watched and pn_event_type(impl) == PN_DELIVERY:
-                delivery = pn_event_delivery(impl)
-                entry = watched.get(pn_delivery_link(delivery))
-                if entry is not None:
+            if not impl:
+                return None
+            kind = pn_event_type(impl)
+            if kind == PN_DELIVERY:
+                if watched:
+                    delivery = pn_event_delivery(impl)
+                    entry = watched.get(pn_delivery_link(delivery))
+                    if entry is not None:
+                        try:
+                            entry[1](LightDelivery(delivery))
+                        except Exception as exc:
+                            contain(self.reactor, exc, entry="event")
+                        pn_collector_pop(queue)
+                        continue
+            else:
+                shortcut = shortcuts.get(kind)
+                action = shortcut(impl) if shortcut is not None else None
+                if action is not None:
+                    pn_collector_pop(queue)
                     try:
-                        entry[1](LightDelivery(delivery))
+                        action()
                     except Exception as exc:
                         contain(self.reactor, exc, entry="event")
-                    pn_collector_pop(queue)
                     continue
             return Event.wrap(impl)
 
@@ -352,9 +372,12 @@ def container(handler: Any) -> Container:
     deliveries the global handler (:class:`SkipDeliveries`), handing watched links'
     deliveries over directly (:class:`DirectDeliveries`, as ``direct_deliveries``) and
     containing the handlers' faults (:class:`~bridge.runtime.containment.ContainedContainer`)."""
-    reactor = ContainedContainer(handler, global_handler=ReadAheadIO())
+    io = ReadAheadIO()
+    reactor = ContainedContainer(handler, global_handler=io)
     reactor.global_handler = SkipDeliveries(reactor.global_handler)
-    reactor.direct_deliveries = DirectDeliveries(reactor)  # type: ignore[attr-defined]
+    direct = reactor.direct_deliveries = DirectDeliveries(reactor)  # type: ignore[attr-defined]
+    if reactor.global_handler.inner.base is io:  # (proton's GlobalOverrides around it)
+        direct.shortcuts = EventShortcuts(reactor, io).by_type
     return reactor
 
 
