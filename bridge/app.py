@@ -222,11 +222,11 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         (:mod:`bridge.runtime.containment`)."""
         return faults_of(self.container).snapshot()
 
-    def observed_listeners(self) -> list[tuple[str, int, int, int]]:
-        """``(name, connected clients, publishes refused, publishes unroutable)`` per
-        façade listener."""
-        return [(name, len(f.clients), f.refused_publishes, f.unroutable_publishes)
-                for name, f in list(self.facades.items())]
+    def observed_listeners(self) -> list[tuple[str, int, int, int, int]]:
+        """``(name, connected clients, publishes refused, publishes unroutable, publishes
+        delivered locally)`` per façade listener."""
+        return [(name, len(f.clients), f.refused_publishes, f.unroutable_publishes,
+                 f.local_deliveries) for name, f in list(self.facades.items())]
 
     def observed_client_errors(self) -> list[tuple[str, dict[int, int]]]:
         """``(name, client closes for the client's error by reply code)`` per listener."""

@@ -309,6 +309,13 @@ class ListenerTopology(_Model):
         60.0, gt=0, le=86_400,
         description="rabbitmq3: seconds a sender with nothing in flight stays attached "
                     "after its last publish.")
+    local_delivery: bool = Field(
+        True, description="amqp0-9-1: a publish to the default exchange whose queue's only "
+                          "consumer is a no-ack client of this listener that owns it (an "
+                          "exclusive queue, or an exclusive consumer: RPC reply queues, "
+                          "direct reply-to) is delivered to it here, without the trip "
+                          "through the broker (docs/topology.md, \"Local delivery\"). "
+                          "RabbitMQ 4 only.")
     request_timeout: float = Field(
         10.0, gt=0, le=300,
         description="Seconds a declare, bind, delete or purge waits for the broker's "

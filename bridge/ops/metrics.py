@@ -105,9 +105,9 @@ class ObservedBridge(Protocol):
         """``(name, protocol, up, reconnects)`` per connection."""
         ...
 
-    def observed_listeners(self) -> Iterable[tuple[str, int, int, int]]:
-        """``(name, connected clients, publishes refused, publishes unroutable)`` per
-        façade listener."""
+    def observed_listeners(self) -> Iterable[tuple[str, int, int, int, int]]:
+        """``(name, connected clients, publishes refused, publishes unroutable, publishes
+        delivered locally)`` per façade listener."""
         ...
 
     def observed_logins(self) -> Iterable[tuple[str, dict[str, int], int]]:
@@ -238,13 +238,19 @@ class BridgeCollector(Collector):
             "amqp_bridge_facade_publishes_unroutable", "Façade publishes no route (in "
             "topology mode: no queue at the AMQP 1.0 broker) took: returned (0-9-1 "
             "mandatory) or dropped, as the legacy broker does.", labels=["listener"])
-        for name, count, refusals, unroutables in self.bridge.observed_listeners():
+        local = CounterMetricFamily(
+            "amqp_bridge_facade_local_deliveries", "Façade publishes delivered to the one "
+            "consumer of their queue on the same listener, without the trip through the "
+            "AMQP 1.0 broker (0-9-1 topology mode: RPC replies).", labels=["listener"])
+        for name, count, refusals, unroutables, locals_ in self.bridge.observed_listeners():
             clients.add_metric([name], count)
             refused.add_metric([name], refusals)
             unroutable.add_metric([name], unroutables)
+            local.add_metric([name], locals_)
         yield clients
         yield refused
         yield unroutable
+        yield local
         yield from _limit_families(list(self.bridge.observed_listener_limits()))
         errors = CounterMetricFamily(
             "amqp_bridge_facade_client_errors", "Façade client connections and channels "

@@ -394,6 +394,14 @@ class Consumer091:
         self.pump()
         self.grant()
 
+    def take_local(self, properties: Basic.Properties, where: Delivery091, body: bytes) -> None:
+        """A message that never went through the 1.0 broker (a local delivery,
+        :mod:`~bridge.facade.amqp091.local_delivery`): delivered like one that did, with no
+        1.0 delivery to settle."""
+        self.route.bytes_in_flight += len(body)
+        self.held.append(_Held(None, properties, where, body, t0=time.monotonic()))
+        self.pump()
+
     # -- delivering ---------------------------------------------------------------------------
 
     def pump(self) -> None:

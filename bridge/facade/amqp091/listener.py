@@ -347,6 +347,9 @@ class Facade091(ListenerCore):
         route = self._queue_publisher(key) if exchange == "" else self.route_for(exchange, key)
         if route is None and topology is not None:
             route = topology.publisher
+            if exchange == "" and topology.local is not None \
+                    and topology.local.take(ch, ev, route):
+                return  # delivered to the queue's one consumer, here (no broker trip)
         if route is None:
             method = ev.method
             self.unroutable(ch, method, ev.publish_tag or 0, ev if method.mandatory else None)
@@ -379,6 +382,11 @@ class Facade091(ListenerCore):
             assert isinstance(publisher, Publish091)
             self.queue_publishers[queue] = publisher
         return publisher
+
+    @property
+    def local_deliveries(self) -> int:
+        local = self.topology.local if self.topology is not None else None
+        return local.delivered if local is not None else 0
 
     def unroutable(self, ch: Channel091, method: Any, publish_tag: int,
                    returned: MessageReceived | None) -> None:

@@ -88,6 +88,7 @@ from ..core.publish import PublishEntry
 from ..core.topology import TopologyCore
 from .consume import Consume091, Consumer091
 from .declare_cache import DeclareCache
+from .local_delivery import LocalDelivery
 from .publish import Publish091
 from .state import Channel091, ChannelRefused, Client091, ConnectionRefused
 
@@ -174,6 +175,15 @@ class TopologyConsume091(Consume091):
         super().__init__(container, route, facade, amqp10, None, register=False)
         self.mode = mode
 
+    def take_delivery(self, sub: Any, link: Any, delivery: Any, wanted: bool,
+                      translate: Any) -> Any:
+        """As the core takes it; a whole message from the broker also counts the queue's
+        publishes in transit down (:meth:`LocalDelivery.arrived`)."""
+        local = self.mode.local
+        if local is not None and delivery.readable and not delivery.partial:
+            local.arrived(self.queue)
+        return super().take_delivery(sub, link, delivery, wanted, translate)
+
     def to_legacy091(self, message: AmqpMessage, *, published_exchange_only: bool = False
                      ) -> Any:
         """The route's translation, less the ``to`` a topology-mode publish carries; a
@@ -226,6 +236,13 @@ class TopologyMode:
         self.declares = DeclareCache(self.queue_links)
         """Redeclares answered without the broker
         (:mod:`~bridge.facade.amqp091.declare_cache`)."""
+        self.local = LocalDelivery(facade, self) \
+            if settings.local_delivery and isinstance(self.publisher, TopologyPublish091) \
+            else None
+        """Publishes to a reply queue handed straight to its one consumer here
+        (:mod:`~bridge.facade.amqp091.local_delivery`); None when switched off, and on
+        RabbitMQ 3.x (whose AMQP 1.0 plugin changes messages in ways a local delivery
+        would not)."""
 
     # -- clients -------------------------------------------------------------------------
 
@@ -238,6 +255,8 @@ class TopologyMode:
         for name in [q for q, c in self.exclusive.items() if c is client]:
             del self.exclusive[name]
             self.declares.forget(name)
+            if self.local is not None:
+                self.local.forget(name)
         if client.owner:
             self.backend.forget_owner(client.owner)
 
@@ -286,6 +305,8 @@ class TopologyMode:
         """``route`` has no consumer left: forget it (made again on the next one)."""
         if self.queues.get(route.queue) is route and not route.pending:
             del self.queues[route.queue]
+            if self.local is not None and route.queue not in self.exclusive:
+                self.local.forget(route.queue)
 
     def routes(self) -> list[Any]:
         """The publisher and the queues' consume routes (metrics, the graceful stop)."""

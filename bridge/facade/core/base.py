@@ -431,6 +431,13 @@ class ListenerCore:
         fields = {"route": route} if route is not None else {}
         self.client_warning("publish_refused", peer, "publish refused", reason, **fields)
 
+    @property
+    def local_deliveries(self) -> int:
+        """Publishes delivered to a consumer of this listener without the trip through
+        the 1.0 broker: ``amqp_bridge_facade_local_deliveries_total`` (only a 0-9-1
+        topology-mode listener makes them)."""
+        return 0
+
     def publish_unroutable(self, peer: str, exchange: str, routing_key: str,
                            outcome: str) -> None:
         """A publish no route (in topology mode: no queue at the 1.0 broker) took, then
