@@ -116,10 +116,12 @@ class LoopEvent:
 
     __slots__ = ("container", "context", "link", "reactor", "selectable", "transport", "type")
 
-    def __init__(self, reactor: Any, event_type: Any, context: Any) -> None:
+    def __init__(self, reactor: Any, event_type: Any, context: Any, *, selectable: Any = None,
+                 link: Any = None, transport: Any = None) -> None:
         self.reactor = self.container = reactor
         self.type = event_type
-        self.context = self.selectable = self.link = self.transport = context
+        self.context = context
+        self.selectable, self.link, self.transport = selectable, link, transport
 
 
 class EventShortcuts:
@@ -158,14 +160,22 @@ class EventShortcuts:
     def _end_round(self) -> None:
         EndOfBurst.of(self.reactor).quiesced()
         if not pn_collector_peek(self._queue):  # (else: the round goes on, as in proton)
-            self.io.on_reactor_quiesced(self._quiesced)
+            self._io(self.io.on_reactor_quiesced, self._quiesced)
+
+    def _io(self, method: Callable[[Any], None], event: LoopEvent) -> None:
+        """The IO handler's ``method``; a fault in it is contained as the global
+        handler's is when proton dispatches (``entry=io``)."""
+        try:
+            method(event)
+        except Exception as exc:
+            contain(self.reactor, exc, entry="io", event=event)
 
     def readable(self, impl: Any) -> Callable[[], None] | None:
         """A socket to read: its owner's handler reads it (a hosted legacy socket, a
         listener), or the IO handler does (an AMQP 1.0 socket)."""
         sel = void2py(pn_event_context(impl))
         handler = getattr(sel, "handler", None)  # (as proton's Event.handler finds it)
-        event = LoopEvent(self.reactor, Event.SELECTABLE_READABLE, sel)
+        event = LoopEvent(self.reactor, Event.SELECTABLE_READABLE, sel, selectable=sel)
         if handler is not None:
             method = getattr(handler, "on_selectable_readable", None)
             if method is None or getattr(sel, "_transport", None) \
@@ -174,7 +184,7 @@ class EventShortcuts:
             return lambda: method(event)
         if not getattr(sel, "_transport", None) or self._main_reads:
             return None
-        return lambda: self.io.on_selectable_readable(event)
+        return lambda: self._io(self.io.on_selectable_readable, event)
 
     def updated(self, impl: Any) -> Callable[[], None] | None:
         """The selector takes note of what a selectable now waits for (the IO handler's
@@ -186,8 +196,9 @@ class EventShortcuts:
                 return None
         elif not self._ignored_by(handler, "on_selectable_updated"):
             return None
-        return lambda: self.io.on_selectable_updated(
-            LoopEvent(self.reactor, Event.SELECTABLE_UPDATED, sel))
+        return lambda: self._io(self.io.on_selectable_updated,
+                                LoopEvent(self.reactor, Event.SELECTABLE_UPDATED, sel,
+                                          selectable=sel))
 
     def transport(self, impl: Any) -> Callable[[], None] | None:
         """A transport has output to write or room to read: the IO handler updates its
@@ -199,8 +210,9 @@ class EventShortcuts:
                 return None
         elif not self._ignored_by(handler, "on_transport"):
             return None
-        event = LoopEvent(self.reactor, Event.TRANSPORT, Transport.wrap(pn_event_transport(impl)))
-        return lambda: self.io.on_transport(event)
+        transport = Transport.wrap(pn_event_transport(impl))
+        event = LoopEvent(self.reactor, Event.TRANSPORT, transport, transport=transport)
+        return lambda: self._io(self.io.on_transport, event)
 
     def link_flow(self, impl: Any) -> Callable[[], None] | None:
         """A link's credit changed: its handler's ``on_link_flow`` (the global handlers
@@ -212,7 +224,7 @@ class EventShortcuts:
             return None
         if link.handler is None or not light(methods, "on_link_flow"):
             return None
-        event = LoopEvent(self.reactor, Event.LINK_FLOW, link)
+        event = LoopEvent(self.reactor, Event.LINK_FLOW, link, link=link)
 
         def run() -> None:
             for method in methods:
