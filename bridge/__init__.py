@@ -16,3 +16,9 @@ command. Sub-packages import downwards only: runtime ← amqp10, legacy ← rout
 """
 
 __version__ = "0.1.0"
+
+# Before anything imports a hot module: the compiled ones if AMQP_BRIDGE_ACCELERATED asks for
+# them (bridge/accelerated.py; nothing happens without it).
+from .accelerated import install_from_environment
+
+install_from_environment()
