@@ -74,12 +74,14 @@ from typing import Any
 
 import _timing  # noqa: F401  (first: the project root ahead of this folder)
 from _amqp091_rows import (
+    ACCELERATED_ROWS,
     AMQP091_ROWS,
     BASELINE_ROWS,
     PLAIN_ROWS,
     SHOVEL_ROWS,
     Amqp091Rows,
     enable_shovel,
+    report_accelerated,
     report_baseline,
     report_shovel,
 )
@@ -108,6 +110,8 @@ from amqp010.testing.broker import Message as StoredMessage
 from amqp010.testing.broker import Queue as BrokerQueue
 from amqp010.testing.server import EngineServer
 from amqp010.transport import BlockingClient
+from bridge.accelerated import DEFAULT_DIR as DEFAULT_ACCELERATED
+from bridge.accelerated import check as check_accelerated
 from tests.support.bridge import free_port
 from tests.support.rabbitmq import ensure_rabbitmq, rabbitmqctl, unique_queue
 
@@ -442,10 +446,15 @@ def main() -> int:
                         help="another commit's checkout (git worktree add DIR COMMIT): the "
                              "0-9-1 plain rows also run with its bridge, and --check wants "
                              "half its CPU per message")
+    parser.add_argument("--accelerated", action="store_true",
+                        help="the 0-9-1 plain rows also run with the compiled modules of "
+                             "scripts/accelerate build (refused if missing or stale)")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="run the bridges under cProfile, writing DIR/<route>.prof "
                              "(rates then measure the profiler too)")
     args = parser.parse_args()
+    if args.accelerated:
+        check_accelerated(DEFAULT_ACCELERATED)  # before the first round, not in it
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
         Bridge.profile_dir = args.profile.resolve()
@@ -455,7 +464,7 @@ def main() -> int:
     BrokerMeter.start(url)
 
     def keep(name: str, result: tuple[float, float]) -> None:
-        print(f"  {name:26} {result[0]:8,.0f} msg/s", flush=True)
+        print(f"  {name:40} {result[0]:8,.0f} msg/s   CPU {result[1]:5,.0f} µs/msg", flush=True)
         if result[0] > best.get(name, (0.0, 0.0))[0]:
             best[name] = result
             BROKER_CPU[name] = BrokerMeter.last
@@ -477,6 +486,7 @@ def main() -> int:
                 else "091" if args.only_091 else None)
         rows091 = Amqp091Rows(url, n, workdir, args.baseline)
         baseline_rows = BASELINE_ROWS if args.baseline is not None else ()
+        accelerated_rows = ACCELERATED_ROWS if args.accelerated else ()
         if only in (None, "091"):
             enable_shovel(url)
         legacy010 = only in (None, "tap")
@@ -495,6 +505,9 @@ def main() -> int:
                     keep("Shovel 0-9-1 -> 1.0", rows091.shovel_to_amqp10())
                     if baseline_rows:
                         keep(baseline_rows[0], rows091.on_baseline(rows091.to_amqp10, False))
+                    if accelerated_rows:
+                        keep(accelerated_rows[0],
+                             rows091.on_accelerated(rows091.to_amqp10, False))
                 if legacy010:
                     keep("bridge 0-10 -> 1.0", out())
                     keep("bridge 0-10 -> 1.0 + tap",
@@ -511,6 +524,9 @@ def main() -> int:
                     keep("Shovel 1.0 -> 0-9-1", rows091.shovel_from_amqp10())
                     if baseline_rows:
                         keep(baseline_rows[1], rows091.on_baseline(rows091.from_amqp10, False))
+                    if accelerated_rows:
+                        keep(accelerated_rows[1],
+                             rows091.on_accelerated(rows091.from_amqp10, False))
                 if legacy010:
                     keep("bridge 1.0 -> 0-10", into())
                     keep("bridge 1.0 -> 0-10 + tap",
@@ -520,12 +536,15 @@ def main() -> int:
                 return 0
             if only == "091":
                 report_rates(best, (*AMQP091_BASELINES, *AMQP091_ROWS, *PLAIN_ROWS,
-                                    *SHOVEL_ROWS, *baseline_rows), n, args.rounds)
+                                    *SHOVEL_ROWS, *baseline_rows, *accelerated_rows), n,
+                             args.rounds)
                 report_amqp091(best)
                 met = report_target(best, AMQP091_ROWS)
                 met = report_shovel(best, BROKER_CPU) and met
                 if baseline_rows:
                     met = report_baseline(best) and met
+                if accelerated_rows:
+                    report_accelerated(best, bool(baseline_rows))
                 return 1 if args.check and not met else 0
             print("latency with and without tap ...", flush=True)
             lat_tap = TapRun(workdir)
@@ -550,11 +569,13 @@ def main() -> int:
 
     report_rates(best, ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10", *FACADE_ROWS,
                         *AMQP091_BASELINES, *AMQP091_ROWS, *PLAIN_ROWS, *SHOVEL_ROWS,
-                        *baseline_rows), n, args.rounds)
+                        *baseline_rows, *accelerated_rows), n, args.rounds)
     report_amqp091(best)
     shovel_met = report_shovel(best, BROKER_CPU)
     if baseline_rows:
         shovel_met = report_baseline(best) and shovel_met
+    if accelerated_rows:
+        report_accelerated(best, bool(baseline_rows))
     print(f"\nlatency at {args.latency_rate:.0f} msg/s ({args.latency_messages} messages), ms:")
     for name, values in (("proton -> proton", lat_raw), ("0-10 -> 1.0", lat_out),
                          ("1.0 -> 0-10", lat_in)):
