@@ -61,6 +61,7 @@ MODULES = (
     "amqp091.connection_methods",
     "amqp091.events",
     "amqp091.calls",
+    "amqp091.tables",
     "mappings.fast_codec",
     "mappings.amqp091",
     "mappings.message",
