@@ -11,7 +11,8 @@ takes a message from its source only when its target has room, sends it unsettle
 settles the source with the target's outcome (at-least-once). :mod:`.app` builds all of
 it from the validated configuration (:mod:`.config`) and runs it; :mod:`.ops` and
 :mod:`.security` serve operators and guard the edges; :mod:`.cli` is the ``amqp-bridge``
-command. Sub-packages import downwards only: runtime ← amqp10, legacy ← routes ← façade
+command; :mod:`.accelerated` loads the optional mypyc-compiled build when asked for
+(docs/operations.md). Sub-packages import downwards only: runtime ← amqp10, legacy ← routes ← façade
 ← app. docs/architecture.md is the ten-minute tour.
 """
 
