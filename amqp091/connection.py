@@ -60,7 +60,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from pamqp import body as pbody
 from pamqp import commands as C
@@ -710,7 +710,9 @@ class Connection(ChannelCalls, ServerCalls):
             return  # the rest of a message whose channel we are closing
         try:
             if isinstance(frame, pheader.ContentHeader):
-                done = chan.content_header(frame.properties, frame.class_id, frame.body_size)
+                # pamqp declares class_id None (its __init__ value): read it untyped
+                class_id: int | None = cast(Any, frame).class_id
+                done = chan.content_header(frame.properties, class_id, frame.body_size)
             else:
                 done = chan.content_body(frame.value)
         except ChannelError as exc:

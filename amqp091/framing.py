@@ -86,12 +86,15 @@ class FrameReader:
         """The classes message-header values are decoded into (:mod:`amqp091.tables`)."""
         """Largest frame accepted (header and frame-end included)."""
         self._buf = bytearray()
+        self._consumed = 0
+        """Octets at the front of ``_buf`` already returned as frames, not yet dropped (a
+        :meth:`frames` left before its end drops them when it is next called)."""
         self._expect_header = expect_protocol_header
 
     @property
     def buffered(self) -> int:
         """Octets received but not yet returned as a frame."""
-        return len(self._buf)
+        return len(self._buf) - self._consumed
 
     def feed(self, data: bytes) -> None:
         """Add received bytes."""
@@ -100,11 +103,15 @@ class FrameReader:
     def discard(self) -> None:
         """Drop what is buffered (the connection is over)."""
         self._buf = bytearray()
+        self._consumed = 0
 
     def frames(self) -> Iterator[tuple[int, DecodedFrame]]:
         """Yield ``(channel, frame)`` for each whole frame buffered; raises :class:`FrameError`."""
         buf = self._buf
-        pos = 0
+        # Where the previous call stopped: a caller may leave this generator after any
+        # frame, and its ``finally`` is not run then in the compiled build (mypyc does not
+        # finalise abandoned generators), so each yield records how far it got.
+        pos = self._consumed
         try:
             while True:
                 if self._expect_header or buf.startswith(constants.AMQP, pos):
@@ -115,6 +122,7 @@ class FrameReader:
                     _, _, protocol_header = self._decode(bytes(buf[pos:pos + 8]))
                     pos += 8
                     self._expect_header = False
+                    self._consumed = pos
                     yield 0, protocol_header
                     continue
                 if len(buf) - pos < constants.FRAME_HEADER_SIZE:
@@ -141,6 +149,7 @@ class FrameReader:
                     if consumed != len(data):
                         raise FrameError(ReplyCode.FRAME_ERROR, "malformed heartbeat frame")
                     pos += total
+                    self._consumed = pos
                     yield channel, value
                     continue
                 if buf[pos + total - 1] != constants.FRAME_END:
@@ -149,6 +158,7 @@ class FrameReader:
                 start = pos + constants.FRAME_HEADER_SIZE
                 payload = bytes(buf[start:start + size])
                 pos += total
+                self._consumed = pos
                 # the payload straight to the pamqp class that decodes it (what
                 # pamqp.frame.unmarshal does after the checks made above)
                 if ftype == constants.FRAME_BODY:
@@ -161,6 +171,7 @@ class FrameReader:
         finally:
             if pos:
                 del buf[:pos]
+            self._consumed = 0
 
     @staticmethod
     def _method(payload: bytes) -> Frame:

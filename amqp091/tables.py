@@ -61,48 +61,24 @@ from typing import Any
 from pamqp import decode as pdecode
 from pamqp import encode as pencode
 
+from .field_types import (
+    Byte,
+    Float32,
+    Int32,
+    LongString,
+    Short,
+    UByte,
+    UInt32,
+    ULongLong,
+    UShort,
+)
+
 MAX_DEPTH = 32
 """Tables and arrays nested deeper than this are refused (both directions)."""
 
 
 class TableError(ValueError):
     """A field table that cannot be decoded or encoded (the message says where)."""
-
-
-class Byte(int):
-    """0-9-1 short-short-int (``b``)."""
-
-
-class UByte(int):
-    """0-9-1 short-short-uint (``B``)."""
-
-
-class Short(int):
-    """0-9-1 short-int (``s``)."""
-
-
-class UShort(int):
-    """0-9-1 short-uint (``u``)."""
-
-
-class Int32(int):
-    """0-9-1 long-int (``I``)."""
-
-
-class UInt32(int):
-    """0-9-1 long-uint (``i``)."""
-
-
-class ULongLong(int):
-    """0-9-1 long-long-uint (``L``)."""
-
-
-class Float32(float):
-    """0-9-1 float (``f``)."""
-
-
-class LongString(bytes):
-    """A 0-9-1 long string (``S``) whose octets are not UTF-8."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +130,9 @@ _FIXED: dict[str, tuple[int, Decoder, str | None]] = {
 class _Reader:
     def __init__(self, data: bytes, types: FieldTypes) -> None:
         self.data = data
-        self.types = types
+        # Any: the classes are called untyped, so the compiled build keeps what they make
+        # (a value it holds as int is a plain int: the int subclass would be lost)
+        self.types: Any = types
 
     def need(self, pos: int, size: int, end: int, what: str) -> int:
         if size < 0 or pos + size > end:
@@ -332,7 +310,9 @@ class _Writer:
             type(None): (b"V", lambda _: b""),
         }
 
-    def table(self, value: dict[str, Any], depth: int, path: Path) -> bytes:
+    def table(self, value: dict[Any, Any], depth: int, path: Path) -> bytes:
+        # dict[Any, ...]: keys are checked here (the compiled build would refuse a non-str
+        # key before the check, with a TypeError instead of the TableError naming it)
         if depth > MAX_DEPTH:
             raise TableError(f"{_path_text(path)}: field tables nested deeper than {MAX_DEPTH}")
         parts: list[bytes] = []

@@ -61,6 +61,8 @@ PLAIN_ROWS = ("bridge 0-9-1 -> 1.0 plain", "bridge 1.0 -> 0-9-1 plain")
 SHOVEL_ROWS = ("Shovel 0-9-1 -> 1.0", "Shovel 1.0 -> 0-9-1")
 BASELINE_ROWS = tuple(f"{row} @baseline" for row in PLAIN_ROWS)
 """The plain rows with the bridge of ``--baseline DIR`` (another commit's checkout)."""
+ACCELERATED_ROWS = tuple(f"{row} @accelerated" for row in PLAIN_ROWS)
+"""The plain rows with this checkout's accelerated build (``--accelerated``)."""
 CPU_TARGET = 0.5
 """Issue 23's goal: the bridge's CPU per message at most this fraction of the baseline's."""
 SHOVEL_TARGET = 0.8
@@ -236,6 +238,7 @@ class Amqp091Rows:
         self.baseline = baseline
         """Another commit's checkout: the ``@baseline`` rows run their bridge from it."""
         self.code: Path | None = None
+        self.accelerated = False
 
     def pika_consumer(self) -> tuple[float, float]:
         queue = unique_queue("bench-pika-in")
@@ -298,6 +301,15 @@ class Amqp091Rows:
         finally:
             self.code = None
 
+    def on_accelerated(self, row: Any, *args: Any) -> tuple[float, float]:
+        """``row(*args)`` with the bridge run with the compiled modules (scripts/accelerate)."""
+        self.accelerated = True
+        try:
+            result: tuple[float, float] = row(*args)
+            return result
+        finally:
+            self.accelerated = False
+
     def to_amqp10(self, cloudevents: bool = True) -> tuple[float, float]:
         """0-9-1 → 1.0: a classic-queue backlog drained into a 1.0 queue."""
         source, target = unique_queue("bench-091-out"), unique_queue("bench-091-out-t")
@@ -358,7 +370,7 @@ class Amqp091Rows:
         rendering = f"\n    {CE}" if cloudevents else ""
         bridge = Bridge(self.url, self.url, f"""{route}{rendering}
     max_in_flight: {{messages: {WINDOW}}}""", self.workdir, legacy_protocol="amqp0-9-1",
-                        code=self.code)
+                        code=self.code, accelerated=self.accelerated)
         arrived = Arrived(self.url, target)
         try:
             return timed(arrived, self.n, bridge)
@@ -380,10 +392,16 @@ class BrokerOnly:
 
 
 def enable_shovel(url: str) -> None:
-    """Enable the ``rabbitmq_shovel`` plugin on the node at ``url`` (idempotent)."""
-    script = "rabbitmq4" if url.rsplit(":", 1)[-1].startswith("5681") else "rabbitmq"
-    proc = subprocess.run([str(REPO_ROOT / "scripts" / script), "plugins", "enable",
-                           "rabbitmq_shovel"], capture_output=True, text=True, check=False)
+    """Enable the ``rabbitmq_shovel`` plugin on the node at ``url`` (idempotent; a node
+    started from another checkout refuses ``enable`` from this one, so it is asked first)."""
+    script = str(REPO_ROOT / "scripts" /
+                 ("rabbitmq4" if url.rsplit(":", 1)[-1].startswith("5681") else "rabbitmq"))
+    enabled = subprocess.run([script, "plugins", "list", "--enabled", "--minimal",
+                              "rabbitmq_shovel"], capture_output=True, text=True, check=False)
+    if "rabbitmq_shovel" in enabled.stdout.split():
+        return
+    proc = subprocess.run([script, "plugins", "enable", "rabbitmq_shovel"],
+                          capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"could not enable rabbitmq_shovel: {proc.stdout}{proc.stderr}")
 
@@ -423,6 +441,27 @@ def report_baseline(best: dict[str, tuple[float, float]]) -> bool:
     return met
 
 
+def report_accelerated(best: dict[str, tuple[float, float]], baseline: bool) -> bool:
+    """The plain rows with the accelerated build against the pure-Python ones (and the
+    baseline checkout's if ``baseline``); True if its CPU per message is at most
+    :data:`CPU_TARGET` of the baseline's in both (or there is no baseline)."""
+    print("\nthe accelerated build (--accelerated), plain messages:")
+    met = True
+    for row, fast, base in zip(PLAIN_ROWS, ACCELERATED_ROWS, BASELINE_ROWS, strict=True):
+        (rate, cpu), (fast_rate, fast_cpu) = best[row], best[fast]
+        line = (f"  {row:26} {fast_rate:8,.0f} msg/s ({fast_rate / rate:.2f}x pure)   "
+                f"CPU µs/msg {fast_cpu:5,.0f} vs pure {cpu:5,.0f} ({fast_cpu / cpu:.2f}x)")
+        if baseline:
+            base_cpu = best[base][1]
+            line += f" vs baseline {base_cpu:5,.0f} ({fast_cpu / base_cpu:.2f}x)"
+            met = met and fast_cpu / base_cpu <= CPU_TARGET
+        print(line)
+    if baseline:
+        print(f"target: accelerated CPU per message <= {CPU_TARGET}x the baseline's: "
+              f"{'met' if met else 'NOT met'}")
+    return met
+
+
 def report(best: dict[str, tuple[float, float]]) -> None:
     """The 0-9-1 rows against their baselines."""
     def ratio(row: str, baseline: str) -> str:
@@ -438,5 +477,7 @@ def report(best: dict[str, tuple[float, float]]) -> None:
           f"{ratio(into, 'pika -> RabbitMQ -> proton')}")
 
 
-__all__ = ["AMQP091_ROWS", "BASELINES", "BASELINE_ROWS", "PLAIN_ROWS", "SHOVEL_ROWS",
-           "Amqp091Rows", "enable_shovel", "report", "report_baseline", "report_shovel"]
+__all__ = ["ACCELERATED_ROWS", "AMQP091_ROWS", "BASELINES", "BASELINE_ROWS", "PLAIN_ROWS",
+           "SHOVEL_ROWS",
+           "Amqp091Rows", "enable_shovel", "report", "report_accelerated", "report_baseline",
+           "report_shovel"]

@@ -33,6 +33,7 @@ from proton import Message, symbol
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
+from bridge.accelerated import ENV as ACCELERATED_ENV
 from tests.support.bridge import free_port
 from tests.support.rabbitmq import rabbitmqctl, unique_queue
 
@@ -76,6 +77,15 @@ class BrokerMeter:
 # --- the bridge -------------------------------------------------------------------------------
 
 
+def bridge_environment(accelerated: bool) -> dict[str, str]:
+    """This process's environment for a bridge, asking for the accelerated build
+    (bridge/accelerated.py) exactly if ``accelerated``."""
+    env = {k: v for k, v in os.environ.items() if k != ACCELERATED_ENV}
+    if accelerated:
+        env[ACCELERATED_ENV] = "1"
+    return env
+
+
 class Bridge:
     """``amqp-bridge run`` in a subprocess, with its CPU time (and its children's: the tap's
     archive writer)."""
@@ -85,11 +95,12 @@ class Bridge:
 
     def __init__(self, legacy_url: str | None, cloud_url: str, route: str, workdir: Path, *,
                  facade_port: int | None = None, legacy_protocol: str = "amqp0-10",
-                 code: Path | None = None) -> None:
+                 code: Path | None = None, accelerated: bool = False) -> None:
         """A bridge with the ``cloud`` 1.0 connection, the ``legacy`` one (``legacy_protocol``)
         if ``legacy_url`` is given, and the ``facade`` 0-10 listener on ``facade_port`` if
         given (user ``guest``/``guest``); run from the checkout ``code`` (another commit's
-        worktree: a baseline in the same run) instead of this one if given."""
+        worktree: a baseline in the same run) instead of this one if given; with the
+        compiled modules of ``scripts/accelerate build`` if ``accelerated`` (else never)."""
         self.route_name = name = route.split("name:", 1)[1].split()[0]
         config = workdir / f"bridge-{name}-{time.time_ns()}.yaml"
         self.metrics_port = free_port()
@@ -114,7 +125,7 @@ routes:
         self.proc = subprocess.Popen(
             [sys.executable, *profile, "-m", "bridge.cli", "run", "-c", str(config),
              "--log-level", "warning"], cwd=code or ROOT, stdout=self.log,
-            stderr=subprocess.STDOUT)
+            stderr=subprocess.STDOUT, env=bridge_environment(accelerated))
 
     def cpu(self) -> float:
         return cpu_seconds(self.proc.pid)

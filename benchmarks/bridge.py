@@ -50,6 +50,11 @@ CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
 and CPU per message against the baseline (``--check`` wants half its CPU per message,
 issue 23's goal).
 
+``--accelerated`` runs the 0-9-1 plain rows and the 0-10 rows a second time with this
+checkout's accelerated build (``scripts/accelerate build``; docs/operations.md
+"Accelerated build"), in the same rounds: rate and CPU per message against the pure build
+(and the baseline's, with ``--baseline``).
+
 ``--profile DIR`` runs each bridge under cProfile (``DIR/<route>.prof``; read
 with ``python -m pstats``).
 
@@ -74,12 +79,14 @@ from typing import Any
 
 import _timing  # noqa: F401  (first: the project root ahead of this folder)
 from _amqp091_rows import (
+    ACCELERATED_ROWS,
     AMQP091_ROWS,
     BASELINE_ROWS,
     PLAIN_ROWS,
     SHOVEL_ROWS,
     Amqp091Rows,
     enable_shovel,
+    report_accelerated,
     report_baseline,
     report_shovel,
 )
@@ -108,8 +115,14 @@ from amqp010.testing.broker import Message as StoredMessage
 from amqp010.testing.broker import Queue as BrokerQueue
 from amqp010.testing.server import EngineServer
 from amqp010.transport import BlockingClient
+from bridge.accelerated import DEFAULT_DIR as DEFAULT_ACCELERATED
+from bridge.accelerated import check as check_accelerated
 from tests.support.bridge import free_port
 from tests.support.rabbitmq import ensure_rabbitmq, rabbitmqctl, unique_queue
+
+ACCELERATED_010 = ("bridge 0-10 -> 1.0 @accelerated", "bridge 1.0 -> 0-10 @accelerated")
+"""The 0-10 rows with this checkout's accelerated build (``--accelerated``)."""
+
 
 # --- the bridge -------------------------------------------------------------------------------
 
@@ -123,7 +136,8 @@ def unsettled(broker: Broker) -> int:
 
 
 def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
-                     workdir: Path, tap: TapRun | None = None) -> tuple[float, float]:
+                     workdir: Path, tap: TapRun | None = None,
+                     accelerated: bool = False) -> tuple[float, float]:
     queue = broker.queues.setdefault("bench-out", BrokerQueue("bench-out"))
     for i in range(n):
         queue.messages.append(StoredMessage(
@@ -138,7 +152,7 @@ def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
     to:   {{connection: cloud, address: /queue/{target}}}
     {CE}
     max_in_flight: {{messages: {WINDOW}}}
-    {tap.option() if tap else ""}""", workdir)
+    {tap.option() if tap else ""}""", workdir, accelerated=accelerated)
     try:
         return timed(lambda: n - len(queue.messages) - unsettled(broker), n, bridge,
                      extra=tap.writer_cpu if tap else None)
@@ -147,7 +161,8 @@ def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
 
 
 def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
-                     workdir: Path, tap: TapRun | None = None) -> tuple[float, float]:
+                     workdir: Path, tap: TapRun | None = None,
+                     accelerated: bool = False) -> tuple[float, float]:
     source = unique_queue("bench-in")
     child("fill", url, f"/queue/{source}", n)
     with BlockingClient.connect(f"amqp://guest:guest@{server.address[0]}:{server.address[1]}") \
@@ -162,7 +177,7 @@ def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
     to:   {{connection: legacy, exchange: amq.direct, routing_key: bench-in}}
     {CE}
     max_in_flight: {{messages: {WINDOW}}}
-    {tap.option() if tap else ""}""", workdir)
+    {tap.option() if tap else ""}""", workdir, accelerated=accelerated)
     try:
         return timed(lambda: len(arrived), n, bridge, extra=tap.writer_cpu if tap else None)
     finally:
@@ -424,6 +439,16 @@ def report_tap_latency(plain: list[float], tapped: list[float], args: Any) -> No
         print(f"  {name:16}  p50 {p50:6.2f}   p99 {p99:6.2f}   max {max(values):6.2f}")
 
 
+def report_accelerated_010(best: dict[str, tuple[float, float]]) -> None:
+    """The 0-10 rows (CloudEvents) with the accelerated build against the pure-Python ones."""
+    print("\nthe accelerated build (--accelerated), 0-10 rows:")
+    for row, fast in zip(("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10"), ACCELERATED_010,
+                         strict=True):
+        (rate, cpu), (fast_rate, fast_cpu) = best[row], best[fast]
+        print(f"  {row:26} {fast_rate:8,.0f} msg/s ({fast_rate / rate:.2f}x pure)   "
+              f"CPU µs/msg {fast_cpu:5,.0f} vs pure {cpu:5,.0f} ({fast_cpu / cpu:.2f}x)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=20_000, help="messages per throughput run")
@@ -442,10 +467,16 @@ def main() -> int:
                         help="another commit's checkout (git worktree add DIR COMMIT): the "
                              "0-9-1 plain rows also run with its bridge, and --check wants "
                              "half its CPU per message")
+    parser.add_argument("--accelerated", action="store_true",
+                        help="the 0-9-1 plain rows and the 0-10 rows also run with the "
+                             "compiled modules of scripts/accelerate build (refused if "
+                             "missing or stale)")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="run the bridges under cProfile, writing DIR/<route>.prof "
                              "(rates then measure the profiler too)")
     args = parser.parse_args()
+    if args.accelerated:
+        check_accelerated(DEFAULT_ACCELERATED)  # before the first round, not in it
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
         Bridge.profile_dir = args.profile.resolve()
@@ -455,7 +486,7 @@ def main() -> int:
     BrokerMeter.start(url)
 
     def keep(name: str, result: tuple[float, float]) -> None:
-        print(f"  {name:26} {result[0]:8,.0f} msg/s", flush=True)
+        print(f"  {name:40} {result[0]:8,.0f} msg/s   CPU {result[1]:5,.0f} µs/msg", flush=True)
         if result[0] > best.get(name, (0.0, 0.0))[0]:
             best[name] = result
             BROKER_CPU[name] = BrokerMeter.last
@@ -467,16 +498,17 @@ def main() -> int:
         broker = Broker(users={"guest": "guest"})
         server = broker.serve()
 
-        def out(tap: TapRun | None = None) -> tuple[float, float]:
-            return legacy_to_amqp10(broker, server, url, n, workdir, tap)
+        def out(tap: TapRun | None = None, accelerated: bool = False) -> tuple[float, float]:
+            return legacy_to_amqp10(broker, server, url, n, workdir, tap, accelerated)
 
-        def into(tap: TapRun | None = None) -> tuple[float, float]:
-            return amqp10_to_legacy(broker, server, url, n, workdir, tap)
+        def into(tap: TapRun | None = None, accelerated: bool = False) -> tuple[float, float]:
+            return amqp10_to_legacy(broker, server, url, n, workdir, tap, accelerated)
 
         only = ("tap" if args.only_tap else "facade" if args.only_facade
                 else "091" if args.only_091 else None)
         rows091 = Amqp091Rows(url, n, workdir, args.baseline)
         baseline_rows = BASELINE_ROWS if args.baseline is not None else ()
+        accelerated_rows = ACCELERATED_ROWS if args.accelerated else ()
         if only in (None, "091"):
             enable_shovel(url)
         legacy010 = only in (None, "tap")
@@ -495,8 +527,13 @@ def main() -> int:
                     keep("Shovel 0-9-1 -> 1.0", rows091.shovel_to_amqp10())
                     if baseline_rows:
                         keep(baseline_rows[0], rows091.on_baseline(rows091.to_amqp10, False))
+                    if accelerated_rows:
+                        keep(accelerated_rows[0],
+                             rows091.on_accelerated(rows091.to_amqp10, False))
                 if legacy010:
                     keep("bridge 0-10 -> 1.0", out())
+                    if args.accelerated:
+                        keep(ACCELERATED_010[0], out(accelerated=True))
                     keep("bridge 0-10 -> 1.0 + tap",
                          tapped(out, n, workdir, taps["bridge 0-10 -> 1.0 + tap"]))
                 if only != "tap":
@@ -511,8 +548,13 @@ def main() -> int:
                     keep("Shovel 1.0 -> 0-9-1", rows091.shovel_from_amqp10())
                     if baseline_rows:
                         keep(baseline_rows[1], rows091.on_baseline(rows091.from_amqp10, False))
+                    if accelerated_rows:
+                        keep(accelerated_rows[1],
+                             rows091.on_accelerated(rows091.from_amqp10, False))
                 if legacy010:
                     keep("bridge 1.0 -> 0-10", into())
+                    if args.accelerated:
+                        keep(ACCELERATED_010[1], into(accelerated=True))
                     keep("bridge 1.0 -> 0-10 + tap",
                          tapped(into, n, workdir, taps["bridge 1.0 -> 0-10 + tap"]))
             if only == "facade":
@@ -520,12 +562,15 @@ def main() -> int:
                 return 0
             if only == "091":
                 report_rates(best, (*AMQP091_BASELINES, *AMQP091_ROWS, *PLAIN_ROWS,
-                                    *SHOVEL_ROWS, *baseline_rows), n, args.rounds)
+                                    *SHOVEL_ROWS, *baseline_rows, *accelerated_rows), n,
+                             args.rounds)
                 report_amqp091(best)
                 met = report_target(best, AMQP091_ROWS)
                 met = report_shovel(best, BROKER_CPU) and met
                 if baseline_rows:
                     met = report_baseline(best) and met
+                if accelerated_rows:
+                    report_accelerated(best, bool(baseline_rows))
                 return 1 if args.check and not met else 0
             print("latency with and without tap ...", flush=True)
             lat_tap = TapRun(workdir)
@@ -537,6 +582,8 @@ def main() -> int:
                 raise AssertionError(f"the tap archived {lat_tap.rows()} rows")
             if args.only_tap:
                 report_tap(best, taps, n, args.rounds)
+                if args.accelerated:
+                    report_accelerated_010(best)
                 report_tap_latency(lat_plain, lat_tapped, args)
                 return 0
             print("latency ...", flush=True)
@@ -550,11 +597,13 @@ def main() -> int:
 
     report_rates(best, ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10", *FACADE_ROWS,
                         *AMQP091_BASELINES, *AMQP091_ROWS, *PLAIN_ROWS, *SHOVEL_ROWS,
-                        *baseline_rows), n, args.rounds)
+                        *baseline_rows, *accelerated_rows), n, args.rounds)
     report_amqp091(best)
     shovel_met = report_shovel(best, BROKER_CPU)
     if baseline_rows:
         shovel_met = report_baseline(best) and shovel_met
+    if accelerated_rows:
+        report_accelerated(best, bool(baseline_rows))
     print(f"\nlatency at {args.latency_rate:.0f} msg/s ({args.latency_messages} messages), ms:")
     for name, values in (("proton -> proton", lat_raw), ("0-10 -> 1.0", lat_out),
                          ("1.0 -> 0-10", lat_in)):
@@ -562,6 +611,8 @@ def main() -> int:
         print(f"  {name:16}  p50 {p50:6.2f}   p99 {p99:6.2f}   max {max(values):6.2f}")
     report_tap(best, taps, n, args.rounds)
     report_tap_latency(lat_plain, lat_tapped, args)
+    if args.accelerated:
+        report_accelerated_010(best)
     met = report_target(best, ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10", *AMQP091_ROWS))
     return 1 if args.check and not (met and shovel_met) else 0
 

@@ -11,8 +11,15 @@ takes a message from its source only when its target has room, sends it unsettle
 settles the source with the target's outcome (at-least-once). :mod:`.app` builds all of
 it from the validated configuration (:mod:`.config`) and runs it; :mod:`.ops` and
 :mod:`.security` serve operators and guard the edges; :mod:`.cli` is the ``amqp-bridge``
-command. Sub-packages import downwards only: runtime ← amqp10, legacy ← routes ← façade
+command; :mod:`.accelerated` loads the optional mypyc-compiled build when asked for
+(docs/operations.md). Sub-packages import downwards only: runtime ← amqp10, legacy ← routes ← façade
 ← app. docs/architecture.md is the ten-minute tour.
 """
 
 __version__ = "0.1.0"
+
+# Before anything imports a hot module: the compiled ones if AMQP_BRIDGE_ACCELERATED asks for
+# them (bridge/accelerated.py; nothing happens without it).
+from .accelerated import install_from_environment
+
+install_from_environment()

@@ -79,7 +79,11 @@ def check(config_path: str) -> None:
               default=None, help="Overrides logging.level of the configuration (default info).")
 @click.option("--log-format", type=click.Choice(["kv", "json"]), default=None,
               help="Overrides logging.format of the configuration (default kv).")
-def run(config_path: str, log_level: str | None, log_format: str | None) -> None:
+@click.option("--accelerated", is_flag=True,
+              help="Run the modules compiled by scripts/accelerate build (as "
+                   "AMQP_BRIDGE_ACCELERATED=1 does; refused if that build is missing or stale).")
+def run(config_path: str, log_level: str | None, log_format: str | None,
+        accelerated: bool) -> None:
     """Run the bridge until SIGTERM or SIGINT.
 
     Exits 2 for an invalid configuration, 3 after a permanent fault (a certificate or a
@@ -89,6 +93,12 @@ def run(config_path: str, log_level: str | None, log_format: str | None) -> None
     import faulthandler
     import logging
 
+    from . import accelerated as build
+    if accelerated:
+        try:
+            build.install(build.requested() or build.DEFAULT_DIR)
+        except build.AcceleratedBuildError as exc:
+            raise click.ClickException(str(exc)) from None
     faulthandler.enable(file=sys.stderr, all_threads=True)
 
     from .app import run as run_bridge
@@ -98,6 +108,7 @@ def run(config_path: str, log_level: str | None, log_format: str | None) -> None
     try:
         cfg = load_config(config_path)
         logs.configure(log_level or cfg.logging.level, log_format or cfg.logging.format)
+        build.log_installed()
         status = run_bridge(cfg)
     except ConfigError as exc:
         for problem in exc.problems:

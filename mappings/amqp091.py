@@ -32,6 +32,7 @@ The user-id follows a route's rule (``user_id=`` / ``login_user=``, as in
 from __future__ import annotations
 
 import datetime as _dt
+import operator
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -501,7 +502,9 @@ def from_amqp10(
             else:
                 headers[carrier] = value
     if props.creation_time is not None:
-        ms = int(props.creation_time)
+        # operator.index, not int(): the compiled build keeps int(x) of an int as x, so a
+        # large proton.timestamp would stay one (the header must hold a plain int)
+        ms = operator.index(props.creation_time)
         try:
             p.timestamp = seconds_to_datetime(ms // 1000)
         except Unrepresentable as exc:
@@ -509,7 +512,7 @@ def from_amqp10(
         if ms % 1000:
             headers[H_CREATION_TIME] = ms
     if props.absolute_expiry_time is not None:
-        headers[H_EXPIRY_TIME] = int(props.absolute_expiry_time)
+        headers[H_EXPIRY_TIME] = operator.index(props.absolute_expiry_time)
     for value, carrier in ((props.to, H_TO), (props.reply_to_group_id, H_REPLY_TO_GROUP_ID)):
         if value is not None:
             headers[carrier] = value

@@ -111,7 +111,9 @@ def _uint_field(value: Any) -> Any:
     raise Unsupported
 
 
-def _header_fields(header: Header) -> list[Any]:
+# Header and Properties come in as Any: the fast path checks each value's type itself (a
+# caller may have set anything), where the compiled build would refuse a mistyped one first.
+def _header_fields(header: Any) -> list[Any]:
     priority = header.priority
     if priority is not None:
         if not isinstance(priority, int) or type(priority) is bool or not 0 <= priority <= _U8:
@@ -152,7 +154,7 @@ def _time(value: Any) -> Any:
     raise Unsupported
 
 
-def _properties_fields(p: Properties) -> list[Any]:
+def _properties_fields(p: Any) -> list[Any]:
     user_id = p.user_id
     if user_id is not None and type(user_id) is not bytes:
         raise Unsupported
@@ -162,7 +164,7 @@ def _properties_fields(p: Properties) -> list[Any]:
             _text(p.group_id), _uint_field(p.group_sequence), _text(p.reply_to_group_id)]
 
 
-def _header(out: bytearray, header: Header) -> None:
+def _header(out: bytearray, header: Any) -> None:
     """The header section; its usual forms (only durable and first-acquirer given, or
     neither) from :data:`_HEADERS`."""
     durable, first = header.durable, header.first_acquirer

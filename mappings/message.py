@@ -37,7 +37,7 @@ headers can hold maps and lists), so check peers before sending compound values.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import proton
 
@@ -57,7 +57,6 @@ __all__ = [
     "new_message",
 ]
 
-_new = object.__new__
 # Enum members as module constants: reading one from its class is slow on Python 3.11.
 _KIND_VALUE = BodyKind.VALUE
 
@@ -157,7 +156,14 @@ class AmqpMessage:
     @classmethod
     def from_proton(cls, message: proton.Message) -> AmqpMessage:
         """The ``AmqpMessage`` equivalent of a ``proton.Message`` (via its encoding)."""
-        return AmqpMessage.decode(message.encode())
+        # proton's encode() says bytes but returns a bytearray (the compiled build checks)
+        encoded: bytes | bytearray = cast(Any, message).encode()
+        return AmqpMessage.decode(encoded)
+
+
+_new = AmqpMessage.__new__
+"""``object.__new__`` while interpreted; the compiled class's own in the accelerated build
+(which refuses ``object.__new__``)."""
 
 
 def new_message(

@@ -166,6 +166,20 @@ def test_publish_splits_the_body_under_frame_max() -> None:
     assert b"".join(b.value for b in bodies) == body  # type: ignore[attr-defined]
 
 
+def test_a_reader_left_after_a_frame_goes_on_from_the_next() -> None:
+    """A caller may stop iterating ``frames()`` after any frame (an exception, a return);
+    the next call starts after that frame, whether or not the first generator was closed
+    (the compiled build never finalises an abandoned one)."""
+    reader = FrameReader(4096, expect_protocol_header=False)
+    reader.feed(wire(1, C.Channel.Open(), C.Channel.Flow(True), C.Channel.Close(200, "ok", 0, 0)))
+    left = reader.frames()
+    assert isinstance(next(left)[1], C.Channel.Open)
+    assert isinstance(next(reader.frames())[1], C.Channel.Flow)
+    assert [type(frame) for _, frame in reader.frames()] == [C.Channel.Close]
+    assert reader.buffered == 0
+    del left
+
+
 def test_properties_too_big_for_a_frame_are_refused() -> None:
     conn = open_client(C.Connection.Tune(2047, 4096, 0), frame_max=4096)
     ch = open_channel(conn)
