@@ -37,6 +37,12 @@ A shortcut is only installed, or taken, where it is the same as proton's dispatc
   it has no AMQP 1.0 transport (the IO handler ignores those), and for one without a
   handler only when it has one (the IO handler reads it).
 
+Events with C contexts (a transport's ``transport``, a link's ``link_flow``) go proton's
+way: shortcuts for them, holding their own wrappers of the transport or link, took
+another fifth off an RPC call's CPU, but the topology soak (``benchmarks/soak.py
+--topology``) aborted with a double free in proton within minutes with them (twice in
+two runs) and ran clean without them; the cause was not found.
+
 Every other event, and these where a condition fails, goes proton's way unchanged. An
 exception in a shortcut is contained as the dispatched handler's would be
 (:func:`~bridge.runtime.containment.contain`) and the event popped all the same.
@@ -48,16 +54,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cproton import (
-    pn_collector_peek,
-    pn_event_connection,
-    pn_event_context,
-    pn_event_link,
-    pn_event_transport,
-    void2py,
-)
-from proton import Connection, Event, Handler, Link, Transport
-from proton._reactor import _Connector
+from cproton import pn_collector_peek, pn_event_context, void2py
+from proton import Event, Handler
 
 from .containment import contain
 from .loop import EndOfBurst
@@ -102,26 +100,18 @@ def ignores(handler: Any, method: str) -> bool:
         return False
 
 
-def light(methods: list[Callable[[Any], None]], method: str) -> bool:
-    """Whether every one of ``methods`` may be given a :class:`LoopEvent`: its class lists
-    ``method`` in ``loop_event_methods`` (it reads only the event's ``link``, ``transport``,
-    ``context`` and ``type``)."""
-    return all(method in getattr(type(getattr(bound, "__self__", None)), "loop_event_methods", ())
-               for bound in methods)
-
-
 class LoopEvent:
     """What the handlers a shortcut calls read of an event (proton's :class:`Event` has
     the same attributes)."""
 
-    __slots__ = ("container", "context", "link", "reactor", "selectable", "transport", "type")
+    __slots__ = ("container", "context", "reactor", "selectable", "type")
 
-    def __init__(self, reactor: Any, event_type: Any, context: Any, *, selectable: Any = None,
-                 link: Any = None, transport: Any = None) -> None:
+    def __init__(self, reactor: Any, event_type: Any, context: Any, *,
+                 selectable: Any = None) -> None:
         self.reactor = self.container = reactor
         self.type = event_type
         self.context = context
-        self.selectable, self.link, self.transport = selectable, link, transport
+        self.selectable = selectable
 
 
 class EventShortcuts:
@@ -144,13 +134,6 @@ class EventShortcuts:
         self.by_type[Event.SELECTABLE_READABLE.number] = self.readable
         self._main_updates = not ignores(main, "on_selectable_updated")
         self.by_type[Event.SELECTABLE_UPDATED.number] = self.updated
-        # proton's GlobalOverrides also hands connection events to the connection's
-        # reconnect logic (a _Connector): it must ignore these two as well
-        overrides = _Connector.__new__(_Connector)
-        if ignores(overrides, "on_transport") and ignores(overrides, "on_link_flow"):
-            self._main_transport = ignores(main, "on_transport")
-            self.by_type[Event.TRANSPORT.number] = self.transport
-            self.by_type[Event.LINK_FLOW.number] = self.link_flow
 
     def quiesced(self, impl: Any) -> Callable[[], None]:
         """A round is over: the end-of-burst work, then, if that queued nothing, the IO
@@ -200,41 +183,6 @@ class EventShortcuts:
                                 LoopEvent(self.reactor, Event.SELECTABLE_UPDATED, sel,
                                           selectable=sel))
 
-    def transport(self, impl: Any) -> Callable[[], None] | None:
-        """A transport has output to write or room to read: the IO handler updates its
-        socket's interest (its connection's handler, if any, ignores it)."""
-        connection = pn_event_connection(impl)
-        handler = Connection.wrap(connection).handler if connection else None
-        if handler is None:
-            if not self._main_transport:
-                return None
-        elif not self._ignored_by(handler, "on_transport"):
-            return None
-        transport = Transport.wrap(pn_event_transport(impl))
-        event = LoopEvent(self.reactor, Event.TRANSPORT, transport, transport=transport)
-        return lambda: self._io(self.io.on_transport, event)
-
-    def link_flow(self, impl: Any) -> Callable[[], None] | None:
-        """A link's credit changed: its handler's ``on_link_flow`` (the global handlers
-        ignore it), when that handler takes a :class:`LoopEvent` (:func:`light`)."""
-        link = Link.wrap(pn_event_link(impl))
-        try:
-            methods = callees(link.handler, "on_link_flow")
-        except Unpredictable:
-            return None
-        if link.handler is None or not light(methods, "on_link_flow"):
-            return None
-        event = LoopEvent(self.reactor, Event.LINK_FLOW, link, link=link)
-
-        def run() -> None:
-            for method in methods:
-                try:
-                    method(event)
-                except Exception as exc:  # the handler's fault, as when proton dispatched
-                    contain(self.reactor, exc, entry="event",
-                            domain=getattr(method, "__self__", None))
-        return run
-
     def _ignored_by(self, handler: Any, method: str) -> bool:
         if getattr(handler, "handlers", None):
             return ignores(handler, method)
@@ -245,4 +193,4 @@ class EventShortcuts:
         return known
 
 
-__all__ = ["EventShortcuts", "LoopEvent", "Shortcut", "Unpredictable", "callees", "ignores", "light"]
+__all__ = ["EventShortcuts", "LoopEvent", "Shortcut", "Unpredictable", "callees", "ignores"]

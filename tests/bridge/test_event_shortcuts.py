@@ -3,19 +3,18 @@ without them, what they take and what they leave to proton's dispatch."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from proton import Event, Handler
 from proton._events import EventBase
 
 from bridge.runtime import reactor
-from bridge.runtime.shortcuts import LoopEvent, Unpredictable, callees, ignores
+from bridge.runtime.shortcuts import Unpredictable, callees, ignores
 from tests.bridge.test_reactor import _PingPong
 from tests.support.bridge import free_port
 
-SHORTCUT_TYPES = {Event.REACTOR_QUIESCED, Event.SELECTABLE_READABLE, Event.SELECTABLE_UPDATED,
-                  Event.TRANSPORT}
+SHORTCUT_TYPES = {Event.REACTOR_QUIESCED, Event.SELECTABLE_READABLE, Event.SELECTABLE_UPDATED}
 
 
 def _run(handler: Any, *, shortcuts: bool, monkeypatch: pytest.MonkeyPatch) -> set[Any]:
@@ -63,53 +62,6 @@ def test_a_main_handler_that_wants_quiesced_events_still_gets_each(
     assert handler.accepted == 20
     assert handler.rounds >= 20  # one round at least per exchange
     assert Event.REACTOR_QUIESCED in dispatched  # (so proton's IO handler got it too)
-
-
-class _FlowWatcher:
-    """A link handler recording the events its ``on_link_flow`` is given, then stopping
-    the exchange (``done``)."""
-
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-        self.done: Any = None
-
-    def on_link_flow(self, event: Any) -> None:
-        self.events.append((type(event), event.link))
-        self.done()
-
-
-class _LightFlowWatcher(_FlowWatcher):
-    loop_event_methods: ClassVar[frozenset[str]] = frozenset({"on_link_flow"})
-
-
-class _FlowPingPong(_PingPong):
-    guard_fired = False
-
-    def on_timer_task(self, event: Any) -> None:
-        self.guard_fired = True
-        super().on_timer_task(event)
-
-    def __init__(self, port: int, count: int, watcher: _FlowWatcher) -> None:
-        super().__init__(port, count)
-        self.watcher = watcher
-        watcher.done = self.stop
-
-    def on_start(self, event: Any) -> None:
-        super().on_start(event)
-        self.sender.handler = self.watcher  # (proton wraps it in a Handler of its own)
-
-
-@pytest.mark.parametrize("light", [True, False])
-def test_link_flow_reaches_the_links_handler_light_only_where_it_says_it_may(
-        light: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    watcher = _LightFlowWatcher() if light else _FlowWatcher()
-    handler = _FlowPingPong(free_port(), 1, watcher)
-    _run(handler, shortcuts=True, monkeypatch=monkeypatch)
-    assert watcher.events  # (the receiver's credit; then it stopped, long before its guard)
-    assert not handler.guard_fired
-    kinds = {kind for kind, _ in watcher.events}
-    assert kinds == ({LoopEvent} if light else {Event})
-    assert all(link == handler.sender for _, link in watcher.events)
 
 
 def test_callees_follow_protons_dispatch_order() -> None:
