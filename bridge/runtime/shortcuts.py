@@ -158,16 +158,17 @@ class EventShortcuts:
         listener), or the IO handler does (an AMQP 1.0 socket)."""
         sel = void2py(pn_event_context(impl))
         handler = getattr(sel, "handler", None)  # (as proton's Event.handler finds it)
-        event = LoopEvent(self.reactor, Event.SELECTABLE_READABLE, sel, selectable=sel)
         if handler is not None:
             method = getattr(handler, "on_selectable_readable", None)
             if method is None or getattr(sel, "_transport", None) \
                     or getattr(handler, "handlers", None):
                 return None
-            return lambda: method(event)
+            return lambda: method(
+                LoopEvent(self.reactor, Event.SELECTABLE_READABLE, sel, selectable=sel))
         if not getattr(sel, "_transport", None) or self._main_reads:
             return None
-        return lambda: self._io(self.io.on_selectable_readable, event)
+        return lambda: self._io(self.io.on_selectable_readable, LoopEvent(
+            self.reactor, Event.SELECTABLE_READABLE, sel, selectable=sel))
 
     def updated(self, impl: Any) -> Callable[[], None] | None:
         """The selector takes note of what a selectable now waits for (the IO handler's
