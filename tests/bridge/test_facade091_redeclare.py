@@ -267,3 +267,64 @@ def test_without_credit_the_count_of_ready_messages_is_the_brokers(facade: Runni
     finally:
         client.close()
         facade.clean_up(queue)
+
+
+def test_an_unconsumed_queue_redeclared_again_and_again_is_answered_by_the_bridge_too(
+        facade: Running) -> None:
+    """Celery's producer redeclares its reply queue before every task, before its first
+    ``.get()`` consumes it: no witness, and a young answer of the broker serves."""
+    queue = name("unconsumed")
+    client = facade.connect()
+    try:
+        ch = client.channel()
+        before = facade.answered_by("bridge"), facade.answered_by("broker")
+        for _ in range(20):
+            ok = ch.queue_declare(queue, **CELERY_REPLY_QUEUE).method  # type: ignore[arg-type]
+            assert (ok.queue, ok.message_count, ok.consumer_count) == (queue, 0, 0)
+        after = facade.answered_by("bridge"), facade.answered_by("broker")
+        # a broker answer serves the redeclares of the next YOUNG_AGE (0.25) seconds: one
+        # at least follows another that soon, however slow the machine is
+        assert after[0] > before[0], (before, after)
+        assert after[0] - before[0] + after[1] - before[1] == 20, (before, after)
+        assert broker_depth(facade, queue) == 0
+    finally:
+        client.close()
+        facade.clean_up(queue)
+
+
+def test_a_redeclare_counts_the_declaring_connections_own_publishes(facade: Running) -> None:
+    """A young answer serves no connection that published to the queue by name since: it
+    reads its own writes."""
+    queue = name("own-writes")
+    client = facade.connect()
+    try:
+        ch = client.channel()
+        ch.queue_declare(queue, **CELERY_REPLY_QUEUE)  # type: ignore[arg-type]
+        ch.confirm_delivery()  # (each enqueued at RabbitMQ once confirmed)
+        for n in range(3):
+            ch.basic_publish("", queue, str(n).encode())
+        ok = ch.queue_declare(queue, **CELERY_REPLY_QUEUE).method  # type: ignore[arg-type]
+        assert ok.message_count == 3
+    finally:
+        client.close()
+        facade.clean_up(queue)
+
+
+def test_an_auto_delete_queue_whose_consumer_went_is_made_again_by_a_redeclare(
+        facade: Running) -> None:
+    """The queue went with its last consumer: the next redeclare is the broker's, which
+    makes it again (a young answer would say it exists)."""
+    queue = name("auto-delete")
+    client = facade.connect()
+    try:
+        ch = client.channel()
+        ch.queue_declare(queue, auto_delete=True)
+        tag = ch.basic_consume(queue, lambda *_: None)
+        ch.basic_cancel(tag)
+        poll(lambda: broker_depth(facade, queue), lambda depth: depth is None, 10,
+             f"{queue} deleted with its consumer")
+        ch.queue_declare(queue, auto_delete=True)
+        assert broker_depth(facade, queue) == 0
+    finally:
+        client.close()
+        facade.clean_up(queue)

@@ -39,6 +39,28 @@ A declare is answered from the cache when
     broker: irrelevant, since the lease runs only while the queue has no consumer,
     and without one there is no witness.
 
+A young answer, without a witness
+    A queue nobody consumes through this listener has no witness — Celery's reply queue
+    while its producer sends tasks, each ``.delay()`` redeclaring it and waiting for
+    declare-ok before it publishes: a broker round trip per task. A **non-passive**
+    redeclare repeating the spec exactly (the client asserting that the queue exists;
+    a passive declare asks what it holds, and keeps the witness rule) is also answered
+    with the broker's answer while that answer is at most :data:`YOUNG_AGE` seconds
+    old — the broker's own counts, as old as that — unless, since it came:
+
+    * a consumer of the queue through this listener went, or a link attached then
+      detached (an auto-delete queue goes with its last consumer; RabbitMQ detaches the
+      consumers of a queue it deletes);
+    * the declaring connection published to the default exchange with the queue's name
+      as routing key (it reads its own writes: their count is the broker's to tell);
+    * its ``x-expires`` lease is that short or shorter (the lease the broker's answer
+      renewed cannot have run out within it).
+
+    What the bridge cannot see within those :data:`YOUNG_AGE` seconds is the price:
+    a delete from another connection (or an operator's expiry policy), other
+    connections' publishes and consumers, and publishes through exchanges — as a
+    broker's declare-ok under load is that late.
+
 Forgotten
     when the queue is deleted or purged through the listener, when its exclusive
     owner goes, and implicitly when the witness goes (a detach for any reason: the
@@ -52,7 +74,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ...amqp10.link import Amqp10Link
 from ...topology import QueueInfo, QueueSpec
@@ -61,8 +83,12 @@ MAX_AGE = 5.0
 """Seconds a broker's answer to a declare is used for redeclares (bounds how long other
 connections' consumers may go unseen in ``consumer_count``)."""
 
+YOUNG_AGE = 0.25
+"""Seconds a broker's answer to a declare also answers a non-passive redeclare without a
+witness (module docstring, "A young answer"): how stale such an answer may be."""
 
-@dataclass(frozen=True)
+
+@dataclass
 class _Answer:
     """The broker's answer to a non-passive declare."""
 
@@ -72,12 +98,23 @@ class _Answer:
     """When it came (monotonic)."""
     links: int
     """The route's links attached then."""
+    young: bool = True
+    """No consumer of the queue through this listener went since (a young answer may
+    serve: module docstring)."""
+    writers: set[str | None] = field(default_factory=set)
+    """The connections (owner ids) that published to the queue by name since."""
 
 
 def _essence(spec: QueueSpec) -> QueueSpec:
     """What a redeclare must repeat: the flags and arguments (and the owner of an
     exclusive queue; a shared queue's declares from any connection are alike)."""
     return spec if spec.exclusive else replace(spec, owner=None)
+
+
+def _short_lease(spec: QueueSpec) -> bool:
+    """Whether the queue's ``x-expires`` lease could run out within :data:`YOUNG_AGE`."""
+    expires = spec.arguments.get("x-expires")
+    return isinstance(expires, int) and expires <= YOUNG_AGE * 1000
 
 
 def _countable(spec: QueueSpec) -> bool:
@@ -119,26 +156,44 @@ class DeclareCache:
         answer = self._answers.get(spec.name)
         if answer is None:
             return None
-        if self._clock() - answer.at > MAX_AGE \
-                or not (passive or _essence(spec) == answer.spec):
+        age = self._clock() - answer.at
+        if age > MAX_AGE or not (passive or _essence(spec) == answer.spec):
             return None
-        witness = credit = False
-        up = 0
+        credit = False
+        up = held = 0
         for link in self._links(spec.name):
             if not link.up:
                 continue
             up += 1
-            witness = witness or link.up_since <= answer.at
+            if link.up_since <= answer.at:
+                held += 1  # (a witness)
             credit = credit or link.credit > 0
-        if not (witness and credit):
-            return None
         consumers = answer.info.consumer_count
-        return QueueInfo(answer.info.name, 0,
-                         None if consumers is None else max(0, consumers + up - answer.links))
+        if consumers is not None:
+            consumers = max(0, consumers + up - answer.links)
+        if held and credit:
+            return QueueInfo(answer.info.name, 0, consumers)
+        if passive or age > YOUNG_AGE or not answer.young or held < answer.links \
+                or spec.owner in answer.writers or _short_lease(spec):
+            return None
+        return QueueInfo(answer.info.name, answer.info.message_count, consumers)
+
+    def published(self, queue: str, owner: str | None) -> None:
+        """Connection ``owner`` published to the default exchange with routing key
+        ``queue``: its next redeclare of the queue is the broker's to answer."""
+        answer = self._answers.get(queue)
+        if answer is not None:
+            answer.writers.add(owner)
+
+    def consumer_gone(self, queue: str) -> None:
+        """A consumer of ``queue`` through this listener went: no young answer for it."""
+        answer = self._answers.get(queue)
+        if answer is not None:
+            answer.young = False
 
     def forget(self, queue: str) -> None:
         """``queue`` was deleted or purged through the listener (or its owner went)."""
         self._answers.pop(queue, None)
 
 
-__all__ = ["MAX_AGE", "DeclareCache"]
+__all__ = ["MAX_AGE", "YOUNG_AGE", "DeclareCache"]

@@ -347,9 +347,10 @@ class Facade091(ListenerCore):
         route = self._queue_publisher(key) if exchange == "" else self.route_for(exchange, key)
         if route is None and topology is not None:
             route = topology.publisher
-            if exchange == "" and topology.local is not None \
-                    and topology.local.take(ch, ev, route):
-                return  # delivered to the queue's one consumer, here (no broker trip)
+            if exchange == "":
+                topology.declares.published(key, client.owner)
+                if topology.local is not None and topology.local.take(ch, ev, route):
+                    return  # delivered to the queue's one consumer, here (no broker trip)
         if route is None:
             method = ev.method
             self.unroutable(ch, method, ev.publish_tag or 0, ev if method.mandatory else None)

@@ -207,8 +207,10 @@ class TopologyConsume091(Consume091):
         return properties, where, body
 
     def forget(self, consumer: Any) -> None:
-        """A consumer or getter is gone: the route goes with its last one."""
+        """A consumer or getter is gone: the route goes with its last one (and the
+        queue's declare-ok is the broker's again: an auto-delete queue may go with it)."""
         super().forget(consumer)
+        self.mode.declares.consumer_gone(self.queue)
         if not self.subscriptions:
             self.mode.drop_route(self)
 
