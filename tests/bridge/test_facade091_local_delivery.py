@@ -200,12 +200,17 @@ def test_a_queue_with_publishes_on_their_way_through_the_broker_waits_for_them()
     mode = SimpleNamespace(queues={"q": route}, exclusive={})
     local = LocalDelivery(SimpleNamespace(), mode)  # type: ignore[arg-type]
     local.consumer_for = lambda queue: ready[0]  # type: ignore[method-assign]
-    publisher = SimpleNamespace(to_amqp10=lambda ev, where: ev.body)
+    publisher = SimpleNamespace(to_amqp10=lambda ev, where: ev.body, route=SimpleNamespace(
+        max_message_size=None), sender=SimpleNamespace(message_size_limit=lambda c: None))
 
     def publish(body: bytes) -> bool:
+        """Taken here (True), or fenced and sent the broker's way, as the listener does."""
         ev = MessageReceived(channel=1, method=commands.Basic.Publish(routing_key="q"),
                              properties=None, body=body, publish_tag=0)
-        return local.take(None, ev, publisher)  # type: ignore[arg-type]
+        if local.take(None, ev, publisher):  # type: ignore[arg-type]
+            return True
+        assert local.fence("q") == "q"
+        return False
 
     assert not publish(b"1")  # no consumer ready: through the broker
     ready[0] = consumer
@@ -214,4 +219,37 @@ def test_a_queue_with_publishes_on_their_way_through_the_broker_waits_for_them()
     assert local.in_transit == {"q": 1}  # "2" still is
     local.arrived("q")
     assert publish(b"3")
-    assert taken == [b"3"] and local.delivered == 1 and local.in_transit == {}
+    ready[0] = None
+    assert not publish(b"4")  # no consumer ready again: through the broker
+    ready[0] = consumer
+    assert not publish(b"5")  # "4" is on its way
+    local.lift("q")  # "4" refused by the broker: it never comes back
+    assert local.in_transit == {"q": 1}
+    local.arrived("q")
+    assert publish(b"6")
+    assert taken == [b"3", b"6"] and local.delivered == 2 and local.in_transit == {}
+
+
+def test_a_reply_over_the_brokers_size_limit_is_refused_as_the_broker_way_refuses_it(
+        bridge: Bridge) -> None:
+    """RabbitMQ 4 announces its max_message_size (16 MiB by default) on the publish link:
+    a reply over it is refused (basic.nack under confirms), not handed to the consumer
+    because it skipped the broker."""
+    consumer_conn, publisher_conn = bridge.connect("local"), bridge.connect("local")
+    try:
+        ch = consumer_conn.channel()
+        queue = ch.queue_declare("", exclusive=True).method.queue
+        received: list[bytes] = []
+        ch.basic_consume(queue, lambda c, m, p, body: received.append(body), auto_ack=True)
+        pch = publisher_conn.channel()
+        pch.confirm_delivery()
+        before = bridge.local("local")
+        with pytest.raises(pika.exceptions.NackError):
+            pch.basic_publish("", queue, b"x" * (17 << 20))
+        pch.basic_publish("", queue, b"small")  # (then the next one is delivered here)
+        assert receive_one(consumer_conn, received) == b"small"
+        assert not received
+        assert bridge.local("local") == before + 1
+    finally:
+        publisher_conn.close()
+        consumer_conn.close()

@@ -345,18 +345,22 @@ class Facade091(ListenerCore):
         if topology is not None and not topology.reply_to_of(ch, ev):
             return
         route = self._queue_publisher(key) if exchange == "" else self.route_for(exchange, key)
+        fence = None
         if route is None and topology is not None:
             route = topology.publisher
+            local = topology.local
             if exchange == "":
                 topology.declares.published(key, client.owner)
-                if topology.local is not None and topology.local.take(ch, ev, route):
-                    return  # delivered to the queue's one consumer, here (no broker trip)
+                if local is not None:
+                    if local.take(ch, ev, route):
+                        return  # delivered to the queue's one consumer, here (no broker trip)
+                    fence = local.fence(key)
         if route is None:
             method = ev.method
             self.unroutable(ch, method, ev.publish_tag or 0, ev if method.mandatory else None)
             return
         client.publishes_to.add(route)  # (also while stopping: a publish read is forwarded)
-        route.publish091(ch, ev)
+        route.publish091(ch, ev, fence)
 
     def refuse_publish(self, ch: Channel091, code: int, text: str,
                        event: str = "client_error") -> None:

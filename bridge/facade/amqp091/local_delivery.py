@@ -24,15 +24,19 @@ these hold (:meth:`LocalDelivery.consumer_for`), and otherwise goes the broker's
   stopped by ``channel.flow``, nothing held before it, its socket not backed up.
 - No publish to ``Q`` this listener sent through the broker is still on its way back
   (:attr:`LocalDelivery.in_transit`: counted as sent, and down again as ``Q``'s consumer
-  receives from the broker), so a channel's messages to ``Q`` stay in order.
+  receives from the broker, or as the publish is refused, found unroutable or abandoned
+  — it holds its count, ``PublishEntry.fence``), so a channel's messages to ``Q`` stay
+  in order.
 - The listener's ``topology.local_delivery`` is on (the default).
 
 The message the consumer gets is the one the broker would have delivered: the publish's
 1.0 translation (the route's, as if it were sent) and the consume route's translation
 back, with the default exchange and ``Q`` as where it was published. The publisher is
-confirmed at once (in confirm mode), as RabbitMQ confirms a message it delivered. What
-skips the broker is not in its queue statistics or policies (a queue's TTL, length limit
-or dead-lettering never applies: the message is delivered as it arrives); counted by
+confirmed at once (in confirm mode), as RabbitMQ confirms a message it delivered. A
+message over the broker's size limit (the route's ``max_message_size``, else RabbitMQ's
+announced ``max_message_size``) goes the broker's way, which refuses it. What skips the
+broker is not in its queue statistics or policies (a queue's TTL, length limit or
+dead-lettering never applies: the message is delivered as it arrives); counted by
 ``amqp_bridge_facade_local_deliveries_total`` and on the consume route's
 received/delivered counters.
 
@@ -95,20 +99,19 @@ class LocalDelivery:
 
     def take(self, ch: Channel091, ev: MessageReceived, publisher: Any) -> bool:
         """Deliver a client's publish to the default exchange locally if it may be (True),
-        else leave it to the broker's way (False; counted in transit if the queue is one
-        a local delivery could serve)."""
+        else leave it to the broker's way (False: then :meth:`fence` it)."""
         queue = ev.method.routing_key or ""
         consumer = None if self.in_transit.get(queue) else self.consumer_for(queue)
         if consumer is None:
-            self._sent_through_broker(queue)
             return False
         where = Delivery091(exchange="", routing_key=queue)
         route = consumer.route
         try:
             message = publisher.to_amqp10(ev, where)
+            if self._maybe_too_large(publisher, ev, message):
+                return False  # (refused there, as the broker's size limit says)
             properties, _, body = route.to_legacy091(message)
         except MappingError:  # the broker's way refuses or dead-letters it, as it should
-            self._sent_through_broker(queue)
             return False
         route.stats.received += 1
         route.stats.delivered += 1
@@ -118,9 +121,24 @@ class LocalDelivery:
             self.facade.confirm(ch, ev.publish_tag, ack=True)
         return True
 
-    def _sent_through_broker(self, queue: str) -> None:
+    @staticmethod
+    def _maybe_too_large(publisher: Any, ev: MessageReceived, message: Any) -> bool:
+        """Whether the message is over the size limit the broker's way applies (the
+        publish route's ``max_message_size``, else the max-message-size RabbitMQ announced:
+        ``max_message_size`` in rabbitmq.conf): its 1.0 encoding is measured only when
+        the body alone is over half the limit."""
+        limit = publisher.sender.message_size_limit(publisher.route.max_message_size)
+        return limit is not None and len(ev.body) > limit // 2 \
+            and len(message.encode()) > limit
+
+    def fence(self, queue: str) -> str | None:
+        """A publish to ``queue`` goes the broker's way: counted in transit if ``queue`` is
+        one a local delivery could serve (returned: the publish holds that count until it
+        arrives, or :meth:`lift` when it never will), else None."""
         if queue in self.mode.queues or queue in self.mode.exclusive:
             self.in_transit[queue] = self.in_transit.get(queue, 0) + 1
+            return queue
+        return None
 
     def arrived(self, queue: str) -> None:
         """``queue``'s consumer received a message from the broker."""
@@ -130,6 +148,9 @@ class LocalDelivery:
                 self.in_transit[queue] = left - 1
             else:
                 del self.in_transit[queue]
+
+    lift = arrived
+    """A publish :meth:`fence` counted will not arrive (refused, unroutable, abandoned)."""
 
     def forget(self, queue: str) -> None:
         """``queue`` is gone (deleted, or its owner's connection ended)."""

@@ -51,13 +51,15 @@ class Publish091(FacadePublish):
     MAPPING_REFUSAL = SIZE_REFUSAL = LINK_REFUSAL = INTERNAL_REFUSAL = \
         ReplyCode.PRECONDITION_FAILED  # (a nack carries none)
 
-    def publish091(self, ch: Channel091, ev: MessageReceived) -> None:
-        """Take a client's publish (``ev.publish_tag``: its number in confirm mode)."""
+    def publish091(self, ch: Channel091, ev: MessageReceived, fence: str | None = None) -> None:
+        """Take a client's publish (``ev.publish_tag``: its number in confirm mode;
+        ``fence``: the queue whose local deliveries wait for it, :class:`PublishEntry`)."""
         self.stats.received += 1
         method: Any = ev.method
         where = Delivery091(exchange=method.exchange or "", routing_key=method.routing_key or "")
         entry = PublishEntry(ch, ev.publish_tag or 0, method, b"", len(ev.body),
-                             t0=time.monotonic(), returnable=ev if method.mandatory else None)
+                             t0=time.monotonic(), returnable=ev if method.mandatory else None,
+                             fence=fence)
         self.take(entry, lambda: self.to_amqp10(ev, where),
                   lambda: plain_copy_091(ev.properties, where, ev.body, self.route))
 

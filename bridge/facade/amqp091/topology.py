@@ -145,9 +145,31 @@ class TopologyPublish091(Publish091):
             where.exchange or "", where.routing_key or "")
         return message
 
+    # -- a publish that will not come back from the broker lifts its local-delivery fence
+
+    def _lift(self, entry: PublishEntry) -> None:
+        if entry.fence is not None:
+            local = self.mode.local
+            if local is not None:
+                local.lift(entry.fence)
+            entry.fence = None
+
+    def _fail(self, entry: PublishEntry, code: int, reason: str) -> None:
+        self._lift(entry)
+        super()._fail(entry, code, reason)
+
+    def _link_refusal(self, entry: PublishEntry, reason: str) -> None:
+        self._lift(entry)
+        super()._link_refusal(entry, reason)
+
+    def _tell_abandoned(self, entry: PublishEntry, reason: str) -> None:
+        self._lift(entry)
+        super()._tell_abandoned(entry, reason)
+
     def _released(self, entry: PublishEntry) -> None:
         """Routed to no queue (RabbitMQ 4 releases such a message): basic.return when
         mandatory, then confirmed, as RabbitMQ does."""
+        self._lift(entry)
         self.stats.released += 1
         self.bytes -= entry.size
         ch: Any = entry.st
@@ -156,6 +178,7 @@ class TopologyPublish091(Publish091):
     def _rejected(self, entry: PublishEntry, condition: str | None, text: str) -> None:
         """No such exchange (amqp:not-found): the publisher's channel is closed with 404,
         as RabbitMQ closes it; any other rejection is a basic.nack."""
+        self._lift(entry)
         if condition != "amqp:not-found":
             super()._rejected(entry, condition, text)
             return

@@ -97,6 +97,9 @@ class PublishEntry:
     returnable: Any = None
     """What to give back to the publisher if no queue takes the message (the 0-9-1
     façade's mandatory publishes: the client's MessageReceived), or None."""
+    fence: str | None = None
+    """The queue whose local deliveries wait for this publish to come back from the
+    broker (0-9-1 topology mode, ``LocalDelivery.fence``), or None."""
 
 
 class FacadePublish:
