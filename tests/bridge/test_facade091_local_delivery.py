@@ -14,6 +14,8 @@ import decimal
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +123,34 @@ def exchange_once(bridge: Bridge, listener: str, *, exclusive_queue: bool = True
         consumer_conn.close()
 
 
+@dataclass
+class ReplyPair:
+    """A no-ack consumer of a server-named exclusive queue on one connection of the
+    ``local`` listener, and a confirm-mode publisher channel on another."""
+
+    consumer_conn: pika.BlockingConnection
+    ch: Any
+    queue: str
+    received: list[bytes]
+    pch: Any
+
+
+@contextmanager
+def reply_pair(bridge: Bridge) -> Iterator[ReplyPair]:
+    consumer_conn, publisher_conn = bridge.connect("local"), bridge.connect("local")
+    try:
+        ch = consumer_conn.channel()
+        queue = ch.queue_declare("", exclusive=True).method.queue
+        received: list[bytes] = []
+        ch.basic_consume(queue, lambda c, m, p, body: received.append(body), auto_ack=True)
+        pch = publisher_conn.channel()
+        pch.confirm_delivery()
+        yield ReplyPair(consumer_conn, ch, queue, received, pch)
+    finally:
+        publisher_conn.close()
+        consumer_conn.close()
+
+
 def test_a_reply_to_an_exclusive_queue_is_delivered_here_exactly_as_through_the_broker(
         bridge: Bridge) -> None:
     local_before, broker_before = bridge.local("local"), bridge.local("broker")
@@ -152,34 +182,25 @@ def test_a_channels_messages_stay_in_order_from_the_broker_to_local_delivery(
     """The consumer's channel stopped (channel.flow): the first two replies go through
     RabbitMQ and wait at the bridge; once it flows again they are delivered, then the
     next is delivered locally — after them."""
-    consumer_conn, publisher_conn = bridge.connect("local"), bridge.connect("local")
-    try:
-        ch = consumer_conn.channel()
-        queue = ch.queue_declare("", exclusive=True).method.queue
-        received: list[bytes] = []
-        ch.basic_consume(queue, lambda c, m, p, body: received.append(body), auto_ack=True)
-        assert ch.flow(False) is False
-        pch = publisher_conn.channel()
-        pch.confirm_delivery()
+    with reply_pair(bridge) as pair:
+        received = pair.received
+        assert pair.ch.flow(False) is False
         before = bridge.local("local")
-        pch.basic_publish("", queue, b"1")
-        pch.basic_publish("", queue, b"2")
-        consumer_conn.process_data_events(0.5)
+        pair.pch.basic_publish("", pair.queue, b"1")
+        pair.pch.basic_publish("", pair.queue, b"2")
+        pair.consumer_conn.process_data_events(0.5)
         assert received == []  # (stopped)
-        assert ch.flow(True) is True
+        assert pair.ch.flow(True) is True
         deadline = time.monotonic() + 15
         while len(received) < 2:
             assert time.monotonic() < deadline, received
-            consumer_conn.process_data_events(0.05)
-        pch.basic_publish("", queue, b"3")
+            pair.consumer_conn.process_data_events(0.05)
+        pair.pch.basic_publish("", pair.queue, b"3")
         while len(received) < 3:
             assert time.monotonic() < deadline, received
-            consumer_conn.process_data_events(0.05)
+            pair.consumer_conn.process_data_events(0.05)
         assert received == [b"1", b"2", b"3"]
         assert bridge.local("local") == before + 1  # only the third
-    finally:
-        publisher_conn.close()
-        consumer_conn.close()
 
 
 def test_a_queue_with_publishes_on_their_way_through_the_broker_waits_for_them() -> None:
@@ -235,21 +256,11 @@ def test_a_reply_over_the_brokers_size_limit_is_refused_as_the_broker_way_refuse
     """RabbitMQ 4 announces its max_message_size (16 MiB by default) on the publish link:
     a reply over it is refused (basic.nack under confirms), not handed to the consumer
     because it skipped the broker."""
-    consumer_conn, publisher_conn = bridge.connect("local"), bridge.connect("local")
-    try:
-        ch = consumer_conn.channel()
-        queue = ch.queue_declare("", exclusive=True).method.queue
-        received: list[bytes] = []
-        ch.basic_consume(queue, lambda c, m, p, body: received.append(body), auto_ack=True)
-        pch = publisher_conn.channel()
-        pch.confirm_delivery()
+    with reply_pair(bridge) as pair:
         before = bridge.local("local")
         with pytest.raises(pika.exceptions.NackError):
-            pch.basic_publish("", queue, b"x" * (17 << 20))
-        pch.basic_publish("", queue, b"small")  # (then the next one is delivered here)
-        assert receive_one(consumer_conn, received) == b"small"
-        assert not received
+            pair.pch.basic_publish("", pair.queue, b"x" * (17 << 20))
+        pair.pch.basic_publish("", pair.queue, b"small")  # (then the next is delivered here)
+        assert receive_one(pair.consumer_conn, pair.received) == b"small"
+        assert not pair.received
         assert bridge.local("local") == before + 1
-    finally:
-        publisher_conn.close()
-        consumer_conn.close()
