@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bridge.facade.amqp091.declare_cache import MAX_AGE, YOUNG_AGE, DeclareCache
+from bridge.facade.amqp091.declare_cache import MAX_AGE, PRUNE_FLOOR, YOUNG_AGE, DeclareCache
 from bridge.topology import QueueInfo, QueueSpec
 
 REPLY = QueueSpec("celery-reply", durable=True, auto_delete=True,
@@ -142,3 +142,15 @@ def test_a_forgotten_queue_is_the_brokers() -> None:
     answered(cache)
     cache.forget(REPLY.name)
     assert cache.lookup(REPLY, False) is None
+
+
+def test_answers_past_max_age_do_not_pile_up() -> None:
+    """Every queue a client declares and leaves without a delete (a Celery producer's reply
+    queue, one per process) would stay for the life of the bridge."""
+    cache, clock = cache_with([])
+    for n in range(10 * PRUNE_FLOOR):
+        answered(cache, replace(REPLY, name=f"reply-{n}"))
+        clock.now += MAX_AGE / 100  # (a hundred declares within MAX_AGE)
+    assert len(cache) < 2 * PRUNE_FLOOR
+    # the last one is still answered
+    assert cache.lookup(replace(REPLY, name=f"reply-{10 * PRUNE_FLOOR - 1}"), False) is not None

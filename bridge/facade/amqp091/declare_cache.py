@@ -105,6 +105,10 @@ class _Answer:
     """The connections (owner ids) that published to the queue by name since."""
 
 
+PRUNE_FLOOR = 256
+"""Answers kept before the first prune of those past :data:`MAX_AGE`."""
+
+
 def _essence(spec: QueueSpec) -> QueueSpec:
     """What a redeclare must repeat: the flags and arguments (and the owner of an
     exclusive queue; a shared queue's declares from any connection are alike)."""
@@ -134,6 +138,8 @@ class DeclareCache:
         self._links = links
         self._clock = clock
         self._answers: dict[str, _Answer] = {}
+        self._prune_at = PRUNE_FLOOR
+        """The number of answers at which those past :data:`MAX_AGE` are dropped."""
         self.answered_by: dict[str, int] = {"bridge": 0, "broker": 0}
         """Queue declares answered by the bridge and sent to the broker (the metric
         ``amqp_bridge_facade_queue_declares``)."""
@@ -143,7 +149,24 @@ class DeclareCache:
         if passive or not spec.name or not _countable(spec):
             return
         up = sum(1 for link in self._links(info.name) if link.up)
-        self._answers[info.name] = _Answer(_essence(spec), info, self._clock(), up)
+        now = self._clock()
+        self._answers[info.name] = _Answer(_essence(spec), info, now, up)
+        if len(self._answers) >= self._prune_at:
+            self._prune(now)
+
+    def _prune(self, now: float) -> None:
+        """Drop the answers past :data:`MAX_AGE` (never used again): every queue a client
+        declared and left without a delete — a Celery producer's reply queue — would
+        otherwise stay for the life of the process. Amortised: the next prune waits for
+        twice as many answers as are left."""
+        self._answers = {name: answer for name, answer in self._answers.items()
+                         if now - answer.at <= MAX_AGE}
+        self._prune_at = max(PRUNE_FLOOR, 2 * len(self._answers))
+
+    def __len__(self) -> int:
+        """The answers kept (at most the queues declared within MAX_AGE, and fewer than
+        twice the number left by the last prune, at least :data:`PRUNE_FLOOR`)."""
+        return len(self._answers)
 
     def lookup(self, spec: QueueSpec, passive: bool) -> QueueInfo | None:
         """The answer to a declare of ``spec`` if the rule allows one without the broker,
