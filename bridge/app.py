@@ -46,7 +46,7 @@ from .facade import (
 )
 from .legacy.amqp010 import LegacyConnection
 from .legacy.amqp091 import Amqp091Connection
-from .ops.logs import add_identities, add_secrets
+from .ops.logs import LastSeen, add_identities, add_secrets
 from .ops.metrics import MetricsServer
 from .routes import Amqp10ToLegacy, LegacyToAmqp10, RouteRuntime
 from .runtime import EngineSocket, Timer, reactor
@@ -93,10 +93,11 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         addresses then."""
         self.shutdown_timeout = config.shutdown.drain_timeout
         self._stats_due = time.monotonic() + STATS_INTERVAL
-        self._last_stats: dict[str, str] = {}
+        self._last_stats = LastSeen()
+        """Each route's statistics line as last logged."""
         self.fatal_error: str | None = None
         """The permanent fault that stopped the bridge, if one did."""
-        self._ready: dict[str, bool] = {}
+        self._ready = LastSeen()
         """Each route's readiness as last logged."""
         self.facades: dict[str, Any] = {}
         self.taps: BridgeTaps | None = None
@@ -373,28 +374,25 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     def _log_readiness(self) -> None:
         """One line whenever a route becomes ready or stops being ready."""
-        for route in self.runtimes():
-            waiting = route.waiting_for()
-            if self._ready.get(route.name) == (not waiting):
-                continue
-            self._ready[route.name] = not waiting
-            if waiting:
-                log.info("route %s: not ready, waiting for %s", route.name, ", ".join(waiting),
-                         extra={"event": "route_not_ready", "route": route.name,
-                                "waiting_for": ", ".join(waiting)})
+        waiting_for = {route.name: route.waiting_for() for route in self.runtimes()}
+        for name, ready in self._ready.changed(
+                (name, not waiting) for name, waiting in waiting_for.items()):
+            if not ready:
+                waiting = ", ".join(waiting_for[name])
+                log.info("route %s: not ready, waiting for %s", name, waiting,
+                         extra={"event": "route_not_ready", "route": name,
+                                "waiting_for": waiting})
             else:
-                log.info("route %s: ready", route.name,
-                         extra={"event": "route_ready", "route": route.name})
+                log.info("route %s: ready", name,
+                         extra={"event": "route_ready", "route": name})
 
     def _log_stats(self, *, only_changed: bool) -> None:
-        for route in self.runtimes():
-            counters = route.stats.counters()
-            line = " ".join(f"{k}={v}" for k, v in counters.items())
-            if only_changed and self._last_stats.get(route.name) == line:
-                continue
-            self._last_stats[route.name] = line
-            log.info("route %s: statistics", route.name,
-                     extra={"event": "stats", "route": route.name, **counters})
+        counters = {route.name: route.stats.counters() for route in self.runtimes()}
+        for name, _line in self._last_stats.changed(
+                ((name, " ".join(f"{k}={v}" for k, v in values.items()))
+                 for name, values in counters.items()), all_of_them=not only_changed):
+            log.info("route %s: statistics", name,
+                     extra={"event": "stats", "route": name, **counters[name]})
 
     def _close_all(self) -> None:
         assert self.container is not None

@@ -183,6 +183,30 @@ class WarnLimiter:
                 self._held.pop(key, None)
 
 
+class LastSeen:
+    """The last value logged per key, so that only what changed is logged again; a key
+    missing from a round is forgotten — routes made and dropped on demand (a façade's
+    temporary queues) would otherwise stay for the life of the process."""
+
+    def __init__(self) -> None:
+        self._last: dict[Any, Any] = {}
+
+    def changed(self, items: Iterable[tuple[Any, Any]], *, all_of_them: bool = False
+                ) -> list[tuple[Any, Any]]:
+        """A round: ``items`` are every key's value now; returns those that changed since
+        the last round (new keys included; every one with ``all_of_them``)."""
+        last, now, changed = self._last, {}, []
+        for key, value in items:
+            now[key] = value
+            if all_of_them or key not in last or last[key] != value:
+                changed.append((key, value))
+        self._last = now
+        return changed
+
+    def __len__(self) -> int:
+        return len(self._last)
+
+
 class RateLimited:
     """At most one log line per ``interval`` seconds for each kind of event.
 

@@ -93,3 +93,17 @@ def test_proton_socket_errors_are_warnings_and_its_other_errors_stay_errors() ->
         root.handlers[:], level, proton.level, proton.filters[:] = saved
         root.setLevel(level)
     assert [r.levelname for r in records] == ["WARNING", "WARNING", "ERROR"]
+
+
+def test_last_seen_reports_what_changed_and_forgets_keys_gone() -> None:
+    """What the bridge logs route readiness and statistics with: a route made and dropped
+    on demand (a façade's temporary queue) must not stay in it for the life of the process."""
+    seen = logs.LastSeen()
+    assert seen.changed([("a", 1), ("b", 2)]) == [("a", 1), ("b", 2)]
+    assert seen.changed([("a", 1), ("b", 3)]) == [("b", 3)]
+    assert seen.changed([("a", 1), ("b", 3)], all_of_them=True) == [("a", 1), ("b", 3)]
+    for n in range(1000):  # routes that come and go
+        seen.changed([("a", 1), (f"temp-{n}", True)])
+    assert len(seen) == 2
+    assert seen.changed([("a", 1)]) == [] and len(seen) == 1
+    assert seen.changed([("a", 1), ("temp-999", True)]) == [("temp-999", True)]  # new again
