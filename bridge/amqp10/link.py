@@ -391,21 +391,25 @@ class Amqp10Link:
         self.session, self.link = session, link
         if self._direct is not None:
             self._direct.watch(link, self._delivered)
-        self._check_attach(link, time.monotonic())
+        self._check_attach(self.generation, time.monotonic())
 
-    def _check_attach(self, link: Any, sent: float) -> None:
-        """Treat ``link`` as lost unless its attach (sent at ``sent``) is answered within
-        :data:`ATTACH_TIMEOUT`."""
+    def _check_attach(self, generation: int, sent: float) -> None:
+        """Treat the link of ``generation`` as lost unless its attach (sent at ``sent``) is
+        answered within :data:`ATTACH_TIMEOUT`. The timer holds the generation's number,
+        not proton's link: a wrapper kept that long outlived the link's session, and
+        releasing it then ended in a double free in proton (the façade churn of clients
+        that come and go, 1 run in 3)."""
         delay = max(0.0, sent + ATTACH_TIMEOUT - time.monotonic())
-        self.container.schedule(delay, Timer(lambda: self._attach_overdue(link, sent)))
+        self.container.schedule(delay, Timer(lambda: self._attach_overdue(generation, sent)))
 
-    def _attach_overdue(self, link: Any, sent: float) -> None:
-        if link != self.link or self.up or self.closing:
+    def _attach_overdue(self, generation: int, sent: float) -> None:
+        if generation != self.generation or self.link is None or self.up or self.closing:
             return
         handler = self.handler
         if handler is not None and (not handler.up or handler.up_since > sent):
             # the transport dropped since: proton attaches it again on the next one
-            self._check_attach(link, handler.up_since if handler.up else time.monotonic())
+            self._check_attach(generation,
+                               handler.up_since if handler.up else time.monotonic())
             return
         if handler is not None:
             handler.unanswered["attach"] += 1
