@@ -45,7 +45,8 @@ class Pooled:
         handler = Amqp10ConnectionHandler(name)
         return self.loop.container.connect(
             url=self.url, handler=handler,
-            reconnect=ReconnectDelays(FAST_RECONNECT, handler.reconnect_scheduled))
+            reconnect=ReconnectDelays(FAST_RECONNECT,  # type: ignore[arg-type]  # any iterable
+                                      handler.reconnect_scheduled))
 
     def links(self, queue: str, count: int, *, pinned: bool = False) -> list[Amqp10Link]:
         """``count`` receivers from ``queue``, made as the bridge makes a route's."""
