@@ -28,7 +28,9 @@ sessions per connection and closes the connection at a begin on channel 64; prot
 begins sessions before the open is read, on its own channel-max, and on a new transport
 it begins every attached link's session again at once — capped this way, those re-begins
 fit too). Links beyond the peer's limit wait, with a WARNING and the
-``amqp_bridge_amqp10_begins_waiting`` gauge. A lost transport clears the set (the
+``amqp_bridge_amqp10_begins_waiting`` gauge — once the connection's pool
+(:mod:`bridge.amqp10.pool`, :attr:`~Amqp10ConnectionHandler.pool`) has no other
+connection to place them on. A lost transport clears the set (the
 next one numbers its channels afresh) and frees its sessions: proton would begin them
 again on the next transport and send their end as soon as the peer's open is read, so
 that the peer's answer to that begin names a channel proton has forgotten ("begin reply
