@@ -16,12 +16,18 @@ closed for good, attached, attaching or waiting to re-attach) than the peer's se
 limit less :data:`~bridge.amqp10.connection.RESERVED_SESSIONS`; else a new member while
 there are fewer than ``max_connections``; else the member holding the fewest, where the
 link waits for a session as on a single connection (the ``session_limit`` WARNING, the
-``amqp_bridge_amqp10_begins_waiting`` gauge). The limit is the one the first connection's
+``amqp_bridge_amqp10_begins_waiting`` gauge).
+
+Links that must stay on the first connection (the topology's request/response pair, a
+consumer of an exclusive queue, which only its declaring connection may consume: the
+first, where the topology's requests go) never ask the pool. When a topology-mode
+listener uses the pool, :data:`KEPT_FOR_PINNED` of the first connection's sessions are
+kept for such consumers (:meth:`ConnectionPool.keep_for_pinned`): other links fill the
+rest, then the extras; only once every connection is full do they take those too (better
+than waiting). The limit is the one the first connection's
 peer announced; until the first connection has opened once, links wait in the pool (an
 extra connection is never opened blind). A link never moves: a lost connection's links
-are re-attached on that connection by proton's reconnect, as ever. Links that must stay
-on the first connection (the topology's request/response pair, a consumer of an
-exclusive queue, which only its declaring connection may consume) never ask the pool.
+are re-attached on that connection by proton's reconnect, as ever.
 
 An extra connection that holds no link for :data:`IDLE_GRACE` seconds is closed (not at
 once: consumers come and go); one that is lost is reconnected by proton like the first.
@@ -50,6 +56,10 @@ IDLE_GRACE = 10.0
 """Seconds an extra connection stays open with no link on it before it is closed."""
 IDLE_CHECK = 1.0
 """Seconds between looks for idle extra connections (only while there are some)."""
+KEPT_FOR_PINNED = 24
+"""Sessions of the first connection kept for the links pinned to it (exclusive queues'
+consumers) when a topology-mode listener uses the pool: of RabbitMQ 4's 63 for links,
+39 for others before the first extra opens."""
 
 
 class ConnectionPool:
@@ -75,6 +85,9 @@ class ConnectionPool:
         """Extra connections with no link, by name → since when (monotonic)."""
         self._checking = False
         """The idle check's timer is scheduled."""
+        self.kept_for_pinned = 0
+        """Sessions of the first connection other links leave to pinned ones while
+        another connection has room or may be opened (:meth:`keep_for_pinned`)."""
         self.connection = self._add(name)
         """The first connection (proton's): the one routes and the topology are given."""
 
@@ -96,6 +109,11 @@ class ConnectionPool:
         else:
             placed(self._choose(self.first.known_limit))
 
+    def keep_for_pinned(self, sessions: int = KEPT_FOR_PINNED) -> None:
+        """Keep ``sessions`` of the first connection for the links pinned to it (a
+        topology-mode listener's exclusive queues' consumers)."""
+        self.kept_for_pinned = max(self.kept_for_pinned, sessions)
+
     def when_lost(self, fn: Callable[[str], None]) -> None:
         """Call ``fn(member name)`` each time an open member drops (not when the pool
         closes an idle one)."""
@@ -110,12 +128,17 @@ class ConnectionPool:
     # -- internals -----------------------------------------------------------------------
 
     def _choose(self, limit: int) -> Amqp10ConnectionHandler:
+        def room(member: Amqp10ConnectionHandler, kept: int = 0) -> int:
+            return (member.known_limit or limit) - RESERVED_SESSIONS - kept \
+                - member.links_held
+
         for member in self.members:
-            if member.links_held < (member.known_limit or limit) - RESERVED_SESSIONS:
+            if room(member, self.kept_for_pinned if member is self.first else 0) > 0:
                 return member
         if len(self.members) < self.max_connections:
             return self._add(self._free_name()).handler  # type: ignore[no-any-return]
-        return min(self.members, key=lambda member: member.links_held)
+        # every connection full: the sessions kept for pinned links rather than a wait
+        return max(self.members, key=room)
 
     def _free_name(self) -> str:
         taken = {member.name for member in self.members}
@@ -189,4 +212,4 @@ class ConnectionPool:
                     {"connection": self.name}, "idle check rescheduled", recover)
 
 
-__all__ = ["IDLE_GRACE", "ConnectionPool"]
+__all__ = ["IDLE_GRACE", "KEPT_FOR_PINNED", "ConnectionPool"]

@@ -87,19 +87,26 @@ def _pool_size(metrics: int) -> float:
 
 
 class Consumers:
-    """``CLIENTS`` pika connections, each consuming ``PER_CLIENT`` queues of its own."""
+    """``CLIENTS`` pika connections, each consuming ``PER_CLIENT`` queues of its own, then
+    an exclusive server-named queue (an RPC client's reply queue: only the bridge's first
+    1.0 connection, which declared it, may consume it)."""
 
     def __init__(self, port: int, *, auto_ack: bool) -> None:
         self.run = uuid.uuid4().hex[:8]
         self.queues = [f"test.pool.{self.run}.{n}" for n in range(CLIENTS * PER_CLIENT)]
         self.got: dict[str, list[tuple[bytes, bool]]] = {q: [] for q in self.queues}
         self.connections = []
+        self.replies: list[str] = []
         for c in range(CLIENTS):
             conn = _pika(port)
             ch = conn.channel()
             for queue in self.queues[c * PER_CLIENT:(c + 1) * PER_CLIENT]:
                 ch.queue_declare(queue, arguments={"x-expires": 120_000})
                 ch.basic_consume(queue, self._on_message(queue), auto_ack=auto_ack)
+            reply = ch.queue_declare("", exclusive=True).method.queue
+            ch.basic_consume(reply, self._on_message(reply), auto_ack=auto_ack)
+            self.replies.append(reply)
+            self.got[reply] = []
             self.connections.append(conn)
 
     def _on_message(self, queue: str):  # type: ignore[no-untyped-def]
@@ -107,14 +114,18 @@ class Consumers:
             self.got[queue].append((body, bool(method.redelivered)))
         return on_message
 
-    def publish(self, port: int) -> None:
-        """One message to each queue, through the façade, confirmed."""
-        conn = _pika(port)
-        ch = conn.channel()
-        ch.confirm_delivery()
-        for queue in self.queues:
-            ch.basic_publish("", queue, queue.encode(), mandatory=True)
-        conn.close()
+    def publish(self, port: int, rabbitmq_url: str) -> None:
+        """One message to each queue through the façade, and to each reply queue at
+        RabbitMQ (a native responder: the façade would hand its own publish to a reply
+        queue's consumer here, link or not), confirmed."""
+        for where, queues in ((_pika(port), self.queues),
+                              (pika.BlockingConnection(pika.URLParameters(rabbitmq_url)),
+                               self.replies)):
+            ch = where.channel()
+            ch.confirm_delivery()
+            for queue in queues:
+                ch.basic_publish("", queue, queue.encode(), mandatory=True)
+            where.close()
 
     def pump_until(self, condition, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
         deadline = time.monotonic() + timeout
@@ -138,10 +149,11 @@ def test_150_consumers_each_get_their_message_over_extra_connections_closed_afte
     with _bridge(rabbitmq_url, tmp_path) as (bridge, relay, port, metrics):
         consumers = Consumers(port, auto_ack=True)
         try:
-            consumers.publish(port)
+            consumers.publish(port, rabbitmq_url)
             consumers.pump_until(consumers.all_got_one, "every consumer's message")
             assert all(got == [(queue.encode(), False)] for queue, got in consumers.got.items())
-            # 150 consumer links, the topology's request pair and publisher: three connections
+            # 150 consumer links, 5 of exclusive queues (on the first), the topology's
+            # request pair and publisher: three connections
             assert _pool_size(metrics) == 3
             assert len(_bridge_connections(rabbitmq_url, relay)) == 3
             assert counted(metrics, "amqp_bridge_amqp10_pool_opened_total",
@@ -165,7 +177,7 @@ def test_a_lost_extra_connection_closes_the_clients_and_their_messages_come_agai
     with _bridge(rabbitmq_url, tmp_path) as (bridge, relay, port, metrics):
         consumers = Consumers(port, auto_ack=False)  # received, never acknowledged
         try:
-            consumers.publish(port)
+            consumers.publish(port, rabbitmq_url)
             consumers.pump_until(consumers.all_got_one, "every consumer's message")
             pids = _bridge_connections(rabbitmq_url, relay)
             assert len(pids) == 3

@@ -185,3 +185,26 @@ def test_a_lost_extra_connection_is_reported_and_re_attaches_its_own_links(
         assert len(pool.members) == 2 and pool.first.reconnects == 0
     finally:
         pooled.close()
+
+
+def test_sessions_kept_on_the_first_connection_let_pinned_links_attach_past_the_others(
+        rabbitmq_url: str, queue: str) -> None:
+    pooled = Pooled(rabbitmq_url, max_connections=2)
+    pool = pooled.pool
+    pool.keep_for_pinned(10)  # (a topology-mode listener keeps KEPT_FOR_PINNED)
+    try:
+        links = pooled.links(queue, 2 * PER_CONNECTION - 10)
+        pooled.loop.run_until(lambda: all(link.up for link in links), "every link to attach")
+        assert [member.links_held for member in pool.members] == [
+            PER_CONNECTION - 10, PER_CONNECTION]
+        # exclusive queues' consumers: only the first may consume them; it has room
+        pinned = pooled.links(queue, 10, pinned=True)
+        pooled.loop.run_until(lambda: all(link.up for link in pinned), "the pinned links")
+        assert {link.handler for link in pinned} == {pool.first}
+        # every connection full: a link takes what is kept rather than wait, as before
+        pinned[0].forget()
+        late = pooled.links(queue, 1)[0]
+        pooled.loop.run_until(lambda: late.up, "a late link to take the kept session")
+        assert late.handler is pool.first
+    finally:
+        pooled.close()
