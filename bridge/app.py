@@ -13,6 +13,7 @@ status 3 (``docs/operations.md``, "Security").
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import time
@@ -24,6 +25,7 @@ from proton.reactor import Container
 
 from . import faultinject
 from .amqp10.connection import Amqp10ConnectionHandler, ReconnectDelays
+from .amqp10.pool import ConnectionPool
 from .config import (
     BridgeConfig,
     ConfigError,
@@ -84,6 +86,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.container: Container | None = None
         self.amqp10: dict[str, Any] = {}
         self.amqp10_handlers: dict[str, Amqp10ConnectionHandler] = {}
+        """Each configured 1.0 connection's first connection's handler."""
+        self.amqp10_pools: dict[str, ConnectionPool] = {}
+        """Each configured 1.0 connection's pool (:mod:`bridge.amqp10.pool`)."""
         self.legacy: dict[str, LegacyConnection | Amqp091Connection] = {}
         self.routes: list[RouteRuntime] = []
         self.stop_requested = False
@@ -114,7 +119,12 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
             facade.read_limit = self.shutdown_timeout / 2
         for name, conn in self.config.connections.items():
             if conn.protocol == "amqp1.0":
-                self.amqp10[name] = self._connect_amqp10(container, name, conn)
+                pool = ConnectionPool(container, name, conn.max_connections,
+                                      functools.partial(self._connect_amqp10, container,
+                                                        conn=conn))
+                self.amqp10_pools[name] = pool
+                self.amqp10_handlers[name] = pool.first
+                self.amqp10[name] = pool.connection
             elif conn.protocol == "amqp0-9-1":
                 self.legacy[name] = Amqp091Connection(container, name, conn,
                                                       on_fatal=self.fatal)
@@ -133,7 +143,6 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     def _connect_amqp10(self, container: Container, name: str, conn: Connection) -> Any:
         handler = Amqp10ConnectionHandler(name, conn, self.fatal)
-        self.amqp10_handlers[name] = handler
         security: dict[str, Any] = {"allowed_mechs": " ".join(conn.mechanisms)}
         if conn.tls is not None or any(u.startswith("amqps:") for u in [conn.url, *conn.failover]):
             security["ssl_domain"] = proton_domain(conn.tls)
@@ -154,9 +163,12 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
                                    declare_via=via)
         login_user = self.config.connections[settings.connection].login_user
         facade.enable_topology(backend, amqp10, login_user)
-        # what the broker held for the clients may be gone with the connection
-        self.amqp10_handlers[settings.connection].when_lost(
-            lambda: facade.broker_lost(settings.connection))
+        pool = self.amqp10_pools[settings.connection]
+        # its exclusive queues are the first connection's, and so are their consumers
+        pool.keep_for_pinned()
+        # what the broker held for the clients may be gone with the connection (with any
+        # connection of its pool: a client's links and publishers may be on several)
+        pool.when_lost(facade.broker_lost)
 
     def fatal(self, message: str) -> None:
         """A connection failed permanently (already logged as an ERROR): stop gracefully;
@@ -206,10 +218,16 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         """The routes (empty until they are built at start)."""
         return self.runtimes()
 
+    def _amqp10_members(self) -> list[Amqp10ConnectionHandler]:
+        """Every open 1.0 connection's handler: each pool's first and extra ones (named
+        ``NAME#2``…)."""
+        return [*list(self.amqp10_handlers.values()),
+                *(h for pool in list(self.amqp10_pools.values()) for h in pool.members[1:])]
+
     def observed_connections(self) -> list[tuple[str, str, bool, int]]:
-        """``(name, protocol, up, reconnects)`` per configured connection."""
-        out = [(name, "amqp1.0", h.up, h.reconnects)
-               for name, h in list(self.amqp10_handlers.items())]
+        """``(name, protocol, up, reconnects)`` per connection (a 1.0 pool's extra
+        connections too)."""
+        out = [(h.name, "amqp1.0", h.up, h.reconnects) for h in self._amqp10_members()]
         out += [(name, c.protocol, c.open, c.reconnects) for name, c in list(self.legacy.items())]
         return out
 
@@ -239,17 +257,24 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
 
     def observed_links(self) -> list[tuple[str, int]]:
         """``(name, links attached or attaching)`` per AMQP 1.0 connection."""
-        return [(name, sum(1 for link in list(h.watchers) if link.open))
-                for name, h in list(self.amqp10_handlers.items())]
+        return [(h.name, h.links_open) for h in self._amqp10_members()]
 
     def observed_begins_waiting(self) -> list[tuple[str, int]]:
-        """``(name, session begins held back)`` per AMQP 1.0 connection."""
-        return [(name, h.begins_waiting) for name, h in list(self.amqp10_handlers.items())]
+        """``(name, session begins held back)`` per AMQP 1.0 connection (links waiting
+        for the first connection's first open to be placed count on it)."""
+        pools = {pool.first: pool.waiting for pool in list(self.amqp10_pools.values())}
+        return [(h.name, h.begins_waiting + pools.get(h, 0)) for h in self._amqp10_members()]
+
+    def observed_pools(self) -> list[tuple[str, int, int]]:
+        """``(name, connections open, extra connections opened in all)`` per configured
+        AMQP 1.0 connection."""
+        return [(name, len(pool.members), pool.opened)
+                for name, pool in list(self.amqp10_pools.items())]
 
     def observed_unanswered(self) -> list[tuple[str, dict[str, int]]]:
         """``(name, what -> count)`` per AMQP 1.0 connection: link attaches and session
         ends the peer left unanswered past their bound."""
-        return [(name, dict(h.unanswered)) for name, h in list(self.amqp10_handlers.items())]
+        return [(h.name, dict(h.unanswered)) for h in self._amqp10_members()]
 
     def observed_queue_declares(self) -> list[tuple[str, dict[str, int]]]:
         """``(name, queue declares by who answered)`` per topology-mode 0-9-1 listener."""
@@ -399,8 +424,8 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self._log_stats(only_changed=False)
         for legacy in self.legacy.values():
             legacy.stop()
-        for conn in self.amqp10.values():
-            conn.close()
+        for pool in self.amqp10_pools.values():
+            pool.close()
         # let the close frames go out, then end the loop whatever peers do; the taps are
         # closed last, once no outcome can come any more
         self.container.schedule(CLOSE_GRACE, Timer(self.stop_loop))

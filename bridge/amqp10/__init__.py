@@ -10,6 +10,9 @@ Proton owns the protocol; this package owns the lifecycle around it:
   connection when the peer does (so proton's reconnect keeps trying), and tells the
   links registered with it (:class:`~.connection.LinkWatcher`) when the transport
   drops. :class:`~.connection.ReconnectDelays` is proton's reconnect schedule.
+* :mod:`.pool` — :class:`~.pool.ConnectionPool`, the connections of one configured
+  ``amqp1.0`` connection: extra ones opened on demand when its links need more sessions
+  than the broker allows on one (RabbitMQ 4: 64), closed when idle.
 * :mod:`.link` — :class:`~.link.Amqp10Link`, a sender or receiver on its own session,
   re-created whenever it is lost; it reports to its owner through the typed
   :class:`~.link.LinkOwner` interface (up, down, credit, delivery).

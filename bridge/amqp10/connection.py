@@ -28,7 +28,9 @@ sessions per connection and closes the connection at a begin on channel 64; prot
 begins sessions before the open is read, on its own channel-max, and on a new transport
 it begins every attached link's session again at once — capped this way, those re-begins
 fit too). Links beyond the peer's limit wait, with a WARNING and the
-``amqp_bridge_amqp10_begins_waiting`` gauge. A lost transport clears the set (the
+``amqp_bridge_amqp10_begins_waiting`` gauge — once the connection's pool
+(:mod:`bridge.amqp10.pool`, :attr:`~Amqp10ConnectionHandler.pool`) has no other
+connection to place them on. A lost transport clears the set (the
 next one numbers its channels afresh) and frees its sessions: proton would begin them
 again on the next transport and send their end as soon as the peer's open is read, so
 that the peer's answer to that begin names a channel proton has forgotten ("begin reply
@@ -87,6 +89,9 @@ its own wake-up (:meth:`Amqp10ConnectionHandler._wait`)."""
 class LinkWatcher(Protocol):
     """What a link on the connection implements to hear of the transport's loss."""
 
+    closing: bool
+    """Closed for good: it will never attach again (it holds no place on the connection)."""
+
     @property
     def open(self) -> bool:
         """Attached or attaching, and not closed for good (the links gauge)."""
@@ -94,6 +99,16 @@ class LinkWatcher(Protocol):
 
     def on_disconnected(self) -> None:
         """The connection's transport is gone; proton reconnects."""
+        ...
+
+
+class LinkPool(Protocol):
+    """Where a new link goes among the connections of one configured connection
+    (:class:`bridge.amqp10.pool.ConnectionPool`)."""
+
+    def place(self, placed: Callable[[Amqp10ConnectionHandler], None]) -> None:
+        """Call ``placed`` with the handler of the connection a new link is to use, now or
+        once that is known (the first connection's session limit)."""
         ...
 
 
@@ -121,10 +136,16 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self.peer = ""
         """host:port of the broker connected (or being connected) to."""
         self.watchers: list[LinkWatcher] = []
-        self._when_lost: list[Callable[[], None]] = []
-        """Called when the open connection drops (:meth:`when_lost`)."""
         """Links on this connection (:class:`bridge.amqp10.link.Amqp10Link`), registered
         with :meth:`watch`."""
+        self._when_lost: list[Callable[[], None]] = []
+        """Called when the open connection drops (:meth:`when_lost`)."""
+        self._when_open: list[Callable[[], None]] = []
+        """Called when the connection opens (:meth:`when_open`)."""
+        self.pool: LinkPool | None = None
+        """The pool of connections this one belongs to (None: links stay on it)."""
+        self.known_limit: int | None = None
+        """Sessions the peer allowed at its last open (None: never opened yet)."""
         self.permanent_faults = 0
         self.fault: PermanentFault | None = None
         self.ending: list[tuple[Any, float]] = []
@@ -296,6 +317,16 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
             self.watchers.remove(link)
 
     @property
+    def links_open(self) -> int:
+        """Links attached or attaching (the links gauge)."""
+        return sum(1 for link in list(self.watchers) if link.open)
+
+    @property
+    def links_held(self) -> int:
+        """Links not closed for good: each takes (or will take again) a session here."""
+        return sum(1 for link in list(self.watchers) if not link.closing)
+
+    @property
     def reconnects(self) -> int:
         """Connection attempts after the first (proton's reconnects and failovers)."""
         return max(0, self.attempts - 1)
@@ -329,8 +360,11 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self.up = True
         self.up_since = time.monotonic()
         self.permanent_faults = 0
+        self.known_limit = self._session_limit()
         log.info("amqp1.0 %s: open", self.name, extra=self.log_fields("open"))
         self._run_begins()
+        for fn in list(self._when_open):
+            fn()
 
     def on_connection_remote_close(self, event: Any) -> None:
         if event.connection.state & Endpoint.LOCAL_ACTIVE:
@@ -374,6 +408,10 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
 
     def on_transport_closed(self, event: Any) -> None:
         self._lost(event.connection)
+
+    def when_open(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` each time the connection opens, once the begins waiting have run."""
+        self._when_open.append(fn)
 
     def when_lost(self, fn: Callable[[], None]) -> None:
         """Call ``fn`` each time the connection drops after it was open (not for attempts
@@ -469,5 +507,6 @@ class ReconnectDelays:
             failures += 1
 
 
-__all__ = ["ENDING_LIMIT", "Amqp10ConnectionHandler", "LinkWatcher", "ReconnectDelays",
+__all__ = ["ENDING_LIMIT", "RESERVED_SESSIONS", "Amqp10ConnectionHandler", "LinkPool",
+           "LinkWatcher", "ReconnectDelays",
            "end_session", "free_session", "when_channels_free"]

@@ -100,7 +100,7 @@ class Amqp10Link:
 
     def __init__(self, container: Container, connection: Any, address: str | None, *,
                  sender: bool, owner: LinkOwner, name: str, route: str = "",
-                 browse: bool = False) -> None:
+                 browse: bool = False, pinned: bool = False) -> None:
         self.container = container
         self.connection = connection
         self.address = address
@@ -156,7 +156,11 @@ class Amqp10Link:
         detached its link."""
         self._awaiting_channel = False
         """A fresh session waits for the connection's channels (:meth:`_open`)."""
-        if self.handler is not None:
+        self._pool = self.handler.pool if self.handler is not None and not pinned else None
+        """The pool that chooses this link's connection at its first open (None: it stays
+        on ``connection``; ``pinned``: a consumer of an exclusive queue, which only the
+        connection that declared it may consume)."""
+        if self.handler is not None and self._pool is None:
             self.handler.watch(self)
         self._open()
 
@@ -367,7 +371,21 @@ class Amqp10Link:
         channels allow (:meth:`Amqp10ConnectionHandler.when_channels_free`)."""
         if not self._awaiting_channel:
             self._awaiting_channel = True
-            when_channels_free(self.handler, self._begin)
+            if self._pool is not None:  # the first open: the pool chooses the connection
+                pool, self._pool = self._pool, None
+                pool.place(self._placed)
+            else:
+                when_channels_free(self.handler, self._begin)
+
+    def _placed(self, handler: Amqp10ConnectionHandler) -> None:
+        """The pool chose ``handler``'s connection: the link lives there from now on
+        (a link never moves once placed; a reconnect re-attaches it there)."""
+        if self.closing:
+            self._awaiting_channel = False
+            return
+        self.handler, self.connection = handler, handler.connection
+        handler.watch(self)
+        handler.when_channels_free(self._begin)
 
     def _begin(self) -> None:
         self._awaiting_channel = False

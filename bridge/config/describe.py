@@ -12,7 +12,10 @@ def describe(cfg: BridgeConfig) -> list[str]:
     lines = []
     for name, conn in cfg.connections.items():
         urls = ", ".join(redact_url(u) for u in [conn.url, *conn.failover])
-        lines.append(f"connection {name}: {conn.protocol} {urls}{_client_security(conn)}")
+        pool = (f"; up to {conn.max_connections} connections (extra ones when its links "
+                f"need more sessions than one has)" if conn.protocol == "amqp1.0"
+                and conn.max_connections > 1 else "")
+        lines.append(f"connection {name}: {conn.protocol} {urls}{_client_security(conn)}{pool}")
     for name, lst in cfg.listeners.items():
         anon = ", anonymous allowed" if lst.allow_anonymous else ""
         lines.append(f"listener {name}: {lst.protocol} on {lst.bind}{anon}{_listener_security(lst)}"

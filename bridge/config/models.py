@@ -123,6 +123,16 @@ class Connection(_Model):
     tls: ClientTls | None = Field(
         None, description="TLS settings; amqps:// URLs without this block use TLS with the "
                           "system's CAs and hostname verification.")
+    max_connections: int = Field(
+        16, ge=1, le=1024,
+        description="AMQP 1.0 only: connections the bridge may open to the broker for this "
+                    "connection's links. Every link has a session of its own and brokers "
+                    "bound the sessions of a connection (RabbitMQ 4: 64); a link for which "
+                    "the open connections have no session left goes on an extra connection "
+                    "with the same settings (named NAME#2, NAME#3… in logs and metrics), "
+                    "closed again once no link has used it for 10 s. At the bound, links "
+                    "wait for a session (WARNING session_limit). 1: one connection, as "
+                    "before.")
     sasl_mechanisms: list[SaslMechanism] | None = Field(
         None, min_length=1,
         description="SASL mechanisms the bridge may use, in order of preference (default: "
@@ -144,6 +154,9 @@ class Connection(_Model):
         if self.protocol == "amqp1.0" and "connect_timeout" in self.model_fields_set:
             raise ValueError("connect_timeout: AMQP 0-10 and 0-9-1 only (an amqp1.0 "
                              "connection's attempts are proton's)")
+        if self.protocol != "amqp1.0" and "max_connections" in self.model_fields_set:
+            raise ValueError(f"max_connections: AMQP 1.0 only (an {self.protocol} "
+                             f"connection's sessions are not bounded this way)")
         if self.protocol != "amqp0-10" and "session_timeout" in self.model_fields_set:
             raise ValueError(f"session_timeout: AMQP 0-10 only (an {self.protocol} "
                              f"connection has no sessions to resume)")

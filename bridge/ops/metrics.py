@@ -142,6 +142,11 @@ class ObservedBridge(Protocol):
         """``(name, session begins held back)`` per AMQP 1.0 connection."""
         ...
 
+    def observed_pools(self) -> Iterable[tuple[str, int, int]]:
+        """``(name, connections open, extra connections opened in all)`` per configured
+        AMQP 1.0 connection (:mod:`bridge.amqp10.pool`)."""
+        ...
+
     def observed_unanswered(self) -> Iterable[tuple[str, dict[str, int]]]:
         """``(name, what -> count)`` per AMQP 1.0 connection: link attaches (``attach``)
         and session ends (``end``) the peer left unanswered past their bound."""
@@ -320,6 +325,19 @@ class BridgeCollector(Collector):
                      "peer's open, for an end, or for a free channel when the peer's session "
                      "limit is reached (RabbitMQ 4: 64).", "connection",
                      self.bridge.observed_begins_waiting())
+        pool_size = GaugeMetricFamily(
+            "amqp_bridge_amqp10_pool_connections", "AMQP 1.0 connections open for the "
+            "configured connection: its first and the extra ones opened when their links "
+            "need more sessions than one connection has (max_connections).",
+            labels=["connection"])
+        pool_grown = CounterMetricFamily(
+            "amqp_bridge_amqp10_pool_opened", "Extra AMQP 1.0 connections opened for the "
+            "configured connection (NAME#2, NAME#3…), in all.", labels=["connection"])
+        for name, size, opened in self.bridge.observed_pools():
+            pool_size.add_metric([name], size)
+            pool_grown.add_metric([name], opened)
+        yield pool_size
+        yield pool_grown
         yield _gauge("amqp_bridge_legacy_sessions", "0-10 sessions (0-9-1: channels) open on "
                      "the legacy connection.", "connection", self.bridge.observed_legacy_sessions())
         facade_sessions = GaugeMetricFamily("amqp_bridge_facade_sessions",

@@ -434,3 +434,21 @@ listeners:
     assert "rabbitmq3 serves an amqp0-9-1 listener only" in problems(
         text.replace("protocol: amqp0-9-1, bind", "protocol: amqp0-10, bind").replace(
             "users: {a: b}", "allow_anonymous: true"))[0]
+
+
+def test_max_connections_bounds_a_1_0_connection_s_pool_and_is_described() -> None:
+    cfg = parse_config(GOOD, env={"LEGACY_PASSWORD": "pw"})
+    assert cfg.connections["cloud"].max_connections == 16
+    cloud = next(line for line in describe(cfg) if line.startswith("connection cloud:"))
+    assert "; up to 16 connections" in cloud
+    one = GOOD.replace('url: "amqp://127.0.0.1:5672"}', 'url: "amqp://127.0.0.1:5672", '
+                                                      'max_connections: 1}')
+    single = parse_config(one, env={"LEGACY_PASSWORD": "pw"})
+    assert single.connections["cloud"].max_connections == 1
+    assert not any("connections (extra ones" in line for line in describe(single))
+    assert problems(GOOD.replace('url: "amqp://127.0.0.1:5672"}', 'url: "amqp://127.0.0.1:5672"'
+                                 ', max_connections: 0}'), {"LEGACY_PASSWORD": "pw"})
+    legacy = GOOD.replace('failover: ["amqp://127.0.0.1:5681"]}',
+                          'failover: ["amqp://127.0.0.1:5681"], max_connections: 2}')
+    assert any("max_connections: AMQP 1.0 only" in p
+               for p in problems(legacy, {"LEGACY_PASSWORD": "pw"}))

@@ -58,7 +58,7 @@ class Subscription:
 
     def __init__(self, route: Consume010, st: SessionState, destination: str | None,
                  accept_mode: AcceptMode, exclusive: bool, *, queue: str, address: str,
-                 browse: bool = False) -> None:
+                 browse: bool = False, pinned: bool = False) -> None:
         self.route = route
         self.st = st
         self.destination = destination
@@ -82,7 +82,7 @@ class Subscription:
         has distribution-mode copy: the messages stay on the queue)."""
         self.link = Amqp10Link(route.container, route.amqp10, address, sender=False,
                                owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
-                               route=route.name, browse=browse)
+                               route=route.name, browse=browse, pinned=pinned)
 
     @property
     def adopted(self) -> bool:
@@ -334,12 +334,13 @@ class Consume010(FacadeConsume):
 
     def subscribe(self, st: SessionState, destination: str | None, accept_mode: AcceptMode,
                   exclusive: bool, *, queue: str = "", address: str | None = None,
-                  browse: bool = False) -> Subscription:
+                  browse: bool = False, pinned: bool = False) -> Subscription:
         """A new subscription of ``st`` to ``queue``, consuming from the route's address
         (or ``address``: a temporary queue's, its binding key filled in); ``browse``: its
-        messages stay on the queue (a 0-10 not-acquired subscription)."""
+        messages stay on the queue (a 0-10 not-acquired subscription); ``pinned``: its link
+        stays on the connection's first (an exclusive queue's consumer)."""
         sub = Subscription(self, st, destination, accept_mode, exclusive, queue=queue,
-                            address=address or self.address, browse=browse)
+                            address=address or self.address, browse=browse, pinned=pinned)
         self.subscriptions.add(sub)
         return sub
 

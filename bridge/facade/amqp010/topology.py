@@ -410,8 +410,10 @@ class TopologyMode:
             route.check_exclusive(queue, bool(c.exclusive))
             check_room()
             dest = c.destination or ""
+            # an exclusive queue is its declaring 1.0 connection's at the broker: the
+            # pool's first, where the topology's requests go (bridge.amqp10.pool)
             sub = route.subscribe(st, dest, accept_mode, bool(c.exclusive), queue=queue,
-                                  browse=browse)
+                                  browse=browse, pinned=queue in self.exclusive)
             st.subscriptions[dest] = sub
             return sub.complete_when_attached(cid, c)  # (like qpidd: once live)
 

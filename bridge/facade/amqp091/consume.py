@@ -137,7 +137,7 @@ class Consumer091:
             else route.binding_address(temporary.binding[1])
         self.link = Amqp10Link(route.container, route.amqp10, address, sender=False,
                                owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
-                               route=route.name)
+                               route=route.name, pinned=route.exclusive_queue)
 
     @property
     def engine(self) -> Any:
@@ -495,6 +495,12 @@ class Consume091(FacadeConsume):
     def queue(self) -> str:
         """The façade queue the route serves."""
         return self.route.target.queue or ""
+
+    @property
+    def exclusive_queue(self) -> bool:
+        """The route's queue is an exclusive queue at the broker: only the 1.0 connection
+        that declared it (its pool's first) may consume it."""
+        return False
 
     def to_legacy091(self, message: AmqpMessage, *, published_exchange_only: bool = False
                      ) -> tuple[Basic.Properties, Delivery091, bytes]:

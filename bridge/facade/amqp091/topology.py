@@ -198,6 +198,12 @@ class TopologyConsume091(Consume091):
         super().__init__(container, route, facade, amqp10, None, register=False)
         self.mode = mode
 
+    @property
+    def exclusive_queue(self) -> bool:
+        """Declared exclusive through the listener (at the broker: by the pool's first
+        1.0 connection, where the topology's requests go)."""
+        return self.queue in self.mode.exclusive
+
     def take_delivery(self, sub: Any, link: Any, delivery: Any, wanted: bool,
                       translate: Any) -> Any:
         """As the core takes it; a whole message from the broker also counts the queue's

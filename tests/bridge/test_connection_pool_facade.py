@@ -1,0 +1,213 @@
+"""A topology-mode 0-9-1 façade with more consumers than RabbitMQ 4 allows sessions on
+one connection (64; every consumer is a 1.0 link with a session of its own): the bridge
+opens extra 1.0 connections for them (:mod:`bridge.amqp10.pool`), every consumer gets
+the message published to its queue, and the extras close once the consumers went.
+
+Before the pool, the consumers past the 63rd waited silently for a session and never got
+a message while the others stayed. A lost extra connection closes the listener's clients
+with 320 (as the first's loss does: a client's links may be on any connection), and the
+messages they had not acknowledged are delivered again.
+
+The bridge reaches RabbitMQ through a relay, so that its connections are told apart from
+the rest of the shared node's (``rabbitmqctl list_connections peer_port``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pika
+import pytest
+
+from tests.support.bridge import BridgeRun, free_port, wait_listening
+from tests.support.logs import records
+from tests.support.metrics import counted, metrics_port, poll, scrape
+from tests.support.rabbitmq import rabbitmqctl
+from tests.support.relay import Relay
+
+pytestmark = pytest.mark.rabbitmq(4)
+
+PASSWORD = "pool-s3cret"
+CLIENTS = 5
+PER_CLIENT = 30
+"""150 consumers: more than two connections' sessions (63 links each)."""
+
+
+def _config(cloud_url: str, port: int) -> str:
+    return f"""
+connections:
+  cloud: {{protocol: amqp1.0, url: "{cloud_url}",
+           reconnect: {{initial_delay: 0.2, max_delay: 1.0}}}}
+listeners:
+  app: {{protocol: amqp0-9-1, bind: "127.0.0.1:{port}", users: {{app: {PASSWORD}}},
+         topology: {{connection: cloud, broker: rabbitmq4}}}}
+metrics: {{bind: "127.0.0.1:0"}}
+logging: {{format: json}}
+"""
+
+
+def _pika(port: int) -> pika.BlockingConnection:
+    return pika.BlockingConnection(pika.ConnectionParameters(
+        "127.0.0.1", port, credentials=pika.PlainCredentials("app", PASSWORD),
+        connection_attempts=1, heartbeat=0))
+
+
+@contextmanager
+def _bridge(rabbitmq_url: str, tmp_path: Path) -> Iterator[tuple[BridgeRun, Relay, int, int]]:
+    """The bridge through a relay: (run, relay, façade port, metrics port)."""
+    host, port = rabbitmq_url.rsplit("@", 1)[1].split(":")
+    relay = Relay((host, int(port)))
+    facade_port = free_port()
+    try:
+        with BridgeRun(_config(relay.url(rabbitmq_url), facade_port), tmp_path) as bridge:
+            wait_listening(facade_port, bridge)
+            yield bridge, relay, facade_port, metrics_port(bridge.log)
+    finally:
+        relay.close()
+
+
+def _bridge_connections(rabbitmq_url: str, relay: Relay) -> list[str]:
+    """The pids of the bridge's connections at RabbitMQ, oldest first (relayed ones)."""
+    ports = [sock.getsockname()[1] for sock in list(relay.sockets)[1::2]]  # (upstream)
+    found = {}
+    for line in rabbitmqctl(rabbitmq_url, "list_connections", "pid", "peer_port").splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[1].isdigit() and int(fields[1]) in ports:
+            found[int(fields[1])] = fields[0]
+    return [found[port] for port in ports if port in found]
+
+
+def _pool_size(metrics: int) -> float:
+    return scrape(metrics).value("amqp_bridge_amqp10_pool_connections", connection="cloud")
+
+
+class Consumers:
+    """``CLIENTS`` pika connections, each consuming ``PER_CLIENT`` queues of its own, then
+    an exclusive server-named queue (an RPC client's reply queue: only the bridge's first
+    1.0 connection, which declared it, may consume it)."""
+
+    def __init__(self, port: int, *, auto_ack: bool) -> None:
+        self.run = uuid.uuid4().hex[:8]
+        self.queues = [f"test.pool.{self.run}.{n}" for n in range(CLIENTS * PER_CLIENT)]
+        self.got: dict[str, list[tuple[bytes, bool]]] = {q: [] for q in self.queues}
+        self.connections = []
+        self.replies: list[str] = []
+        for c in range(CLIENTS):
+            conn = _pika(port)
+            ch = conn.channel()
+            for queue in self.queues[c * PER_CLIENT:(c + 1) * PER_CLIENT]:
+                ch.queue_declare(queue, arguments={"x-expires": 120_000})
+                ch.basic_consume(queue, self._on_message(queue), auto_ack=auto_ack)
+            reply = ch.queue_declare("", exclusive=True).method.queue
+            ch.basic_consume(reply, self._on_message(reply), auto_ack=auto_ack)
+            self.replies.append(reply)
+            self.got[reply] = []
+            self.connections.append(conn)
+
+    def _on_message(self, queue: str):  # type: ignore[no-untyped-def]
+        def on_message(ch, method, properties, body):  # type: ignore[no-untyped-def]
+            self.got[queue].append((body, bool(method.redelivered)))
+        return on_message
+
+    def publish(self, port: int, rabbitmq_url: str) -> None:
+        """One message to each queue through the façade, and to each reply queue at
+        RabbitMQ (a native responder: the façade would hand its own publish to a reply
+        queue's consumer here, link or not), confirmed."""
+        for where, queues in ((_pika(port), self.queues),
+                              (pika.BlockingConnection(pika.URLParameters(rabbitmq_url)),
+                               self.replies)):
+            ch = where.channel()
+            ch.confirm_delivery()
+            for queue in queues:
+                ch.basic_publish("", queue, queue.encode(), mandatory=True)
+            where.close()
+
+    def pump_until(self, condition, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, f"still waiting for {what}: " \
+                f"{sum(1 for got in self.got.values() if got)} queues got a message"
+            for conn in self.connections:
+                conn.process_data_events(time_limit=0.05)
+
+    def all_got_one(self) -> bool:
+        return all(len(got) == 1 for got in self.got.values())
+
+    def close(self) -> None:
+        for conn in self.connections:
+            with contextlib.suppress(pika.exceptions.AMQPError):  # (closed by the bridge)
+                conn.close()
+
+
+def test_150_consumers_each_get_their_message_over_extra_connections_closed_after(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    with _bridge(rabbitmq_url, tmp_path) as (bridge, relay, port, metrics):
+        consumers = Consumers(port, auto_ack=True)
+        try:
+            consumers.publish(port, rabbitmq_url)
+            consumers.pump_until(consumers.all_got_one, "every consumer's message")
+            assert all(got == [(queue.encode(), False)] for queue, got in consumers.got.items())
+            # 150 consumer links, 5 of exclusive queues (on the first), the topology's
+            # request pair and publisher: three connections
+            assert _pool_size(metrics) == 3
+            assert len(_bridge_connections(rabbitmq_url, relay)) == 3
+            assert counted(metrics, "amqp_bridge_amqp10_pool_opened_total",
+                           connection="cloud") == 2
+            assert scrape(metrics).value("amqp_bridge_amqp10_begins_waiting",
+                                         connection="cloud#3") == 0
+            assert not [r for r in records(bridge.log()) if r.get("event") == "session_limit"]
+        finally:
+            consumers.close()
+        poll(lambda: _pool_size(metrics), lambda size: size == 1, 60,
+             "the extra connections to close once the consumers went")
+        poll(lambda: len(_bridge_connections(rabbitmq_url, relay)), lambda n: n == 1, 30,
+             "RabbitMQ to see one bridge connection")
+        assert {r.get("member") for r in records(bridge.log())
+                if r.get("event") == "pool_shrunk"} == {"cloud#2", "cloud#3"}
+        _delete(rabbitmq_url, consumers.queues)
+
+
+def test_a_lost_extra_connection_closes_the_clients_and_their_messages_come_again(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    with _bridge(rabbitmq_url, tmp_path) as (bridge, relay, port, metrics):
+        consumers = Consumers(port, auto_ack=False)  # received, never acknowledged
+        try:
+            consumers.publish(port, rabbitmq_url)
+            consumers.pump_until(consumers.all_got_one, "every consumer's message")
+            pids = _bridge_connections(rabbitmq_url, relay)
+            assert len(pids) == 3
+            rabbitmqctl(rabbitmq_url, "close_connection", pids[1], "pool test: an extra lost")
+            with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+                consumers.pump_until(lambda: False, "the clients to be closed", timeout=30)
+            assert closed.value.reply_code == 320, closed.value
+            assert counted(metrics, "amqp_bridge_facade_ended_total", listener="app",
+                           reason="broker_lost") == CLIENTS
+            assert [r.get("connection") for r in records(bridge.log())
+                    if r.get("event") == "clients_closed_broker_lost"] == ["cloud#2"]
+        finally:
+            consumers.close()
+
+        # every message not acknowledged is there again, marked redelivered
+        again = _pika(port)
+        ch = again.channel()
+        for queue in consumers.queues:
+            deadline = time.monotonic() + 30
+            while (got := ch.basic_get(queue, auto_ack=True))[0] is None:
+                assert time.monotonic() < deadline, f"the message of {queue} again"
+                time.sleep(0.1)
+            assert got[2] == queue.encode() and got[0].redelivered, (queue, got)
+        again.close()
+        _delete(rabbitmq_url, consumers.queues)
+
+
+def _delete(rabbitmq_url: str, queues: list[str]) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+    ch = conn.channel()
+    for queue in queues:
+        ch.queue_delete(queue)
+    conn.close()

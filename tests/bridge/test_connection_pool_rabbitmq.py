@@ -1,0 +1,209 @@
+"""More links than RabbitMQ 4 allows sessions on one connection: the pool of a configured
+1.0 connection (:mod:`bridge.amqp10.pool`) opens extra connections for them, closes them
+again when no link is left on them, and reports the loss of any of them.
+
+RabbitMQ 4 allows 64 sessions per connection; every link has a session of its own, one
+is kept for the topology's requests: 63 links per connection. Before the pool, links
+past the 63rd waited for others to close (tests/bridge/test_session_limit_rabbitmq.py,
+still the behaviour at ``max_connections: 1`` and at the bound).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from bridge.amqp10 import Amqp10ConnectionHandler, ReconnectDelays
+from bridge.amqp10 import pool as pool_module
+from bridge.amqp10.connection import RESERVED_SESSIONS
+from bridge.amqp10.link import Amqp10Link
+from bridge.amqp10.pool import ConnectionPool
+from tests.support.link_owners import NotingOwner
+from tests.support.rabbitmq import declare_queue, delete_queue, existing_queue_address, unique_queue
+from tests.topology.loop import FAST_RECONNECT, Loop
+
+pytestmark = pytest.mark.rabbitmq(4)
+
+PER_CONNECTION = 64 - RESERVED_SESSIONS
+"""Links RabbitMQ 4.0 (``session_max_per_connection`` 64) takes on one connection."""
+
+
+class Pooled:
+    """A :class:`ConnectionPool` on a test loop, its members connecting to ``url``."""
+
+    def __init__(self, url: str, max_connections: int) -> None:
+        self.loop = Loop(url)
+        self.url = url
+        self.pool = ConnectionPool(self.loop.container, "cloud", max_connections, self.connect)
+        self.lost: list[str] = []
+        self.pool.when_lost(self.lost.append)
+
+    def connect(self, name: str) -> Any:
+        handler = Amqp10ConnectionHandler(name)
+        return self.loop.container.connect(
+            url=self.url, handler=handler,
+            reconnect=ReconnectDelays(FAST_RECONNECT,  # type: ignore[arg-type]  # any iterable
+                                      handler.reconnect_scheduled))
+
+    def links(self, queue: str, count: int, *, pinned: bool = False) -> list[Amqp10Link]:
+        """``count`` receivers from ``queue``, made as the bridge makes a route's."""
+        return [Amqp10Link(self.loop.container, self.pool.connection,
+                           existing_queue_address(queue), sender=False, owner=NotingOwner(),
+                           name=f"l{n}", pinned=pinned) for n in range(count)]
+
+    def close(self) -> None:
+        self.pool.close()
+        self.loop.close()
+
+
+@pytest.fixture
+def make_pool(rabbitmq_url: str) -> Iterator[Callable[[int], Pooled]]:
+    """Makes a :class:`Pooled` of ``max_connections`` (closed after the test)."""
+    made: list[Pooled] = []
+
+    def make(max_connections: int) -> Pooled:
+        made.append(Pooled(rabbitmq_url, max_connections))
+        return made[-1]
+
+    yield make
+    for one in made:
+        one.close()
+
+
+@pytest.fixture
+def queue(rabbitmq_url: str) -> Iterator[str]:
+    name = unique_queue("pool")
+    declare_queue(rabbitmq_url, name)
+    yield name
+    delete_queue(rabbitmq_url, name)
+
+
+def test_links_past_one_connection_s_sessions_go_on_extra_connections_closed_when_idle(
+        make_pool: Callable[[int], Pooled], queue: str, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pool_module, "IDLE_GRACE", 1.0)
+    caplog.set_level(logging.INFO, logger="bridge.app")
+    pooled = make_pool(4)
+    pool = pooled.pool
+    # made before the first connection opened, as the bridge makes its routes' links
+    links = pooled.links(queue, 2 * PER_CONNECTION + 5)
+    pooled.loop.run_until(lambda: all(link.up for link in links), "every link to attach")
+    pooled.loop.settle()
+    assert [member.name for member in pool.members] == ["cloud", "cloud#2", "cloud#3"]
+    assert pool.opened == 2
+    assert [member.links_held for member in pool.members] == [
+        PER_CONNECTION, PER_CONNECTION, 5]
+    assert all(member.up and member.reconnects == 0 for member in pool.members)
+    assert {link.handler.name for link in links[-5:]} == {"cloud#3"}  # type: ignore[union-attr]
+    assert not [r for r in caplog.records if r.__dict__.get("event") == "session_limit"]
+
+    # a pinned link (an exclusive queue's consumer) stays on the first, full or not
+    pinned = pooled.links(queue, 1, pinned=True)[0]
+    assert pinned.handler is pool.first and pool.first.begins_waiting == 1
+
+    # a link never moves: the first's links close, the others stay where they are
+    for link in links[:PER_CONNECTION]:
+        link.forget()
+    pooled.loop.run_until(lambda: pinned.up, "the pinned link to attach on the first")
+    assert all(link.up for link in links[PER_CONNECTION:])
+    assert [link.generation for link in links[PER_CONNECTION:]] == [1] * (PER_CONNECTION + 5)
+
+    # a new link takes the first free place: the first connection's
+    late = pooled.links(queue, 1)[0]
+    assert late.handler is pool.first
+
+    # the extras with no link left are closed after the grace; the first stays
+    extras = pool.members[1:]
+    for link in links[PER_CONNECTION:]:
+        link.forget()
+    pooled.loop.run_until(lambda: len(pool.members) == 1, "the idle extras to close")
+    pooled.loop.run_until(lambda: not any(member.up for member in extras),
+                          "the extras' connections to end")
+    assert pool.first.up and late.up and pinned.up
+    assert pooled.lost == []  # closing an idle extra is no loss
+    assert {r.__dict__.get("member") for r in caplog.records
+            if r.__dict__.get("event") == "pool_shrunk"} == {"cloud#2", "cloud#3"}
+
+    # grown again on demand, under the lowest free name
+    more = pooled.links(queue, PER_CONNECTION)
+    pooled.loop.run_until(lambda: all(link.up for link in more), "the new links to attach")
+    assert [member.name for member in pool.members] == ["cloud", "cloud#2"]
+    assert pool.opened == 3
+
+
+def test_at_max_connections_links_wait_for_a_session_as_on_one_connection(
+        make_pool: Callable[[int], Pooled], queue: str, caplog: pytest.LogCaptureFixture) -> None:
+    pooled = make_pool(2)
+    pool = pooled.pool
+    with caplog.at_level(logging.WARNING):
+        links = pooled.links(queue, 2 * PER_CONNECTION + 3)
+        pooled.loop.run_until(lambda: sum(link.up for link in links) == 2 * PER_CONNECTION,
+                              "two connections' worth of links to attach")
+        pooled.loop.settle()
+    assert len(pool.members) == 2 and pool.opened == 1
+    assert sum(link.up for link in links) == 2 * PER_CONNECTION
+    assert sum(member.begins_waiting for member in pool.members) == 3
+    assert any(r.__dict__.get("event") == "session_limit" for r in caplog.records)
+    # they wait on the members holding the fewest (a link never moves): links leaving
+    # any member make room there
+    for member in pool.members:
+        for link in [link for link in links if link.handler is member and link.up][:3]:
+            link.forget()
+    pooled.loop.run_until(lambda: all(link.up for link in links if not link.closing),
+                          "the waiting links to attach as others close")
+    assert sum(member.begins_waiting for member in pool.members) == 0
+
+
+def test_one_connection_keeps_today_s_single_connection(
+        make_pool: Callable[[int], Pooled], queue: str) -> None:
+    pooled = make_pool(1)
+    pool = pooled.pool
+    links = pooled.links(queue, PER_CONNECTION + 2)
+    pooled.loop.run_until(lambda: sum(link.up for link in links) == PER_CONNECTION,
+                          "one connection's worth of links to attach")
+    pooled.loop.settle()
+    assert len(pool.members) == 1 and pool.opened == 0 and pool.first.pool is None
+    assert pool.first.begins_waiting == 2
+
+
+def test_a_lost_extra_connection_is_reported_and_re_attaches_its_own_links(
+        make_pool: Callable[[int], Pooled], queue: str) -> None:
+    pooled = make_pool(3)
+    pool = pooled.pool
+    links = pooled.links(queue, PER_CONNECTION + 4)
+    pooled.loop.run_until(lambda: all(link.up for link in links), "every link to attach")
+    extra = pool.members[1]
+    on_extra = [link for link in links if link.handler is extra]
+    assert len(on_extra) == 4
+    extra.connection.transport.close_tail()  # the connection drops (as a fault does)
+    extra.connection.transport.close_head()
+    pooled.loop.run_until(lambda: extra.reconnects == 1 and extra.up, "the extra to reconnect")
+    pooled.loop.run_until(lambda: all(link.up for link in links), "its links to re-attach")
+    assert pooled.lost == ["cloud#2"]
+    assert all(link.handler is extra for link in on_extra)  # re-attached where they were
+    assert [link.generation for link in links if link not in on_extra] == \
+        [1] * PER_CONNECTION  # the first's links never went down
+    assert len(pool.members) == 2 and pool.first.reconnects == 0
+
+
+def test_sessions_kept_on_the_first_connection_let_pinned_links_attach_past_the_others(
+        make_pool: Callable[[int], Pooled], queue: str) -> None:
+    pooled = make_pool(2)
+    pool = pooled.pool
+    pool.keep_for_pinned(10)  # (a topology-mode listener keeps KEPT_FOR_PINNED)
+    links = pooled.links(queue, 2 * PER_CONNECTION - 10)
+    pooled.loop.run_until(lambda: all(link.up for link in links), "every link to attach")
+    assert [member.links_held for member in pool.members] == [
+        PER_CONNECTION - 10, PER_CONNECTION]
+    # exclusive queues' consumers: only the first may consume them; it has room
+    pinned = pooled.links(queue, 10, pinned=True)
+    pooled.loop.run_until(lambda: all(link.up for link in pinned), "the pinned links")
+    assert {link.handler for link in pinned} == {pool.first}
+    # every connection full: a link takes what is kept rather than wait, as before
+    pinned[0].forget()
+    late = pooled.links(queue, 1)[0]
+    pooled.loop.run_until(lambda: late.up, "a late link to take the kept session")
+    assert late.handler is pool.first
