@@ -156,8 +156,9 @@ class AddressPublishers:
 
     # -- publishing (the listener's) --------------------------------------------------------
 
-    def publish091(self, ch: Channel091, ev: MessageReceived) -> None:
-        """Send a client's publish on its address's sender (made now if there is none)."""
+    def publish091(self, ch: Channel091, ev: MessageReceived, fence: str | None = None) -> None:
+        """Send a client's publish on its address's sender (made now if there is none);
+        ``fence`` is always None here (local delivery is RabbitMQ 4's only)."""
         method: Any = ev.method
         exchange, key = method.exchange or "", method.routing_key or ""
         if exchange == "" and key == "":
