@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from bridge.config import parse_config
 from bridge.routes.core import RouteCore
 
@@ -83,10 +85,8 @@ def test_a_fault_in_the_work_does_not_stop_later_kicks() -> None:
 
     route.end_of_burst = failing  # type: ignore[method-assign]
     route.kick()
-    try:
+    with pytest.raises(RuntimeError, match="injected"):
         route.legacy_side.end_burst()
-    except RuntimeError:
-        pass
     route.legacy_side.deferred.clear()
     route.kick()
     assert len(route.legacy_side.deferred) == 1
