@@ -134,6 +134,10 @@ class Connection(ChannelCalls, ServerCalls):
                  config: ConnectionConfig | ServerConfig | None = None) -> None:
         self.role = role
         self.peer_role = Role.SERVER if role is Role.CLIENT else Role.CLIENT
+        # the role's tables, looked up once (an Enum hashes in Python: per frame it showed)
+        self._sends = SENT_BY[role]
+        self._peer_sends = SENT_BY[self.peer_role]
+        self._channel_handlers = CHANNEL_HANDLERS[role]
         self.peer_error_level = logging.DEBUG if role is Role.SERVER else logging.WARNING
         """The level of the engine's log lines about the peer's errors: a server's
         application logs what its clients do wrong (rate-limited, counted), so the
@@ -382,7 +386,7 @@ class Connection(ChannelCalls, ServerCalls):
         open/close, connection methods, basic.publish: use :meth:`publish`) and
         ``ValueError`` when pamqp finds a field invalid."""
         t = type(method)
-        if t not in SENT_BY[self.role]:
+        if t not in self._sends:
             raise ProtocolError(f"a {self.role.value} does not send {method.name}")
         if t in (C.Channel.Open, C.Channel.Close, C.Channel.CloseOk) or t in CONTENT_METHODS \
                 or (t.index >> 16 == CONNECTION_CLASS and t is not C.Connection.UpdateSecret):
@@ -645,7 +649,7 @@ class Connection(ChannelCalls, ServerCalls):
 
     def _on_method(self, channel: int, method: Frame) -> None:
         t = type(method)
-        if t not in SENT_BY[self.peer_role]:
+        if t not in self._peer_sends:
             raise FrameError(ReplyCode.COMMAND_INVALID,
                              f"a {self.peer_role.value} does not send {method.name}")
         if t.index >> 16 == CONNECTION_CLASS:
@@ -681,7 +685,7 @@ class Connection(ChannelCalls, ServerCalls):
         if chan.state is ChannelState.OPENING and t not in (C.Channel.OpenOk, C.Channel.Close):
             raise FrameError(ReplyCode.CHANNEL_ERROR,
                              f"{method.name} on channel {channel} before channel.open-ok")
-        handler = CHANNEL_HANDLERS[self.role].get(t, method_received)
+        handler = self._channel_handlers.get(t, method_received)
         try:
             handler(self, chan, method)
         except ChannelError as exc:

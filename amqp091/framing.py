@@ -176,7 +176,8 @@ class FrameReader:
     @staticmethod
     def _method(payload: bytes) -> Frame:
         """A method frame's payload decoded (``basic.deliver`` by its fast path)."""
-        return decode_deliver(payload) or decode_method(payload)
+        fast = decode_deliver(payload)  # not "or": a pamqp frame's truth is a Python __len__
+        return fast if fast is not None else decode_method(payload)
 
     def _content_header(self, payload: bytes) -> pheader.ContentHeader:
         """A content header's payload decoded (by its fast path when it takes it)."""

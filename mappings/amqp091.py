@@ -341,8 +341,12 @@ def _headers_to_amqp10(
         annotations[A_HEADER_TYPES] = header_types
 
 
+def _header_field(name: str) -> str:
+    """The field name of header ``name`` in a :class:`MappingError`."""
+    return f"properties.headers[{name!r}]"
+
+
 def _id_to_amqp10(value: str | None, carried: Any, carrier: str) -> Any:
-    field = f"properties.headers[{carrier!r}]"
     if carried is not _MISSING:
         kind = type(carried)
         if kind is dict:  # {"ulong": text} or {"string": text} beside the field
@@ -351,9 +355,11 @@ def _id_to_amqp10(value: str | None, carried: Any, carrier: str) -> Any:
                 return ulong(int(value))
             if text == value and tag == "string":
                 return value
-            raise MappingError(f"{carried!r:.60} does not describe the id field", field=field)
+            raise MappingError(f"{carried!r:.60} does not describe the id field",
+                               field=_header_field(carrier))
         if value is not None:
-            raise MappingError("present beside the id field it stands for", field=field)
+            raise MappingError("present beside the id field it stands for",
+                               field=_header_field(carrier))
         return carried if kind is str else bytes(carried)
     if value is None:
         return None

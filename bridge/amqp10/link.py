@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cproton import pn_delivery, pn_link_advance, pn_link_send
+from cproton_ffi import ffi
+from cproton_ffi.lib import pn_delivery, pn_link_advance, pn_link_send
 from proton import Condition, Delivery, Endpoint, Link, Terminus
 from proton.reactor import Container
 
@@ -241,11 +242,14 @@ class Amqp10Link:
         in proton's C calls. Returns the C delivery (a cffi pointer, which hashes by its
         address: the key of the outcome's :class:`~bridge.runtime.reactor.LightDelivery`'s
         ``_impl``), alive on the link until settled: proton's wrapper and tag generator
-        cost more than the send itself."""
+        cost more than the send itself, and so do the Python functions of ``cproton``
+        around these C ones (the tag and the message go as cffi buffers, as they pass
+        them)."""
         self._sent += 1
         link = self.link._impl
-        delivery = pn_delivery(link, _TAG.pack(self._sent))
-        sent = pn_link_send(link, data)
+        tag = ffi.from_buffer(_TAG.pack(self._sent))
+        delivery = pn_delivery(link, (len(tag), tag))
+        sent = pn_link_send(link, ffi.from_buffer(data), len(data))
         if sent < 0:
             self.link._check(sent)  # raises proton's LinkException
         pn_link_advance(link)

@@ -242,12 +242,15 @@ class Amqp091Source(_Amqp091Endpoint):
 
     def _pass_on(self, event: MessageReceived) -> None:
         """Hand a delivery to the route (it uses one credit)."""
-        assert isinstance(event.method, C.Basic.Deliver)
-        self.granted = max(0, self.granted - 1)
+        method = event.method
+        assert isinstance(method, C.Basic.Deliver)
+        granted = self.granted
+        self.granted = granted - 1 if granted > 0 else 0
+        body = event.body
         message_id = event.properties.message_id
-        taken = Taken(self.token, int(event.method.delivery_tag or 0), len(event.body),
-                      t0=time.monotonic(), suspect=poison_key(message_id, event.body))
-        self.owner.on_legacy_message(taken, event, message_id, bool(event.method.redelivered))
+        taken = Taken(self.token, int(method.delivery_tag or 0), len(body),
+                      t0=time.monotonic(), suspect=poison_key(message_id, body))
+        self.owner.on_legacy_message(taken, event, message_id, bool(method.redelivered))
 
     def _cancelled_by_broker(self) -> None:
         """The broker cancelled our consumer (the queue was deleted): consume again later."""

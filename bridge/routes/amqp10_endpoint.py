@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, Protocol, TypeVar
 
-from cproton import pn_delivery_remote_state
+from cproton import pn_delivery_remote_state, pn_delivery_settle
 from proton import Delivery
 from proton.reactor import Container
 
@@ -114,7 +114,7 @@ class Amqp10Target(Generic[T]):
             if self.poison.probe and state == Delivery.ACCEPTED:
                 self.poison.accepted(self.suspect(item))
             self.owner.on_outcome(item, delivery)
-        delivery.settle()
+        pn_delivery_settle(impl)  # delivery.settle(), without its Python layer
 
     def on_link_down(self, link: Amqp10Link) -> None:
         # what was in flight may or may not have arrived; unless the peer ended the link

@@ -40,7 +40,9 @@ class RouteCore:
         self.seen = DeliveredIds(route.dedupe.window) if route.dedupe else None
         self.tap: RouteTap | None = None
         """The route's archive tap (set by the bridge when the route has ``tap``)."""
-        self._defer: Callable[[Callable[[], None]], None] = lambda fn: None
+        self._defer: Callable[[Callable[[], None]], None] | None = None
+        self._kicked = False
+        """:meth:`end_of_burst` is queued for the end of this burst (a kick adds nothing)."""
 
     def attach_legacy(self, legacy: LegacyEndpoint) -> None:
         """Set the route's legacy side (once, by the subclass's constructor)."""
@@ -48,8 +50,18 @@ class RouteCore:
         self._defer = legacy.defer
 
     def kick(self) -> None:
-        """Run :meth:`end_of_burst` at the end of this burst of events."""
-        self._defer(self.end_of_burst)
+        """Run :meth:`end_of_burst` at the end of this burst of events (once, however
+        often the burst kicks: every message's outcome does)."""
+        if self._kicked or self._defer is None:
+            return
+        self._kicked = True
+        self._defer(self._kicked_end_of_burst)
+
+    def _kicked_end_of_burst(self) -> None:
+        """The end of the burst a kick queued: kicks queue it again from now on (also
+        those of :meth:`end_of_burst` itself, which then runs once more)."""
+        self._kicked = False
+        self.end_of_burst()
 
     def end_of_burst(self) -> None:
         """The route's batched work (dispositions, flushes, credit); see the subclasses."""
