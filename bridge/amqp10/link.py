@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import struct
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -422,7 +423,14 @@ class Amqp10Link:
         releasing it then ended in a double free in proton (the façade churn of clients
         that come and go, 1 run in 3)."""
         delay = max(0.0, sent + ATTACH_TIMEOUT - time.monotonic())
-        self.container.schedule(delay, Timer(lambda: self._attach_overdue(generation, sent)))
+        this = weakref.ref(self)  # (nor this link: a client's consumer that left goes now)
+
+        def overdue() -> None:
+            link = this()
+            if link is not None:
+                link._attach_overdue(generation, sent)
+
+        self.container.schedule(delay, Timer(overdue))
 
     def _attach_overdue(self, generation: int, sent: float) -> None:
         if generation != self.generation or self.link is None or self.up or self.closing:

@@ -9,6 +9,8 @@ session, so each order is scripted here on two proton engines in memory
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections import Counter
 from typing import Any
 
@@ -140,3 +142,8 @@ def test_a_given_up_link_s_attach_timer_holds_none_of_proton_s_objects(
     assert list(frees.values()) == [1]  # its session is freed...
     assert timers.scheduled  # ...while the attach timer is still due
     assert [found for _delay, task in timers.tasks for found in _proton_endpoints_in(task)] == []
+    # nor the link itself: a departed client's consumer goes at once, not 15 s later
+    gone = weakref.ref(link)
+    del link
+    gc.collect()
+    assert gone() is None
