@@ -65,6 +65,7 @@ from cproton import (
     pn_event_delivery,
     pn_event_type,
     pn_incref,
+    pn_link_session,
 )
 from proton import Delivery, Disposition, Event, Handler, Link, ProtonException
 from proton._delivery import DispositionType
@@ -249,7 +250,9 @@ class LightDelivery(Delivery):  # type: ignore[misc]
     dictionary in the delivery's record and two :class:`~proton.Disposition` objects
     for it: about 6 µs per wrap, and a message crosses two or three (sent, outcome;
     received, settled) — more than the rest of the loop's work for it. This one holds
-    the C object (a reference, as proton's does) and makes its dispositions only when
+    the C object (a reference, as proton's does) and its link's session (released after
+    the delivery, as proton's Event releases them: see :meth:`__del__`) and makes its
+    dispositions only when
     asked (``local`` before an outcome other than accepted is set, ``remote`` to read a
     refusal's condition); every property and method of :class:`proton.Delivery` works
     on it. Attributes set on it stay on this object (proton's would keep them in the C
@@ -257,11 +260,19 @@ class LightDelivery(Delivery):  # type: ignore[misc]
 
     def __init__(self, impl: Any) -> None:
         pn_incref(impl)
+        session = pn_link_session(pn_delivery_link(impl))
+        pn_incref(session)
         self.__dict__["_impl"] = impl
+        self.__dict__["_session"] = session
         self.__dict__["_attrs"] = {}
 
     def __del__(self) -> None:
+        # the delivery first, then its session, as proton's Event releases them: when a
+        # delivery (or a link it holds) is let go after the last reference to its session,
+        # the link's finalizer can finalize the session, which frees the link under it
+        # (a double free; bridge.runtime.shortcuts, "HeldEvent")
         pn_decref(self.__dict__["_impl"])
+        pn_decref(self.__dict__["_session"])
 
     @property
     def remote_state(self) -> Any:

@@ -20,6 +20,7 @@ from bridge.runtime import reactor
 from bridge.runtime.containment import faults_of
 from bridge.runtime.sockets import register_selectable, set_interest
 from tests.support.bridge import free_port
+from tests.support.proton_refs import refcount
 
 
 def _pair() -> tuple[Any, Any, Any, Any]:
@@ -371,3 +372,35 @@ def test_a_light_delivery_reads_and_settles_as_protons_delivery(outcome: str) ->
     assert results[0] == results[1]
     assert results[0][0] == {"accept": Delivery.ACCEPTED, "release": Delivery.RELEASED,
                              "modified": Delivery.MODIFIED, "reject": Delivery.REJECTED}[outcome]
+
+
+def test_a_light_delivery_holds_its_session_until_after_the_delivery() -> None:
+    """A façade client can hold a message (unacknowledged) after the broker ended its
+    link's session and the bridge freed it; its LightDelivery is then the last holder of
+    the link. proton frees a link twice when the link's last reference goes after its
+    session's (bridge.runtime.shortcuts, "HeldEvent"; under valgrind the old LightDelivery
+    let go last read and freed freed memory): so it holds the session too, and lets it go
+    after the delivery."""
+    sender, receiver, client_t, server_t = _linked(Collector())
+    sender.delivery(b"t1")
+    sender.stream(b"message")
+    sender.advance()
+    _pump(client_t, server_t)
+    session = receiver.session._impl
+    before = refcount(session)
+    held = reactor.LightDelivery(receiver.current._impl)
+    assert refcount(session) == before + 1
+    released: list[str] = []
+    real_decref = reactor.pn_decref
+
+    def noting(impl: Any) -> None:
+        released.append("session" if impl == session else "other")
+        real_decref(impl)
+
+    reactor.pn_decref = noting  # type: ignore[assignment]
+    try:
+        del held
+    finally:
+        reactor.pn_decref = real_decref  # type: ignore[assignment]
+    assert released == ["other", "session"]
+    assert refcount(session) == before
