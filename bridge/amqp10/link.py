@@ -22,7 +22,7 @@ import logging
 import struct
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from cproton import pn_delivery, pn_link_advance, pn_link_send
 from proton import Condition, Delivery, Endpoint, Link, Terminus
@@ -97,6 +97,10 @@ class Amqp10Link:
 
     The owner is told through :class:`LinkOwner`.
     """
+
+    loop_event_methods: ClassVar[frozenset[str]] = frozenset({"on_link_flow"})
+    """Handler methods that read only the event's ``link``: the loop may call them with a
+    light stand-in for proton's event (:mod:`bridge.runtime.shortcuts`)."""
 
     def __init__(self, container: Container, connection: Any, address: str | None, *,
                  sender: bool, owner: LinkOwner, name: str, route: str = "",

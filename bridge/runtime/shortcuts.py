@@ -54,8 +54,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cproton import pn_collector_peek, pn_event_context, void2py
-from proton import Event, Handler
+from cproton import (
+    pn_collector_peek,
+    pn_decref,
+    pn_event_connection,
+    pn_event_context,
+    pn_event_link,
+    pn_event_session,
+    pn_event_transport,
+    pn_incref,
+    void2py,
+)
+from proton import Connection, Event, Handler, Link, Transport
+from proton._reactor import _Connector
 
 from .containment import contain
 from .loop import EndOfBurst
@@ -100,18 +111,54 @@ def ignores(handler: Any, method: str) -> bool:
         return False
 
 
+def light(methods: list[Callable[[Any], None]], method: str) -> bool:
+    """Whether every one of ``methods`` may be given a :class:`LoopEvent`: its class lists
+    ``method`` in ``loop_event_methods`` (it reads only the event's ``link``, ``transport``,
+    ``context`` and ``type``)."""
+    return all(method in getattr(type(getattr(bound, "__self__", None)), "loop_event_methods", ())
+               for bound in methods)
+
+
 class LoopEvent:
     """What the handlers a shortcut calls read of an event (proton's :class:`Event` has
     the same attributes)."""
 
-    __slots__ = ("container", "context", "reactor", "selectable", "type")
+    __slots__ = ("container", "context", "link", "reactor", "selectable", "transport", "type")
 
-    def __init__(self, reactor: Any, event_type: Any, context: Any, *,
-                 selectable: Any = None) -> None:
+    def __init__(self, reactor: Any, event_type: Any, context: Any, *, selectable: Any = None,
+                 link: Any = None, transport: Any = None) -> None:
         self.reactor = self.container = reactor
         self.type = event_type
         self.context = context
-        self.selectable = selectable
+        self.selectable, self.link, self.transport = selectable, link, transport
+
+
+class HeldEvent(LoopEvent):
+    """A :class:`LoopEvent` for an event whose context is a C object (a link, a transport),
+    holding what proton's :class:`Event` holds while it is dispatched: a reference to each
+    of the event's link, session, connection and transport (those it has), taken in that
+    order before the event leaves the queue and given back in that order by :meth:`release`
+    (proton's Event wraps them in that order and its attributes go in that order), after
+    the stand-in has dropped its own wrappers (proton's Event drops its link's wrapper
+    first). See the module docstring for why nothing less will do."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self, reactor: Any, event_type: Any, impl: Any, context: Any, *,
+                 link: Any = None, transport: Any = None) -> None:
+        super().__init__(reactor, event_type, context, link=link, transport=transport)
+        held = [one for one in (pn_event_link(impl), pn_event_session(impl),
+                                pn_event_connection(impl), pn_event_transport(impl)) if one]
+        for one in held:
+            pn_incref(one)
+        self._held = held
+
+    def release(self) -> None:
+        """Drop the wrappers, then the references, in proton's order (once)."""
+        self.context = self.link = self.transport = None
+        held, self._held = self._held, []
+        for one in held:
+            pn_decref(one)
 
 
 class EventShortcuts:
@@ -134,6 +181,13 @@ class EventShortcuts:
         self.by_type[Event.SELECTABLE_READABLE.number] = self.readable
         self._main_updates = not ignores(main, "on_selectable_updated")
         self.by_type[Event.SELECTABLE_UPDATED.number] = self.updated
+        # proton's GlobalOverrides also hands connection events to the connection's
+        # reconnect logic (a _Connector): it must ignore these two as well
+        overrides = _Connector.__new__(_Connector)
+        if ignores(overrides, "on_transport") and ignores(overrides, "on_link_flow"):
+            self._main_transport = ignores(main, "on_transport")
+            self.by_type[Event.TRANSPORT.number] = self.transport
+            self.by_type[Event.LINK_FLOW.number] = self.link_flow
 
     def quiesced(self, impl: Any) -> Callable[[], None]:
         """A round is over: the end-of-burst work, then, if that queued nothing, the IO
@@ -184,6 +238,51 @@ class EventShortcuts:
                                 LoopEvent(self.reactor, Event.SELECTABLE_UPDATED, sel,
                                           selectable=sel))
 
+    def transport(self, impl: Any) -> Callable[[], None] | None:
+        """A transport has output to write or room to read: the IO handler updates its
+        socket's interest (its connection's handler, if any, ignores it)."""
+        connection = pn_event_connection(impl)
+        handler = Connection.wrap(connection).handler if connection else None
+        if handler is None:
+            if not self._main_transport:
+                return None
+        elif not self._ignored_by(handler, "on_transport"):
+            return None
+        transport = Transport.wrap(pn_event_transport(impl))
+        event = HeldEvent(self.reactor, Event.TRANSPORT, impl, transport, transport=transport)
+
+        def run() -> None:
+            try:
+                self._io(self.io.on_transport, event)
+            finally:
+                event.release()
+        return run
+
+    def link_flow(self, impl: Any) -> Callable[[], None] | None:
+        """A link's credit changed: its handler's ``on_link_flow`` (the global handlers
+        ignore it), when that handler takes a :class:`LoopEvent` (:func:`light`)."""
+        link = Link.wrap(pn_event_link(impl))
+        try:
+            methods = callees(link.handler, "on_link_flow")
+        except Unpredictable:
+            return None
+        if link.handler is None or not light(methods, "on_link_flow"):
+            return None
+        event = HeldEvent(self.reactor, Event.LINK_FLOW, impl, link, link=link)
+        del link  # (the event's wrapper is the only one: it goes first at release)
+
+        def run() -> None:
+            try:
+                for method in methods:
+                    try:
+                        method(event)
+                    except Exception as exc:  # the handler's fault, as when proton dispatched
+                        contain(self.reactor, exc, entry="event",
+                                domain=getattr(method, "__self__", None))
+            finally:
+                event.release()
+        return run
+
     def _ignored_by(self, handler: Any, method: str) -> bool:
         if getattr(handler, "handlers", None):
             return ignores(handler, method)
@@ -194,4 +293,5 @@ class EventShortcuts:
         return known
 
 
-__all__ = ["EventShortcuts", "LoopEvent", "Shortcut", "Unpredictable", "callees", "ignores"]
+__all__ = ["EventShortcuts", "HeldEvent", "LoopEvent", "Shortcut", "Unpredictable", "callees",
+           "ignores", "light"]
