@@ -37,11 +37,26 @@ A shortcut is only installed, or taken, where it is the same as proton's dispatc
   it has no AMQP 1.0 transport (the IO handler ignores those), and for one without a
   handler only when it has one (the IO handler reads it).
 
-Events with C contexts (a transport's ``transport``, a link's ``link_flow``) go proton's
-way: shortcuts for them, holding their own wrappers of the transport or link, took
-another fifth off an RPC call's CPU, but the topology soak (``benchmarks/soak.py
---topology``) aborted with a double free in proton within minutes with them (twice in
-two runs) and ran clean without them; the cause was not found.
+Two more shortcuts take events whose context is a C object: ``transport`` (a transport
+has output or room for input: the IO handler updates its socket's interest; taken when the
+connection's handler, the container's and the reconnect logic ignore it) and ``link_flow``
+(a link's credit changed: its handler's ``on_link_flow``, when the handler's class lists
+it in ``loop_event_methods``: it reads only the event's ``link``). They hold exactly what
+proton's Event holds while it is dispatched (:class:`HeldEvent`): a reference to the
+event's link, session, connection and transport, taken before the event leaves the queue
+and given back after the handler, the stand-in's own wrapper first, then those four in
+proton's order. proton's reference counting depends on that: whether a link (or
+transport) whose last reference goes is kept or finalized is decided from its session's
+and connection's counts at that moment (``pni_preserve_child``, ``pn_transport_finalize``
+in proton's ``engine.c``/``transport.c``), and keeping it drops its reference to the
+session, which can then be finalized inside the link's finalizer — and free that link
+while its finalizer still works on it (the likely cause; not reproduced in isolation). A first version held only a wrapper of the link (or
+transport), after popping the event: in a link_flow handler the link, session,
+connection and transport each had one reference less than under proton's dispatch, and
+the topology soak (``benchmarks/soak.py --topology``) aborted in proton with a double free
+within minutes (2 of 2 runs; a third run, 2026-11-28, went 8 minutes clean).
+``test_shortcuts_hold_what_protons_event_holds_while_the_handler_runs`` compares the
+counts with proton's dispatch of the same exchange.
 
 Every other event, and these where a condition fails, goes proton's way unchanged. An
 exception in a shortcut is contained as the dispatched handler's would be
