@@ -45,13 +45,18 @@ it in ``loop_event_methods``: it reads only the event's ``link``). They hold exa
 proton's Event holds while it is dispatched (:class:`HeldEvent`): a reference to the
 event's link, session, connection and transport, taken before the event leaves the queue
 and given back after the handler, the stand-in's own wrapper first, then those four in
-proton's order. proton's reference counting depends on that: whether a link (or
-transport) whose last reference goes is kept or finalized is decided from its session's
-and connection's counts at that moment (``pni_preserve_child``, ``pn_transport_finalize``
-in proton's ``engine.c``/``transport.c``), and keeping it drops its reference to the
-session, which can then be finalized inside the link's finalizer — and free that link
-while its finalizer still works on it (the likely cause; not reproduced in isolation). A first version held only a wrapper of the link (or
-transport), after popping the event: in a link_flow handler the link, session,
+proton's order. proton's reference counting depends on that. When the last reference to
+a link goes, its finalizer may keep the link (``pni_preserve_child``: its session is
+live and the link is not freed, or freed but still "bound" — which a link stays for good
+once the peer ended its session without detaching it, proton keeping its handle numbers)
+and then drop the link's reference to its session; if nothing else holds the session it
+is finalized right there, and its ``pni_free_children`` frees the link — after which the
+outer ``pn_decref`` reads the link's count from freed memory and, reading 0, frees it
+again (valgrind: object.c:290 reads a block freed by engine.c:493, under engine.c:986;
+``tests/support/nested_finalize.py`` shows it with proton alone). proton's Event never
+lets a link's last reference go before its session's, as it holds both and drops the
+link's wrapper first. A first version of these shortcuts held only a wrapper of the link
+(or transport), after popping the event: in a link_flow handler the link, session,
 connection and transport each had one reference less than under proton's dispatch, and
 the topology soak (``benchmarks/soak.py --topology``) aborted in proton with a double free
 within minutes (2 of 2 runs; a third run, 2026-11-28, went 8 minutes clean).
