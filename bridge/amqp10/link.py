@@ -23,7 +23,7 @@ import struct
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from cproton_ffi import ffi
 from cproton_ffi.lib import pn_delivery, pn_link_advance, pn_link_send
@@ -99,6 +99,10 @@ class Amqp10Link:
 
     The owner is told through :class:`LinkOwner`.
     """
+
+    loop_event_methods: ClassVar[frozenset[str]] = frozenset({"on_link_flow"})
+    """Handler methods that read only the event's ``link``: the loop may call them with a
+    light stand-in for proton's event (:mod:`bridge.runtime.shortcuts`)."""
 
     def __init__(self, container: Container, connection: Any, address: str | None, *,
                  sender: bool, owner: LinkOwner, name: str, route: str = "",

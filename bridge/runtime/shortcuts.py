@@ -37,11 +37,31 @@ A shortcut is only installed, or taken, where it is the same as proton's dispatc
   it has no AMQP 1.0 transport (the IO handler ignores those), and for one without a
   handler only when it has one (the IO handler reads it).
 
-Events with C contexts (a transport's ``transport``, a link's ``link_flow``) go proton's
-way: shortcuts for them, holding their own wrappers of the transport or link, took
-another fifth off an RPC call's CPU, but the topology soak (``benchmarks/soak.py
---topology``) aborted with a double free in proton within minutes with them (twice in
-two runs) and ran clean without them; the cause was not found.
+Two more shortcuts take events whose context is a C object: ``transport`` (a transport
+has output or room for input: the IO handler updates its socket's interest; taken when the
+connection's handler, the container's and the reconnect logic ignore it) and ``link_flow``
+(a link's credit changed: its handler's ``on_link_flow``, when the handler's class lists
+it in ``loop_event_methods``: it reads only the event's ``link``). They hold exactly what
+proton's Event holds while it is dispatched (:class:`HeldEvent`): a reference to the
+event's link, session, connection and transport, taken before the event leaves the queue
+and given back after the handler, the stand-in's own wrapper first, then those four in
+proton's order. proton's reference counting depends on that. When the last reference to
+a link goes, its finalizer may keep the link (``pni_preserve_child``: its session is
+live and the link is not freed, or freed but still "bound" — which a link stays for good
+once the peer ended its session without detaching it, proton keeping its handle numbers)
+and then drop the link's reference to its session; if nothing else holds the session it
+is finalized right there, and its ``pni_free_children`` frees the link — after which the
+outer ``pn_decref`` reads the link's count from freed memory and, reading 0, frees it
+again (valgrind: object.c:290 reads a block freed by engine.c:493, under engine.c:986;
+``tests/support/nested_finalize.py`` shows it with proton alone). proton's Event never
+lets a link's last reference go before its session's, as it holds both and drops the
+link's wrapper first. A first version of these shortcuts held only a wrapper of the link
+(or transport), after popping the event: in a link_flow handler the link, session,
+connection and transport each had one reference less than under proton's dispatch, and
+the topology soak (``benchmarks/soak.py --topology``) aborted in proton with a double free
+within minutes (2 of 2 runs; a third run, 2026-11-28, went 8 minutes clean).
+``test_shortcuts_hold_what_protons_event_holds_while_the_handler_runs`` compares the
+counts with proton's dispatch of the same exchange.
 
 Every other event, and these where a condition fails, goes proton's way unchanged. An
 exception in a shortcut is contained as the dispatched handler's would be
@@ -54,8 +74,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cproton import pn_collector_peek, pn_event_context, void2py
-from proton import Event, Handler
+from cproton import (
+    pn_collector_peek,
+    pn_decref,
+    pn_event_connection,
+    pn_event_context,
+    pn_event_link,
+    pn_event_session,
+    pn_event_transport,
+    pn_incref,
+    void2py,
+)
+from proton import Connection, Event, Handler, Link, Transport
+from proton._reactor import _Connector
 
 from .containment import contain
 from .loop import EndOfBurst
@@ -100,18 +131,54 @@ def ignores(handler: Any, method: str) -> bool:
         return False
 
 
+def light(methods: list[Callable[[Any], None]], method: str) -> bool:
+    """Whether every one of ``methods`` may be given a :class:`LoopEvent`: its class lists
+    ``method`` in ``loop_event_methods`` (it reads only the event's ``link``, ``transport``,
+    ``context`` and ``type``)."""
+    return all(method in getattr(type(getattr(bound, "__self__", None)), "loop_event_methods", ())
+               for bound in methods)
+
+
 class LoopEvent:
     """What the handlers a shortcut calls read of an event (proton's :class:`Event` has
     the same attributes)."""
 
-    __slots__ = ("container", "context", "reactor", "selectable", "type")
+    __slots__ = ("container", "context", "link", "reactor", "selectable", "transport", "type")
 
-    def __init__(self, reactor: Any, event_type: Any, context: Any, *,
-                 selectable: Any = None) -> None:
+    def __init__(self, reactor: Any, event_type: Any, context: Any, *, selectable: Any = None,
+                 link: Any = None, transport: Any = None) -> None:
         self.reactor = self.container = reactor
         self.type = event_type
         self.context = context
-        self.selectable = selectable
+        self.selectable, self.link, self.transport = selectable, link, transport
+
+
+class HeldEvent(LoopEvent):
+    """A :class:`LoopEvent` for an event whose context is a C object (a link, a transport),
+    holding what proton's :class:`Event` holds while it is dispatched: a reference to each
+    of the event's link, session, connection and transport (those it has), taken in that
+    order before the event leaves the queue and given back in that order by :meth:`release`
+    (proton's Event wraps them in that order and its attributes go in that order), after
+    the stand-in has dropped its own wrappers (proton's Event drops its link's wrapper
+    first). See the module docstring for why nothing less will do."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self, reactor: Any, event_type: Any, impl: Any, context: Any, *,
+                 link: Any = None, transport: Any = None) -> None:
+        super().__init__(reactor, event_type, context, link=link, transport=transport)
+        held = [one for one in (pn_event_link(impl), pn_event_session(impl),
+                                pn_event_connection(impl), pn_event_transport(impl)) if one]
+        for one in held:
+            pn_incref(one)
+        self._held = held
+
+    def release(self) -> None:
+        """Drop the wrappers, then the references, in proton's order (once)."""
+        self.context = self.link = self.transport = None
+        held, self._held = self._held, []
+        for one in held:
+            pn_decref(one)
 
 
 class EventShortcuts:
@@ -134,6 +201,13 @@ class EventShortcuts:
         self.by_type[Event.SELECTABLE_READABLE.number] = self.readable
         self._main_updates = not ignores(main, "on_selectable_updated")
         self.by_type[Event.SELECTABLE_UPDATED.number] = self.updated
+        # proton's GlobalOverrides also hands connection events to the connection's
+        # reconnect logic (a _Connector): it must ignore these two as well
+        overrides = _Connector.__new__(_Connector)
+        if ignores(overrides, "on_transport") and ignores(overrides, "on_link_flow"):
+            self._main_transport = ignores(main, "on_transport")
+            self.by_type[Event.TRANSPORT.number] = self.transport
+            self.by_type[Event.LINK_FLOW.number] = self.link_flow
 
     def quiesced(self, impl: Any) -> Callable[[], None]:
         """A round is over: the end-of-burst work, then, if that queued nothing, the IO
@@ -184,6 +258,51 @@ class EventShortcuts:
                                 LoopEvent(self.reactor, Event.SELECTABLE_UPDATED, sel,
                                           selectable=sel))
 
+    def transport(self, impl: Any) -> Callable[[], None] | None:
+        """A transport has output to write or room to read: the IO handler updates its
+        socket's interest (its connection's handler, if any, ignores it)."""
+        connection = pn_event_connection(impl)
+        handler = Connection.wrap(connection).handler if connection else None
+        if handler is None:
+            if not self._main_transport:
+                return None
+        elif not self._ignored_by(handler, "on_transport"):
+            return None
+        transport = Transport.wrap(pn_event_transport(impl))
+        event = HeldEvent(self.reactor, Event.TRANSPORT, impl, transport, transport=transport)
+
+        def run() -> None:
+            try:
+                self._io(self.io.on_transport, event)
+            finally:
+                event.release()
+        return run
+
+    def link_flow(self, impl: Any) -> Callable[[], None] | None:
+        """A link's credit changed: its handler's ``on_link_flow`` (the global handlers
+        ignore it), when that handler takes a :class:`LoopEvent` (:func:`light`)."""
+        link = Link.wrap(pn_event_link(impl))
+        try:
+            methods = callees(link.handler, "on_link_flow")
+        except Unpredictable:
+            return None
+        if link.handler is None or not light(methods, "on_link_flow"):
+            return None
+        event = HeldEvent(self.reactor, Event.LINK_FLOW, impl, link, link=link)
+        del link  # (the event's wrapper is the only one: it goes first at release)
+
+        def run() -> None:
+            try:
+                for method in methods:
+                    try:
+                        method(event)
+                    except Exception as exc:  # the handler's fault, as when proton dispatched
+                        contain(self.reactor, exc, entry="event",
+                                domain=getattr(method, "__self__", None))
+            finally:
+                event.release()
+        return run
+
     def _ignored_by(self, handler: Any, method: str) -> bool:
         if getattr(handler, "handlers", None):
             return ignores(handler, method)
@@ -194,4 +313,5 @@ class EventShortcuts:
         return known
 
 
-__all__ = ["EventShortcuts", "LoopEvent", "Shortcut", "Unpredictable", "callees", "ignores"]
+__all__ = ["EventShortcuts", "HeldEvent", "LoopEvent", "Shortcut", "Unpredictable", "callees",
+           "ignores", "light"]
