@@ -58,7 +58,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from proton import Endpoint, Link, Message
 from proton.reactor import Container
@@ -192,6 +192,10 @@ class RequestClient:
     ``name`` names the pair's links and the log lines. Everything runs on the
     container's thread; ``done`` callbacks run later on it, never within the call.
     """
+
+    loop_event_methods: ClassVar[frozenset[str]] = frozenset({"on_link_flow"})
+    """Handler methods that read only the event's ``link``: the loop may call them with a
+    light stand-in for proton's event (:mod:`bridge.runtime.shortcuts`)."""
 
     def __init__(self, container: Container, connection: Any, pair: LinkPair, *, name: str,
                  request_timeout: float = 10.0) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pytest
-from cproton_ffi import ffi
 from proton import Connection, Event, Handler
 from proton._events import EventBase
 
@@ -15,6 +14,7 @@ from bridge.runtime.shortcuts import HeldEvent, Unpredictable, callees, ignores
 from tests.bridge.test_reactor import _PingPong
 from tests.support.bridge import free_port
 from tests.support.memory_pair import MemoryPair
+from tests.support.proton_refs import refcount
 
 SHORTCUT_TYPES = {Event.REACTOR_QUIESCED, Event.SELECTABLE_READABLE, Event.SELECTABLE_UPDATED,
                   Event.TRANSPORT}
@@ -138,20 +138,13 @@ def test_callees_follow_protons_dispatch_order() -> None:
     assert ignores(None, "on_transport")
 
 
-def _refcount(impl: Any) -> int:
-    """proton's reference count of a C object: the ``int`` just before the object, in the
-    header proton's ``pni_default_new`` puts before each (``pni_head_t``: the class, then
-    the count)."""
-    return int(ffi.cast("int *", ffi.cast("char *", impl) - 8)[0])
-
-
 def test_the_reference_counts_read_are_protons() -> None:
     connection = Connection()
-    assert _refcount(connection._impl) == 1  # (its wrapper's)
+    assert refcount(connection._impl) == 1  # (its wrapper's)
     again = Connection.wrap(connection._impl)
-    assert _refcount(connection._impl) == 2
+    assert refcount(connection._impl) == 2
     del again
-    assert _refcount(connection._impl) == 1
+    assert refcount(connection._impl) == 1
 
 
 class _Holdings:
@@ -169,7 +162,7 @@ class _Holdings:
 
     def _note(self, name: str, event: Any) -> None:
         self.given.add(type(event))
-        self.held.append((name, [_refcount(one) for one in self.objects]))
+        self.held.append((name, [refcount(one) for one in self.objects]))
 
     def on_link_flow(self, event: Any) -> None:
         self._note("link_flow", event)
@@ -207,7 +200,7 @@ def _held_while_handled(*, shortcuts: bool) -> tuple[list[Any], set[type]]:
         event.dispatch(container._global_handler)
         queue.pop()
         del event
-    return [*holdings.held, ("after", [_refcount(one) for one in holdings.objects])], \
+    return [*holdings.held, ("after", [refcount(one) for one in holdings.objects])], \
         holdings.given
 
 
