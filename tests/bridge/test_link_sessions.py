@@ -120,19 +120,8 @@ def test_a_given_up_link_s_attach_timer_holds_none_of_proton_s_objects(
     had been freed, and releasing it then crashed the bridge in proton's C code (double
     free; about one run in three of 3,300 clients coming and going through a topology
     façade)."""
-    timers = ManualTimers()
-    pair = MemoryPair()
-    pair.ours.open()
-    pair.theirs.open()
-    pair.pump()
-    link = Amqp10Link(timers, pair.ours, "/queues/q", sender=False,  # type: ignore[arg-type]
-                      owner=NotingOwner(), name="r")
-    pair.pump()
-    (their_session,) = sessions(pair.theirs)
-    their_session.open()
-    their_link = pair.open_peer()
-    pair.dispatch()
-    assert link.up
+    pair, link, their_session, their_link = _attached(NotingOwner())
+    timers = link.container
     link.close()  # the client left
     pair.pump()
     their_link.close()
