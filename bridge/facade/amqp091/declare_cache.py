@@ -63,7 +63,8 @@ A young answer, without a witness
 
 Forgotten
     when the queue is deleted or purged through the listener, when its exclusive
-    owner goes, and implicitly when the witness goes (a detach for any reason: the
+    owner goes, once past :data:`MAX_AGE` (pruned as answers pile up: every queue a
+    client declared and left would stay otherwise), and implicitly when the witness goes (a detach for any reason: the
     queue deleted by anyone, the 1.0 connection lost, the consumers cancelled).
     What the bridge has not read yet (a detach on its way) it cannot know: a queue
     deleted a moment before its consumers' detach arrives is still answered, as a
