@@ -183,11 +183,8 @@ def _held_while_handled(*, shortcuts: bool) -> tuple[list[Any], set[type]]:
     pair.our_transport._selectable = None  # (no socket: the IO handler has nothing to update)
     pair.our_transport._reactor = container
     pair.ours.open()
-    session = pair.ours.session()
-    session.open()
-    link = session.sender("flow")
-    link.target.address = "q"
-    link.open()
+    link = pair.open_sender("flow", "q")
+    session = link.session
     holdings = _Holdings([link._impl, session._impl, pair.ours._impl, pair.our_transport._impl])
     link.handler = holdings
     container.global_handler.inner.base.on_transport = holdings.on_transport

@@ -73,6 +73,16 @@ class MemoryPair:
                 endpoint.open()
         self.pump()
 
+    def open_sender(self, name: str, address: str) -> Any:
+        """A sender of ours to ``address`` on a session of its own, both opened (not yet
+        sent: :meth:`pump`)."""
+        session = self.ours.session()
+        session.open()
+        link = session.sender(name)
+        link.target.address = address
+        link.open()
+        return link
+
     def open_peer(self) -> Any:
         """The peer answers whatever we opened; returns its one link."""
         self.answer_all()

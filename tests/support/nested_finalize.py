@@ -27,11 +27,8 @@ def main(order: str) -> None:
     pair = MemoryPair()
     pair.ours.open()
     pair.theirs.open()
-    session = pair.ours.session()
-    session.open()
-    link = session.sender("x")
-    link.target.address = "q"
-    link.open()
+    link = pair.open_sender("x", "q")
+    session = link.session
     pair.pump()
     pair.answer_all()
     while pair.collector.peek():
