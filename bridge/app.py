@@ -53,6 +53,7 @@ from .ops.metrics import MetricsServer
 from .routes import Amqp10ToLegacy, LegacyToAmqp10, RouteRuntime
 from .runtime import EngineSocket, Timer, reactor
 from .runtime.containment import Part, faults_of
+from .runtime.selector import raise_descriptor_limit
 from .security.tls import PERMANENT_EXIT_CODE, proton_domain
 from .taps import BridgeTaps
 from .topology import Topology
@@ -481,6 +482,9 @@ def run(config: BridgeConfig) -> int:
     with the metrics server if one is configured."""
     add_secrets(config_secrets(config))  # no log line shows them from here on
     add_identities(config_identities(config))  # user names do show, even guest:guest
+    descriptors = raise_descriptor_limit()
+    log.info("open descriptors: up to %d", descriptors,
+             extra={"event": "descriptor_limit", "limit": descriptors})
     bridge = Bridge(config)
     container = reactor.container(bridge)
 

@@ -398,7 +398,8 @@ class Listener(_Model):
         500, ge=1, description="Client connections the listener holds at once; more are "
                                "refused with connection.close (connection-forced). Keep the "
                                "sum over all listeners well below the process's descriptor "
-                               "limit and below 1000 (descriptors past 1023 cannot be served).")
+                               "limit (the bridge raises its soft limit to the hard one at "
+                               "start; docs/operations.md#limits).")
     max_connections_per_peer: int = Field(
         100, ge=1, description="Client connections from one IP address at once; more are "
                                "refused like max_connections.")

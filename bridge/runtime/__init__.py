@@ -4,7 +4,7 @@ The bridge runs one thread: proton's :class:`~proton.reactor.Container` owns the
 AMQP 1.0 connections, and every legacy-protocol socket (AMQP 0-10 or 0-9-1, each
 driven by our sans-IO engine for it) is registered with the same container as a
 *selectable* (the mechanism proton uses for its own acceptors). The container's
-``select`` loop then tells us when such a socket is readable,
+loop (on ``epoll``: :mod:`~bridge.runtime.selector`) then tells us when such a socket is readable,
 writable or its deadline (heartbeat) expired, and we drive the engine:
 
     readable  -> sock.recv -> engine.receive_data -> events -> application
@@ -27,6 +27,8 @@ Modules, by job:
 - :mod:`~bridge.runtime.reactor`: the container, tuned for throughput (large reads, no
   global dispatch of delivery events, batched garbage collection), and what starts the
   end-of-burst batch when the loop goes quiet;
+- :mod:`~bridge.runtime.selector`: what the loop waits on (``epoll``: any descriptor
+  number, a cost per event that does not grow with the connections held);
 - :mod:`~bridge.runtime.containment`: an exception in one part (connection, link,
   route, timer) is logged, counted and recovered locally; every part says how through
   :class:`~bridge.runtime.containment.FaultDomain`.

@@ -25,8 +25,9 @@ clients can take (:class:`AcceptLimits`, ``docs/operations.md#limits``):
   (its selectable not readable) and retries on its deadline, 0.1 s doubling to 2 s,
   instead of spinning on a socket that stays readable.
 
-Descriptors from 1024 on cannot be served at all (proton's loop uses ``select``), so
-an accepted socket past that is closed at once.  Every event is counted in
+Where the loop has no ``epoll`` (:mod:`~bridge.runtime.selector`: not Linux) it watches
+sockets with ``select()``, which cannot take descriptors from 1024 on; there an
+accepted socket past that is closed at once.  Every event is counted in
 :class:`ListenerStats` (read by the metrics thread) and logged through
 :class:`~bridge.ops.logs.RateLimited`.
 """
@@ -47,12 +48,14 @@ from proton.reactor import Container
 
 from ..ops.logs import RateLimited
 from .containment import Part
+from .selector import SERVES_ANY_DESCRIPTOR
 from .sockets import E, EngineSocket, EventHandler, register_selectable
 
 log = logging.getLogger(__package__)  # the package's one logger: "bridge.runtime"
 
 FD_SETSIZE = 1024
-"""Descriptors from this number on cannot be watched: proton's loop uses ``select``."""
+"""Descriptors from this number on cannot be watched where the loop has no ``epoll``
+(:data:`~bridge.runtime.selector.SERVES_ANY_DESCRIPTOR`): proton's ``select()``."""
 ACCEPT_BACKOFF = (0.1, 2.0)
 """First and longest pause (seconds) of a listener whose ``accept()`` fails (EMFILE …)."""
 REFUSAL_GRACE = 1.0
@@ -202,7 +205,7 @@ class EngineListener(Generic[E]):
         host = str(addr[0])
         peer = f"{host}:{addr[1]}"
         limits = self.limits
-        if sock.fileno() >= FD_SETSIZE:
+        if not SERVES_ANY_DESCRIPTOR and sock.fileno() >= FD_SETSIZE:
             sock.close()
             self._refused("descriptors", peer, f"descriptor {FD_SETSIZE} or more "
                           "(the bridge cannot watch it): closed at once")

@@ -74,6 +74,7 @@ from proton.reactor import Container
 
 from .containment import ContainedContainer, contain
 from .loop import EndOfBurst, Timer
+from .selector import selector
 from .shortcuts import EventShortcuts, Shortcut
 from .sockets import set_interest
 
@@ -89,6 +90,7 @@ class ReadAheadIO(IOHandler):  # type: ignore[misc]
 
     def __init__(self) -> None:
         super().__init__()
+        self._selector = selector()  # (epoll where there is: bridge.runtime.selector)
         self._writers: set[Any] = set()
         """Selectables whose AMQP 1.0 transport has output pending (as last updated)."""
 

@@ -10,6 +10,7 @@ every attack is bounded in count and time.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import time
 from collections.abc import Iterator
@@ -280,6 +281,50 @@ def test_out_of_descriptors_the_listener_waits_and_health_checks_answer(
     assert lines[0]["level"] == "warning" and "Too many open files" in lines[0]["error"]
     [received] = receive_messages(rabbitmq_url, queue_address(events), 1, timeout=20)
     assert bytes(received.message.body) == b"after the flood"
+
+
+HELD = 1100
+"""Idle connections held open in the test below: enough to put the next client's socket
+past descriptor 1023 in the bridge."""
+
+
+def test_a_client_on_a_descriptor_past_1023_is_served(rabbitmq_url: str,
+                                                      tmp_path: Path) -> None:
+    """With more than a thousand connections held, the next client's socket gets a
+    descriptor numbered past 1023 in the bridge: it logs in and publishes, and nothing
+    is refused (the loop watches sockets with epoll: select() could not, and such a socket
+    was closed at once, reason="descriptors")."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = HELD + 200
+    assert hard == resource.RLIM_INFINITY or hard >= need, \
+        f"this test needs {need} open files (ulimit -Hn is {hard})"
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, need), hard))
+    port = free_port()
+    events = unique_queue("limits-fd1024")
+    config = _config(rabbitmq_url, port, events, handshake_timeout=120,
+                     max_connections=HELD + 10, max_connections_per_peer=HELD + 10)
+    try:
+        with BridgeRun(config, tmp_path, nofile=HELD + 200) as bridge, \
+                _closing([]) as socks:
+            wait_listening(port, bridge)
+            mport = metrics_port(bridge.log)
+            for _ in range(HELD):
+                socks.append(_connect(port, header=False))
+            _wait_clients(mport, HELD)
+            fds = [int(fd) for fd in os.listdir(f"/proc/{bridge.pid}/fd")]
+            assert max(fds) > 1023 + 50, "the held connections did not go past 1023"
+            client = _login(port)
+            assert client is not None, "the client past descriptor 1023 was not served"
+            with client:
+                client.publish(b"past 1023", exchange="events", routing_key="e")
+            refused = scrape(mport).value("amqp_bridge_connections_refused_total",
+                                          listener="facade", reason="descriptors")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert refused == 0
+    [received] = receive_messages(rabbitmq_url, queue_address(events), 1, timeout=20)
+    assert bytes(received.message.body) == b"past 1023"
 
 
 # --- configuration and the log helper (no bridge needed) -----------------------------------
