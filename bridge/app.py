@@ -63,6 +63,20 @@ log = logging.getLogger(__name__)
 
 HOUSEKEEPING_INTERVAL = 0.1
 """Seconds between checks for a stop request (and, later, metrics refresh)."""
+READINESS_CHECKS_PER_SECOND = 1000
+"""Routes whose readiness the housekeeping looks at per second, at most (one look is a
+route's ``waiting_for()``): every tick with up to 100 routes, less often with more (a
+topology-mode listener makes one per queue its clients consume: thousands of clients,
+thousands of routes, each looked at ten times a second cost a few percent of a core for
+log lines). ``/readyz`` asks the routes itself, at once."""
+
+
+def readiness_interval(routes: int) -> float:
+    """Seconds between looks at the readiness of ``routes`` routes (at least the
+    housekeeping's interval)."""
+    return max(HOUSEKEEPING_INTERVAL, routes / READINESS_CHECKS_PER_SECOND)
+
+
 DEAD_LETTER_GRACE = 5.0
 """Seconds the drain limit is extended for what it sends to dead-letter addresses."""
 CLOSE_GRACE = 1.0
@@ -104,6 +118,8 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.fatal_error: str | None = None
         """The permanent fault that stopped the bridge, if one did."""
         self._ready = LastSeen()
+        self._readiness_due = 0.0
+        """When the routes' readiness is next looked at (monotonic; :func:`readiness_interval`)."""
         """Each route's readiness as last logged."""
         self.facades: dict[str, Any] = {}
         self.taps: BridgeTaps | None = None
@@ -356,7 +372,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         if now >= self._stats_due:
             self._stats_due = now + STATS_INTERVAL
             self._log_stats(only_changed=True)
-        self._log_readiness()
+        if now >= self._readiness_due:
+            self._readiness_due = now + readiness_interval(len(self._ready))
+            self._log_readiness()
         if self.stop_requested:
             if self.stopping_since is None:
                 self.stopping_since = time.monotonic()

@@ -167,3 +167,14 @@ logging: {{format: kv}}
     legacy_sessions = events("session_attached", connection="legacy", peer=legacy_peer) \
         + events("session_resumed", connection="legacy", peer=legacy_peer)
     assert {d["route"] for d in legacy_sessions} == ROUTES and len(legacy_sessions) >= 4
+
+
+def test_readiness_is_looked_at_every_tick_for_few_routes_and_a_bounded_number_per_second() -> None:
+    """The housekeeping logs readiness changes every tick (0.1 s) for a handful of routes;
+    with the thousands a topology-mode façade makes (one per queue its clients consume)
+    it looks at no more than READINESS_CHECKS_PER_SECOND routes a second."""
+    from bridge.app import HOUSEKEEPING_INTERVAL, READINESS_CHECKS_PER_SECOND, readiness_interval
+    assert readiness_interval(0) == readiness_interval(8) == HOUSEKEEPING_INTERVAL
+    for routes in (400, 2_000, 20_000):
+        assert routes / readiness_interval(routes) <= READINESS_CHECKS_PER_SECOND
+        assert readiness_interval(routes) > HOUSEKEEPING_INTERVAL
