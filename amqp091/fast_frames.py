@@ -1,17 +1,22 @@
-"""Fast paths for the frames every message crosses: basic.deliver and the content header.
+"""Fast paths for the frames every message crosses: its methods and its content header.
 
 A route draining a queue decodes, per message, a ``basic.deliver`` method and a content
-header; one publishing encodes a content header. pamqp does that generically (an
-attribute, its type name, a type lookup and a slice per field), which cost the bridge
-about as much CPU as everything else it did for the message. The functions here do the
-same for these frames in straight-line code:
+header; one publishing encodes a content header. A façade decodes each client's
+``basic.publish`` and ``basic.ack`` and encodes a ``basic.deliver`` for each message it
+hands out. pamqp does that generically (an attribute, its type name, a type lookup and a
+slice per field), which cost the bridge about as much CPU as everything else it did for
+the message. The functions here do the same for these frames in straight-line code:
 
-- :func:`decode_deliver` and :func:`decode_content_header` return what pamqp's
-  unmarshalling (with the typed ``headers`` codec of :mod:`amqp091.tables`) returns, or
-  ``None`` for any payload they do not take whole — a truncated or over-long field,
-  trailing octets, a continuation flag word, octets that are not UTF-8, a malformed
-  table — so that :mod:`amqp091.framing`'s general path then decodes it and reports the
-  error exactly as before;
+- :func:`decode_fast_method` (``basic.deliver``, ``basic.publish``, ``basic.ack``) and
+  :func:`decode_content_header` return what pamqp's unmarshalling (with the typed
+  ``headers`` codec of :mod:`amqp091.tables`) returns, or ``None`` for any payload they
+  do not take whole — another method, a truncated or over-long field, trailing octets, a
+  continuation flag word, octets that are not UTF-8, a malformed table — so that
+  :mod:`amqp091.framing`'s general path then decodes it and reports the error exactly as
+  before;
+- :func:`encode_deliver` writes pamqp's octets for a ``basic.deliver`` frame, or returns
+  None for one pamqp would refuse (its validation, a value of the wrong type or out of
+  range): the general path then raises pamqp's error;
 - :func:`encode_properties` is pamqp's ``Basic.Properties.marshal`` with the field
   encoders looked up once (pamqp's own per-type functions, so the octets and the errors
   are the same) and the typed ``headers`` table written in its place.
@@ -26,6 +31,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from pamqp import constants as pconstants
 from pamqp import decode as pdecode
 from pamqp import encode as pencode
 from pamqp.commands import Basic
@@ -38,8 +44,22 @@ _DELIVER = struct.pack(">I", Basic.Deliver.index)
 _HEAD = struct.Struct(">HHQH")
 """Content-header payload: class id, weight, body size, the first property-flag word."""
 _HEAD_SIZE = _HEAD.size
+_PUBLISH = struct.pack(">I", Basic.Publish.index)
+"""The 4-octet method index of ``basic.publish``."""
+_ACK = struct.pack(">I", Basic.Ack.index)
+"""The 4-octet method index of ``basic.ack``."""
 _TAG_AND_BITS = struct.Struct(">qB")
-"""Delivery tag (signed, as pamqp reads a longlong) and the redelivered bit."""
+"""Delivery tag (signed, as pamqp reads a longlong) and the octet of bits after it
+(``redelivered``; ``multiple``)."""
+_ACK_SIZE = 4 + _TAG_AND_BITS.size
+_TICKET = struct.Struct(">H")
+"""basic.publish's reserved ``ticket`` (pamqp's ``short``: unsigned)."""
+_FRAME_HEAD = struct.Struct(">BHI")
+"""Frame type, channel, payload size."""
+_METHOD_FRAME, _FRAME_END = pconstants.FRAME_METHOD, bytes([pconstants.FRAME_END])
+_EXCHANGE_NAME = pconstants.DOMAIN_REGEX["exchange-name"]
+"""pamqp's validation of an exchange name (``Basic.Deliver.validate``)."""
+_LONGLONG = (-(1 << 63), (1 << 63) - 1)
 _FLAGS = struct.Struct(">H")
 
 _SHORTSTR, _OCTET, _TABLE, _TIMESTAMP = "shortstr", "octet", "table", "timestamp"
@@ -99,6 +119,83 @@ def decode_deliver(payload: bytes) -> Basic.Deliver | None:
     method.exchange = exchange
     method.routing_key = routing_key
     return method
+
+
+def decode_publish(payload: bytes) -> Basic.Publish | None:
+    """The ``basic.publish`` of a method-frame payload as pamqp decodes it, or None when
+    the general path must decode it."""
+    if not payload.startswith(_PUBLISH):
+        return None
+    end = len(payload)
+    if end < 7:
+        return None
+    (ticket,) = _TICKET.unpack_from(payload, 4)
+    try:
+        read = _short_str(payload, 6, end)
+        if read is None:
+            return None
+        pos, exchange = read
+        read = _short_str(payload, pos, end)
+        if read is None or read[0] + 1 != end:
+            return None
+        pos, routing_key = read
+    except UnicodeDecodeError:
+        return None
+    bits = payload[pos]
+    method = Basic.Publish.__new__(Basic.Publish)  # as unmarshalled: no validation
+    method.ticket = ticket
+    method.exchange = exchange
+    method.routing_key = routing_key
+    method.mandatory = bits & 1 != 0
+    method.immediate = bits & 2 != 0
+    return method
+
+
+def decode_ack(payload: bytes) -> Basic.Ack | None:
+    """The ``basic.ack`` of a method-frame payload as pamqp decodes it, or None when the
+    general path must decode it."""
+    if len(payload) != _ACK_SIZE or not payload.startswith(_ACK):
+        return None
+    delivery_tag, bits = _TAG_AND_BITS.unpack_from(payload, 4)
+    method = Basic.Ack.__new__(Basic.Ack)
+    method.delivery_tag = delivery_tag
+    method.multiple = bits & 1 != 0
+    return method
+
+
+_DECODERS: dict[bytes, Callable[[bytes], Any]] = {
+    _DELIVER: decode_deliver, _PUBLISH: decode_publish, _ACK: decode_ack}
+
+
+def decode_fast_method(payload: bytes) -> Any:
+    """A ``basic.deliver``, ``basic.publish`` or ``basic.ack`` method-frame payload
+    decoded as pamqp decodes it, or None when the general path must decode it."""
+    decode = _DECODERS.get(bytes(payload[:4]))
+    return None if decode is None else decode(payload)
+
+
+def encode_deliver(channel: int, method: Basic.Deliver) -> bytes | None:
+    """The ``basic.deliver`` frame pamqp writes for ``method`` on ``channel``, or None
+    when pamqp's marshalling must decide (it refuses the method, or might)."""
+    tag, exchange = method.delivery_tag, method.exchange
+    consumer_tag, routing_key, redelivered = \
+        method.consumer_tag, method.routing_key, method.redelivered
+    if type(tag) is not int or not _LONGLONG[0] <= tag <= _LONGLONG[1] \
+            or type(redelivered) is not bool or type(exchange) is not str \
+            or type(consumer_tag) is not str or type(routing_key) is not str \
+            or len(exchange) > 127 or not _EXCHANGE_NAME.fullmatch(exchange):
+        return None
+    tag_octets, exchange_octets, key_octets = \
+        consumer_tag.encode(), exchange.encode(), routing_key.encode()
+    if len(tag_octets) > 255 or len(key_octets) > 255 or len(exchange_octets) > 255:
+        return None
+    payload = b"".join((
+        _DELIVER, bytes((len(tag_octets),)), tag_octets,
+        _TAG_AND_BITS.pack(tag, 1 if redelivered else 0),
+        bytes((len(exchange_octets),)), exchange_octets,
+        bytes((len(key_octets),)), key_octets))
+    return b"".join((_FRAME_HEAD.pack(_METHOD_FRAME, channel, len(payload)), payload,
+                     _FRAME_END))
 
 
 def decode_content_header(payload: bytes, field_types: FieldTypes) -> ContentHeader | None:
@@ -169,4 +266,5 @@ def encode_properties(properties: Basic.Properties, table: bytes | None) -> byte
     return b"".join(parts)
 
 
-__all__ = ["decode_content_header", "decode_deliver", "encode_properties"]
+__all__ = ["decode_ack", "decode_content_header", "decode_deliver", "decode_fast_method",
+           "decode_publish", "encode_deliver", "encode_properties"]

@@ -35,7 +35,12 @@ from pamqp import frame as pframe
 from pamqp import header as pheader
 from pamqp.base import Frame
 
-from .fast_frames import decode_content_header, decode_deliver, encode_properties
+from .fast_frames import (
+    decode_content_header,
+    decode_fast_method,
+    encode_deliver,
+    encode_properties,
+)
 from .methods import ReplyCode
 from .tables import DEFAULT_FIELD_TYPES, FieldTypes, TableError, read_table, write_table
 
@@ -175,8 +180,9 @@ class FrameReader:
 
     @staticmethod
     def _method(payload: bytes) -> Frame:
-        """A method frame's payload decoded (``basic.deliver`` by its fast path)."""
-        fast = decode_deliver(payload)  # not "or": a pamqp frame's truth is a Python __len__
+        """A method frame's payload decoded (``basic.deliver``, ``basic.publish`` and
+        ``basic.ack`` by their fast paths)."""
+        fast = decode_fast_method(payload)  # not "or": a pamqp frame's truth is a Python __len__
         return fast if fast is not None else decode_method(payload)
 
     def _content_header(self, payload: bytes) -> pheader.ContentHeader:
@@ -238,7 +244,12 @@ def _unmarshal(decoder: Any, data: bytes) -> Any:
 
 
 def encode_method(channel: int, method: Frame) -> bytes:
-    """One method frame (pamqp validates the fields: ``ValueError`` if one is invalid)."""
+    """One method frame (pamqp validates the fields: ``ValueError`` if one is invalid;
+    ``basic.deliver`` by its fast path)."""
+    if type(method) is commands.Basic.Deliver:
+        fast = encode_deliver(channel, method)
+        if fast is not None:
+            return fast
     return pframe.marshal(method, channel)
 
 

@@ -18,8 +18,23 @@ from pamqp import frame as pframe
 from pamqp import header as pheader
 
 from amqp091 import tables as T
-from amqp091.fast_frames import decode_content_header, decode_deliver, encode_properties
-from amqp091.framing import FrameError, FrameReader, decode_header, decode_method, encode_content
+from amqp091.fast_frames import (
+    decode_ack,
+    decode_content_header,
+    decode_deliver,
+    decode_fast_method,
+    decode_publish,
+    encode_deliver,
+    encode_properties,
+)
+from amqp091.framing import (
+    FrameError,
+    FrameReader,
+    decode_header,
+    decode_method,
+    encode_content,
+    encode_method,
+)
 
 SHORT_TEXT = st.text(max_size=40).filter(lambda s: len(s.encode()) <= 255)
 LONG_SHORT_TEXT = st.text(min_size=60, max_size=255).filter(lambda s: len(s.encode()) <= 255)
@@ -163,3 +178,86 @@ def test_the_fast_deliver_decoder_reads_only_the_redelivered_bit_of_its_octet() 
         fast, slow = decode_deliver(bytes(payload)), decode_method(bytes(payload))
         assert fast is not None and isinstance(slow, C.Basic.Deliver)
         assert fast.redelivered is slow.redelivered is bool(octet & 1)
+
+
+def same_method(fast: Any, slow: Any) -> None:
+    assert type(slow) is type(fast), slow
+    for name in type(fast).__slots__:
+        assert getattr(fast, name) == getattr(slow, name), name
+        assert type(getattr(fast, name)) is type(getattr(slow, name)), name
+
+
+@given(st.data(), st.integers(0, 2 ** 16 - 1), EXCHANGES, st.one_of(SHORT_TEXT, LONG_SHORT_TEXT),
+       st.booleans(), st.booleans())
+def test_the_fast_publish_decoder_gives_the_general_result_or_leaves_it_to_it(
+        data: st.DataObject, ticket: int, exchange: str, key: str, mandatory: bool,
+        immediate: bool) -> None:
+    payload = pframe.marshal(C.Basic.Publish(exchange=exchange, routing_key=key,
+                                             mandatory=mandatory, immediate=immediate), 1)[7:-1]
+    # (pamqp validates a ticket of 0 on making the method, not on reading it)
+    payload = payload[:4] + ticket.to_bytes(2, "big") + payload[6:]
+    taken = decode_publish(payload)
+    assert taken is not None  # pamqp's own frames are all taken
+    same_method(taken, decode_method(payload))
+    mutant = data.draw(mutated(payload))
+    fast = decode_fast_method(mutant)
+    if fast is not None:
+        same_method(fast, general(decode_method, mutant))
+
+
+@given(st.data(), st.integers(-(2 ** 63), 2 ** 63 - 1), st.booleans())
+def test_the_fast_ack_decoder_gives_the_general_result_or_leaves_it_to_it(
+        data: st.DataObject, tag: int, multiple: bool) -> None:
+    payload = pframe.marshal(C.Basic.Ack(delivery_tag=tag, multiple=multiple), 1)[7:-1]
+    taken = decode_ack(payload)
+    assert taken is not None
+    same_method(taken, decode_method(payload))
+    mutant = data.draw(mutated(payload))
+    fast = decode_fast_method(mutant)
+    if fast is not None:
+        same_method(fast, general(decode_method, mutant))
+
+
+def test_the_fast_method_decoder_reads_each_bit_of_the_octet_as_pamqp_does() -> None:
+    publish = bytearray(pframe.marshal(C.Basic.Publish(exchange="x", routing_key="k"), 1)[7:-1])
+    ack = bytearray(pframe.marshal(C.Basic.Ack(delivery_tag=3), 1)[7:-1])
+    for octet in (0x00, 0x01, 0x02, 0x03, 0xFC, 0xFF):
+        publish[-1] = ack[-1] = octet
+        for payload in (bytes(publish), bytes(ack)):
+            fast = decode_fast_method(payload)
+            assert fast is not None
+            same_method(fast, decode_method(payload))
+
+
+ANY_NAME = st.one_of(EXCHANGES, st.text(max_size=140), LONG_SHORT_TEXT)
+
+
+@given(st.integers(0, 2 ** 16 - 1), st.one_of(SHORT_TEXT, st.text(min_size=200, max_size=300)),
+       st.one_of(st.integers(-(2 ** 64), 2 ** 64), st.booleans()), st.booleans(), ANY_NAME,
+       st.one_of(SHORT_TEXT, st.text(min_size=200, max_size=300)))
+def test_the_fast_deliver_encoder_writes_pamqps_octets_or_leaves_it_to_pamqp(
+        channel: int, consumer_tag: str, tag: Any, redelivered: bool, exchange: str,
+        key: str) -> None:
+    """Every basic.deliver pamqp writes is written the same; one it refuses (an exchange
+    name its validation refuses, a string over 255 octets, a tag out of range) is left to
+    it, so the error is pamqp's."""
+    method = C.Basic.Deliver.__new__(C.Basic.Deliver)
+    method.consumer_tag, method.delivery_tag, method.redelivered = consumer_tag, tag, redelivered
+    method.exchange, method.routing_key = exchange, key
+    try:
+        expected: Any = pframe.marshal(method, channel)
+    except (ValueError, TypeError) as exc:
+        expected = type(exc)
+    fast = encode_deliver(channel, method)
+    if isinstance(expected, bytes):
+        if type(tag) is int:  # (a bool tag pamqp writes as an int: left to it)
+            assert fast == expected
+        assert encode_method(channel, method) == expected
+    else:
+        assert fast is None
+        try:
+            encode_method(channel, method)
+        except (ValueError, TypeError) as exc:
+            assert type(exc) is expected
+        else:
+            raise AssertionError("encode_method wrote what pamqp refuses")
