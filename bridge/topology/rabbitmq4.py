@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
@@ -89,8 +89,10 @@ _EXPLANATIONS: tuple[tuple[str, TopologyErrorKind], ...] = (
 errors it would have raised: ``rabbit_amqp_management`` turns them all into 400)."""
 
 
+@lru_cache(maxsize=4096)
 def path_segment(name: str) -> str:
-    """``name`` percent-encoded as one URI path segment (all but RFC 3986's unreserved)."""
+    """``name`` percent-encoded as one URI path segment (all but RFC 3986's unreserved);
+    remembered for the names in use (a reply's ``reply-to`` is mapped at every RPC)."""
     return quote(name, safe="")
 
 
