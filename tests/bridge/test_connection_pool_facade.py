@@ -45,6 +45,7 @@ connections:
            reconnect: {{initial_delay: 0.2, max_delay: 1.0}}}}
 listeners:
   app: {{protocol: amqp0-9-1, bind: "127.0.0.1:{port}", users: {{app: {PASSWORD}}},
+         max_connections_per_peer: 200,
          topology: {{connection: cloud, broker: rabbitmq4}}}}
 metrics: {{bind: "127.0.0.1:0"}}
 logging: {{format: json}}
@@ -211,3 +212,72 @@ def _delete(rabbitmq_url: str, queues: list[str]) -> None:
     for queue in queues:
         ch.queue_delete(queue)
     conn.close()
+
+
+RPC_CLIENTS = 150
+"""RPC clients each consuming an exclusive reply queue: more than two connections'
+sessions (before the exclusive queues spread over the pool, they all went on the first
+connection and the clients past its 64 sessions waited for a session for ever)."""
+
+
+def _queues_at_rabbitmq(rabbitmq_url: str, names: set[str]) -> set[str]:
+    """Which of ``names`` RabbitMQ has."""
+    return {line.split()[0] for line in rabbitmqctl(rabbitmq_url, "list_queues", "name",
+                                                    "--no-table-headers").splitlines()
+            if line.split() and line.split()[0] in names}
+
+
+def test_150_rpc_clients_with_exclusive_reply_queues_spread_over_the_pool(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """pika's tutorial-6 RPC client shape: an exclusive server-named reply queue, consumed.
+    Each exclusive queue is declared on the pool member its consumer goes on, so the
+    clients are served across the pool; the exclusive rules hold (another client's consume
+    and passive declare: 405) and the queues go with their clients."""
+    with _bridge(rabbitmq_url, tmp_path) as (bridge, relay, port, metrics):
+        got: dict[str, list[bytes]] = {}
+        clients: list[pika.BlockingConnection] = []
+
+        def on_message(queue: str):  # type: ignore[no-untyped-def]
+            return lambda ch, method, properties, body: got[queue].append(body)
+
+        try:
+            for _ in range(RPC_CLIENTS):
+                conn = _pika(port)
+                ch = conn.channel()
+                reply = ch.queue_declare("", exclusive=True).method.queue
+                got[reply] = []
+                ch.basic_consume(reply, on_message(reply), auto_ack=True)
+                clients.append(conn)
+            # the replies, from a responder straight on RabbitMQ (another connection)
+            native = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+            nch = native.channel()
+            nch.confirm_delivery()
+            for reply in got:
+                nch.basic_publish("", reply, reply.encode(), mandatory=True)
+            native.close()
+            deadline = time.monotonic() + 20
+            while not all(got.values()):
+                assert time.monotonic() < deadline, \
+                    f"{sum(1 for g in got.values() if not g)} of {RPC_CLIENTS} RPC clients " \
+                    f"still wait for their reply"
+                for conn in clients:
+                    conn.process_data_events(time_limit=0)
+                time.sleep(0.01)
+            assert all(g == [q.encode()] for q, g in got.items())
+            assert _pool_size(metrics) >= 3  # (63 sessions a connection, less the pairs')
+            assert scrape(metrics).value("amqp_bridge_amqp10_begins_waiting",
+                                         connection="cloud") == 0
+            # only its owner may consume it, or declare it passively (405, as RabbitMQ)
+            first, last = list(got)[0], list(got)[-1]
+            for queue in (first, last):
+                for refused in (lambda ch: ch.basic_consume(queue, lambda *a: None),
+                                lambda ch: ch.queue_declare(queue, passive=True)):
+                    with pytest.raises(pika.exceptions.ChannelClosedByBroker) as info:
+                        refused(clients[len(clients) // 2].channel())
+                    assert info.value.reply_code == 405, info.value
+        finally:
+            for conn in clients:
+                with contextlib.suppress(pika.exceptions.AMQPError):
+                    conn.close()
+        poll(lambda: _queues_at_rabbitmq(rabbitmq_url, set(got)), lambda left: not left, 20,
+             "the exclusive queues to go with their clients")
