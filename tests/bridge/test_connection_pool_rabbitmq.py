@@ -189,21 +189,43 @@ def test_a_lost_extra_connection_is_reported_and_re_attaches_its_own_links(
     assert len(pool.members) == 2 and pool.first.reconnects == 0
 
 
-def test_sessions_kept_on_the_first_connection_let_pinned_links_attach_past_the_others(
-        make_pool: Callable[[int], Pooled], queue: str) -> None:
-    pooled = make_pool(2)
+def test_a_reserved_session_is_left_for_the_link_to_come_and_keeps_its_member_open(
+        make_pool: Callable[[int], Pooled], queue: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exclusive queue's member keeps a session for its consumer (which only that
+    connection may attach): other links go elsewhere meanwhile, the consumer's link gets
+    it, and a member with a reservation is not idle."""
+    monkeypatch.setattr(pool_module, "IDLE_GRACE", 1.0)
+    pooled = make_pool(3)
     pool = pooled.pool
-    pool.keep_for_pinned(10)  # (a topology-mode listener keeps KEPT_FOR_PINNED)
-    links = pooled.links(queue, 2 * PER_CONNECTION - 10)
+    links = pooled.links(queue, PER_CONNECTION + 1)  # the first full, one on cloud#2
     pooled.loop.run_until(lambda: all(link.up for link in links), "every link to attach")
-    assert [member.links_held for member in pool.members] == [
-        PER_CONNECTION - 10, PER_CONNECTION]
-    # exclusive queues' consumers: only the first may consume them; it has room
-    pinned = pooled.links(queue, 10, pinned=True)
-    pooled.loop.run_until(lambda: all(link.up for link in pinned), "the pinned links")
-    assert {link.handler for link in pinned} == {pool.first}
-    # every connection full: a link takes what is kept rather than wait, as before
-    pinned[0].forget()
+    chosen: list[Amqp10ConnectionHandler] = []
+    pool.reserve(chosen.append)  # an exclusive queue declared: on cloud#2, room kept there
+    assert [member.name for member in chosen] == ["cloud#2"]
+    assert pool.reserved == {chosen[0]: 1}
+    others = pooled.links(queue, PER_CONNECTION - 2)  # cloud#2's room less the reserved one
     late = pooled.links(queue, 1)[0]
-    pooled.loop.run_until(lambda: late.up, "a late link to take the kept session")
-    assert late.handler is pool.first
+    pooled.loop.run_until(lambda: all(link.up for link in [*others, late]), "the others")
+    assert {link.handler.name for link in others} == {"cloud#2"}  # type: ignore[union-attr]
+    assert late.handler.name == "cloud#3"  # type: ignore[union-attr]
+    # the consumer comes: its link takes the kept session, with no wait
+    pool.release(chosen[0])
+    consumer = Amqp10Link(pooled.loop.container, chosen[0].connection,
+                          existing_queue_address(queue), sender=False, owner=NotingOwner(),
+                          name="consumer", pinned=True)
+    pooled.loop.run_until(lambda: consumer.up, "the consumer to attach where it was kept")
+    assert consumer.handler is chosen[0] and chosen[0].begins_waiting == 0
+    assert chosen[0].links_held == PER_CONNECTION and pool.reserved == {}
+
+    # a member holding only a reservation is not idle; given back, it is
+    for link in [*links[PER_CONNECTION:], *others, consumer, late]:
+        link.forget()
+    pool.reserve(chosen.append)
+    extra = chosen[-1]
+    assert extra.name != "cloud"
+    pooled.loop.run_until(lambda: len(pool.members) == 2, "the member with nothing to close")
+    pooled.loop.settle(3 * pool_module.IDLE_GRACE)
+    assert extra in pool.members
+    pool.release(extra)
+    pooled.loop.run_until(lambda: pool.members == [pool.first], "the reserved one to close")
