@@ -24,6 +24,9 @@ from pathlib import Path
 import pika
 import pytest
 
+from amqp010.events import ExecutionExceptionReceived
+from amqp010.spec import AcceptMode, ErrorCode
+from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.logs import records
 from tests.support.metrics import counted, metrics_port, poll, scrape
@@ -38,7 +41,12 @@ PER_CLIENT = 30
 """150 consumers: more than two connections' sessions (63 links each)."""
 
 
-def _config(cloud_url: str, port: int) -> str:
+def _config(cloud_url: str, port: int, port010: int | None = None) -> str:
+    """The 0-9-1 listener ``app`` on ``port`` (and a 0-10 one, ``app010``, on ``port010``)."""
+    listener010 = "" if port010 is None else f"""
+  app010: {{protocol: amqp0-10, bind: "127.0.0.1:{port010}", users: {{app: {PASSWORD}}},
+            max_connections_per_peer: 200,
+            topology: {{connection: cloud, broker: rabbitmq4}}}}"""
     return f"""
 connections:
   cloud: {{protocol: amqp1.0, url: "{cloud_url}",
@@ -46,7 +54,7 @@ connections:
 listeners:
   app: {{protocol: amqp0-9-1, bind: "127.0.0.1:{port}", users: {{app: {PASSWORD}}},
          max_connections_per_peer: 200,
-         topology: {{connection: cloud, broker: rabbitmq4}}}}
+         topology: {{connection: cloud, broker: rabbitmq4}}}}{listener010}
 metrics: {{bind: "127.0.0.1:0"}}
 logging: {{format: json}}
 """
@@ -59,14 +67,19 @@ def _pika(port: int) -> pika.BlockingConnection:
 
 
 @contextmanager
-def _bridge(rabbitmq_url: str, tmp_path: Path) -> Iterator[tuple[BridgeRun, Relay, int, int]]:
-    """The bridge through a relay: (run, relay, façade port, metrics port)."""
+def _bridge(rabbitmq_url: str, tmp_path: Path, port010: int | None = None
+            ) -> Iterator[tuple[BridgeRun, Relay, int, int]]:
+    """The bridge through a relay: (run, relay, façade port, metrics port); with a 0-10
+    listener too on ``port010``."""
     host, port = rabbitmq_url.rsplit("@", 1)[1].split(":")
     relay = Relay((host, int(port)))
     facade_port = free_port()
     try:
-        with BridgeRun(_config(relay.url(rabbitmq_url), facade_port), tmp_path) as bridge:
+        with BridgeRun(_config(relay.url(rabbitmq_url), facade_port, port010),
+                       tmp_path) as bridge:
             wait_listening(facade_port, bridge)
+            if port010 is not None:
+                wait_listening(port010, bridge)
             yield bridge, relay, facade_port, metrics_port(bridge.log)
     finally:
         relay.close()
@@ -281,3 +294,50 @@ def test_150_rpc_clients_with_exclusive_reply_queues_spread_over_the_pool(
                     conn.close()
         poll(lambda: _queues_at_rabbitmq(rabbitmq_url, set(got)), lambda left: not left, 20,
              "the exclusive queues to go with their clients")
+
+
+QPID_RECEIVERS = 80
+"""0-10 sessions each subscribed to an exclusive queue of their own: more than one
+connection's sessions."""
+
+
+def test_80_0_10_sessions_with_exclusive_queues_spread_over_the_pool(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """What qpid.messaging's ``'#'`` receivers do (an exclusive auto-delete queue, then a
+    subscription), through the 0-10 façade: served across the pool, another session is
+    refused (resource-locked), the queues go with their sessions."""
+    port010 = free_port()
+    run = uuid.uuid4().hex[:8]
+    queues = [f"test.pool010.{run}.{n}" for n in range(QPID_RECEIVERS)]
+    with _bridge(rabbitmq_url, tmp_path, port010) as (bridge, _relay, _port, metrics):
+        url = f"amqp://app:{PASSWORD}@127.0.0.1:{port010}"
+        clients: list[BlockingClient] = []
+        try:
+            for queue in queues:
+                client = BlockingClient.connect(url)
+                clients.append(client)
+                client.declare_queue(queue, exclusive=True, auto_delete=True)
+                client.subscribe(queue, accept_mode=AcceptMode.NONE)
+            native = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+            nch = native.channel()
+            nch.confirm_delivery()
+            for queue in queues:
+                nch.basic_publish("", queue, queue.encode(), mandatory=True)
+            native.close()
+            for queue, client in zip(queues, clients, strict=True):
+                assert client.receive(queue, timeout=20).body == queue.encode()
+            assert _pool_size(metrics) >= 2
+            assert not [r for r in records(bridge.log()) if r.get("event") == "session_limit"]
+            for queue in (queues[0], queues[-1]):  # (on the first; on an extra)
+                with BlockingClient.connect(url) as other, \
+                        pytest.raises(ClientError) as info:
+                    other.subscribe(queue)
+                event = info.value.event
+                assert isinstance(event, ExecutionExceptionReceived), info.value
+                assert event.error_code == ErrorCode.RESOURCE_LOCKED
+        finally:
+            for client in clients:
+                with contextlib.suppress(Exception):
+                    client.close()
+        poll(lambda: _queues_at_rabbitmq(rabbitmq_url, set(queues)), lambda left: not left,
+             20, "the exclusive queues to go with their sessions")
