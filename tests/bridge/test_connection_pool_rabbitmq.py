@@ -11,6 +11,7 @@ still the behaviour at ``max_connections: 1`` and at the bound).
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,8 +22,17 @@ from bridge.amqp10 import pool as pool_module
 from bridge.amqp10.connection import RESERVED_SESSIONS
 from bridge.amqp10.link import Amqp10Link
 from bridge.amqp10.pool import ConnectionPool
+from bridge.topology import BindingSpec, QueueSpec
+from bridge.topology import rabbitmq4 as rabbitmq4_module
+from bridge.topology.rabbitmq4 import RabbitMQ4Topology
 from tests.support.link_owners import NotingOwner
-from tests.support.rabbitmq import declare_queue, delete_queue, existing_queue_address, unique_queue
+from tests.support.rabbitmq import (
+    declare_queue,
+    delete_queue,
+    existing_queue_address,
+    rabbitmqctl,
+    unique_queue,
+)
 from tests.topology.loop import FAST_RECONNECT, Loop
 
 pytestmark = pytest.mark.rabbitmq(4)
@@ -229,3 +239,70 @@ def test_a_reserved_session_is_left_for_the_link_to_come_and_keeps_its_member_op
     assert extra in pool.members
     pool.release(extra)
     pooled.loop.run_until(lambda: pool.members == [pool.first], "the reserved one to close")
+
+
+def _queue_at_rabbitmq(rabbitmq_url: str, name: str) -> bool:
+    """(rabbitmqctl takes a second or more: not a condition for :meth:`Loop.run_until`,
+    whose connections it would starve)"""
+    return name in rabbitmqctl(rabbitmq_url, "list_queues", "-q", "name").split()
+
+
+def test_an_exclusive_queue_lives_on_the_member_with_room_its_pair_closed_after_it(
+        make_pool: Callable[[int], Pooled], queue: str, rabbitmq_url: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """RabbitMQ 4's backend on a pool (bridge/topology/rabbitmq4.py): a new exclusive
+    queue is declared over a management pair on the member the pool chooses (the first
+    is full), a session kept there for its consumer; its consumer attaches there (from
+    another connection RabbitMQ refuses it: resource-locked), its binding is made over
+    that pair, it is declared again when that member comes back, and once it is gone
+    the pair closes and the member with it."""
+    monkeypatch.setattr(pool_module, "IDLE_GRACE", 1.0)
+    monkeypatch.setattr(rabbitmq4_module, "PAIR_IDLE", 0.2)
+    pooled = make_pool(3)
+    pool, loop = pooled.pool, pooled.loop
+    topology = RabbitMQ4Topology(loop.container, pool.connection, name="excl")
+    links = pooled.links(queue, PER_CONNECTION - 1)  # with the first's pair: the first full
+    try:
+        loop.run_until(lambda: all(link.up for link in links) and topology.management.up,
+                       "the first connection to fill")
+        name = loop.call(topology.declare_queue,
+                         QueueSpec("", exclusive=True, auto_delete=True, owner="rpc"),
+                         False).name
+        member = topology.exclusive_on[name]
+        assert member is not None and member.name == "cloud#2"
+        assert pool.reserved == {member: 1} and set(topology.pairs) == {member}
+        assert topology.consumer_connection(name) is member.connection
+        assert pool.reserved == {}
+        address = existing_queue_address(name)
+        consumer = Amqp10Link(loop.container, member.connection, address, sender=False,
+                              owner=NotingOwner(), name="consumer", pinned=True)
+        links.pop().forget()  # (room on the first for the intruder)
+        intruder = Amqp10Link(loop.container, pool.connection, address, sender=False,
+                              owner=NotingOwner(), name="intruder", pinned=True)
+        loop.run_until(lambda: consumer.up and intruder.last_condition is not None,
+                       "the consumer to attach and the intruder to be refused")
+        assert intruder.last_condition == "amqp:resource-locked" and not intruder.up
+        intruder.forget()
+        key = uuid.uuid4().hex  # only the declaring connection may bind it
+        assert loop.call(topology.bind, BindingSpec("amq.direct", name, key)) is None
+        consumer.forget()  # (the queue stays: auto-delete goes with a consumer that was)
+
+        # the member drops: RabbitMQ deletes the queue, the backend declares it again there
+        member.connection.transport.close_tail()
+        member.connection.transport.close_head()
+        loop.run_until(lambda: pooled.lost == ["cloud#2"], "the member's loss")
+        pair = topology.pairs[member]
+        loop.run_until(lambda: member.reconnects and pair.up and pair.requests >= 4,
+                       "the member back, the queue and its binding made again there")
+        assert _queue_at_rabbitmq(rabbitmq_url, name)
+        assert topology.exclusive_on[name] is member
+        loop.settle(3 * pool_module.IDLE_GRACE)
+        assert member in pool.members  # its exclusive queue holds it
+        assert key in rabbitmqctl(rabbitmq_url, "list_bindings", "-q", "routing_key")
+
+        topology.forget_owner("rpc")
+        loop.run_until(lambda: pool.members == [pool.first],
+                       "the pair, then the member, to close once its queue went")
+        assert not _queue_at_rabbitmq(rabbitmq_url, name) and topology.pairs == {}
+    finally:
+        topology.close()
