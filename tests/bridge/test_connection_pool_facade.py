@@ -240,6 +240,17 @@ def _queues_at_rabbitmq(rabbitmq_url: str, names: set[str]) -> set[str]:
             if line.split() and line.split()[0] in names}
 
 
+def _reply_natively(rabbitmq_url: str, queues: list[str]) -> None:
+    """Each queue's name to it, confirmed, from a responder straight on RabbitMQ (another
+    connection than the one that declared it)."""
+    native = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+    channel = native.channel()
+    channel.confirm_delivery()
+    for queue in queues:
+        channel.basic_publish("", queue, queue.encode(), mandatory=True)
+    native.close()
+
+
 def test_150_rpc_clients_with_exclusive_reply_queues_spread_over_the_pool(
         rabbitmq_url: str, tmp_path: Path) -> None:
     """pika's tutorial-6 RPC client shape: an exclusive server-named reply queue, consumed.
@@ -261,13 +272,7 @@ def test_150_rpc_clients_with_exclusive_reply_queues_spread_over_the_pool(
                 got[reply] = []
                 ch.basic_consume(reply, on_message(reply), auto_ack=True)
                 clients.append(conn)
-            # the replies, from a responder straight on RabbitMQ (another connection)
-            native = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
-            nch = native.channel()
-            nch.confirm_delivery()
-            for reply in got:
-                nch.basic_publish("", reply, reply.encode(), mandatory=True)
-            native.close()
+            _reply_natively(rabbitmq_url, list(got))
             deadline = time.monotonic() + 20
             while not all(got.values()):
                 assert time.monotonic() < deadline, \
@@ -318,12 +323,7 @@ def test_80_0_10_sessions_with_exclusive_queues_spread_over_the_pool(
                 clients.append(client)
                 client.declare_queue(queue, exclusive=True, auto_delete=True)
                 client.subscribe(queue, accept_mode=AcceptMode.NONE)
-            native = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
-            nch = native.channel()
-            nch.confirm_delivery()
-            for queue in queues:
-                nch.basic_publish("", queue, queue.encode(), mandatory=True)
-            native.close()
+            _reply_natively(rabbitmq_url, queues)
             for queue, client in zip(queues, clients, strict=True):
                 assert client.receive(queue, timeout=20).body == queue.encode()
             assert _pool_size(metrics) >= 2
