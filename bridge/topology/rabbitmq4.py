@@ -309,19 +309,15 @@ class RabbitMQ4Topology:
 
         def answered(result: Response | TopologyError) -> None:
             declared = isinstance(result, Response) and 200 <= result.status < 300
+            kept = False  # the reserved session stays for the new queue's consumer
             if declared and spec.exclusive:
                 self.exclusive[name] = QueueSpec(name, spec.durable, True, spec.auto_delete,
                                                  spec.arguments, spec.owner)
-                if reserved and name not in self.exclusive_on:
-                    self.exclusive_on[name] = member
+                kept = reserved and name not in self.exclusive_on
+                if kept:
                     self._consumer_due.add(name)
-                    reserved_kept = True
-                else:
-                    self.exclusive_on.setdefault(name, member)
-                    reserved_kept = False
-            else:
-                reserved_kept = False
-            if reserved and not reserved_kept:
+                self.exclusive_on.setdefault(name, member)
+            if reserved and not kept:
                 self._release(member)
                 self._pair_unused(member)
             if isinstance(result, TopologyError):

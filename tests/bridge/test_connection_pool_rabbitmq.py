@@ -33,7 +33,7 @@ from tests.support.rabbitmq import (
     rabbitmqctl,
     unique_queue,
 )
-from tests.topology.loop import FAST_RECONNECT, Loop
+from tests.topology.loop import FAST_RECONNECT, Loop, error_kind
 
 pytestmark = pytest.mark.rabbitmq(4)
 
@@ -265,6 +265,10 @@ def test_an_exclusive_queue_lives_on_the_member_with_room_its_pair_closed_after_
     try:
         loop.run_until(lambda: all(link.up for link in links) and topology.management.up,
                        "the first connection to fill")
+        refused = loop.call(topology.declare_queue, QueueSpec(
+            "", exclusive=True, owner="rpc", arguments={"x-max-length": "many"}), False)
+        assert error_kind(refused) == "precondition-failed"
+        assert pool.reserved == {}  # (the session kept for its consumer is given back)
         name = loop.call(topology.declare_queue,
                          QueueSpec("", exclusive=True, auto_delete=True, owner="rpc"),
                          False).name
