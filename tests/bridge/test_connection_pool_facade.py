@@ -102,8 +102,8 @@ def _pool_size(metrics: int) -> float:
 
 class Consumers:
     """``CLIENTS`` pika connections, each consuming ``PER_CLIENT`` queues of its own, then
-    an exclusive server-named queue (an RPC client's reply queue: only the bridge's first
-    1.0 connection, which declared it, may consume it)."""
+    an exclusive server-named queue (an RPC client's reply queue: only the bridge's 1.0
+    connection that declared it may consume it)."""
 
     def __init__(self, port: int, *, auto_ack: bool) -> None:
         self.run = uuid.uuid4().hex[:8]
@@ -166,8 +166,8 @@ def test_150_consumers_each_get_their_message_over_extra_connections_closed_afte
             consumers.publish(port, rabbitmq_url)
             consumers.pump_until(consumers.all_got_one, "every consumer's message")
             assert all(got == [(queue.encode(), False)] for queue, got in consumers.got.items())
-            # 150 consumer links, 5 of exclusive queues (on the first), the topology's
-            # request pair and publisher: three connections
+            # 150 consumer links, 5 of exclusive queues (each on the connection that
+            # declared it), the topology's request pairs and publisher: three connections
             assert _pool_size(metrics) == 3
             assert len(_bridge_connections(rabbitmq_url, relay)) == 3
             assert counted(metrics, "amqp_bridge_amqp10_pool_opened_total",
