@@ -181,8 +181,6 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         login_user = self.config.connections[settings.connection].login_user
         facade.enable_topology(backend, amqp10, login_user)
         pool = self.amqp10_pools[settings.connection]
-        # its exclusive queues are the first connection's, and so are their consumers
-        pool.keep_for_pinned()
         # what the broker held for the clients may be gone with the connection (with any
         # connection of its pool: a client's links and publishers may be on several)
         pool.when_lost(facade.broker_lost)

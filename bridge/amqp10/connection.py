@@ -111,6 +111,15 @@ class LinkPool(Protocol):
         once that is known (the first connection's session limit)."""
         ...
 
+    def reserve(self, placed: Callable[[Amqp10ConnectionHandler], None]) -> None:
+        """As :meth:`place`, and keep a session there for a link to come (an exclusive
+        queue's consumer, which must go on the connection that declared the queue)."""
+        ...
+
+    def release(self, member: Amqp10ConnectionHandler) -> None:
+        """Give back a session :meth:`reserve` kept on ``member``."""
+        ...
+
 
 class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
     """Logs state changes of one AMQP 1.0 connection; tells its links when the transport drops.

@@ -18,19 +18,22 @@ there are fewer than ``max_connections``; else the member holding the fewest, wh
 link waits for a session as on a single connection (the ``session_limit`` WARNING, the
 ``amqp_bridge_amqp10_begins_waiting`` gauge).
 
-Links that must stay on the first connection (the topology's request/response pair, a
-consumer of an exclusive queue, which only its declaring connection may consume: the
-first, where the topology's requests go) never ask the pool. When a topology-mode
-listener uses the pool, :data:`KEPT_FOR_PINNED` of the first connection's sessions are
-kept for such consumers (:meth:`ConnectionPool.keep_for_pinned`): other links fill the
-rest, then the extras; only once every connection is full do they take those too (better
-than waiting). The limit is the one the first connection's
-peer announced; until the first connection has opened once, links wait in the pool (an
-extra connection is never opened blind). A link never moves: a lost connection's links
-are re-attached on that connection by proton's reconnect, as ever.
+A link that must go on one connection in particular never asks the pool: the consumer
+of an exclusive queue, which only the connection that declared it may consume (RabbitMQ
+4 refuses another connection's attach with ``amqp:resource-locked``). So such a queue is
+*placed* before it is declared (:meth:`ConnectionPool.reserve`): its declare goes over a
+request pair on the member chosen as for a link (:mod:`bridge.topology.rabbitmq4` opens
+one per member that holds exclusive queues), and one session there is kept for the
+queue's consumer from then on (counted as a link in the choice above) until the consumer
+comes or the queue goes (:meth:`ConnectionPool.release`). Exclusive queues and their
+consumers thus spread over the pool like other links. The limit is the one the first
+connection's peer announced; until the first connection has opened once, links (and
+reservations) wait in the pool (an extra connection is never opened blind). A link never
+moves: a lost connection's links are re-attached on that connection by proton's
+reconnect, as ever.
 
-An extra connection that holds no link for :data:`IDLE_GRACE` seconds is closed (not at
-once: consumers come and go); one that is lost is reconnected by proton like the first.
+An extra connection that holds no link and no reserved session for :data:`IDLE_GRACE`
+seconds is closed (not at once: consumers come and go); one that is lost is reconnected by proton like the first.
 Every loss of an open member is reported to :meth:`ConnectionPool.when_lost` (a
 topology-mode façade closes its clients: their links and what the broker held for them
 may be on any member); an extra closed for idleness is not a loss. With
@@ -56,10 +59,6 @@ IDLE_GRACE = 10.0
 """Seconds an extra connection stays open with no link on it before it is closed."""
 IDLE_CHECK = 1.0
 """Seconds between looks for idle extra connections (only while there are some)."""
-KEPT_FOR_PINNED = 24
-"""Sessions of the first connection kept for the links pinned to it (exclusive queues'
-consumers) when a topology-mode listener uses the pool: of RabbitMQ 4's 63 for links,
-39 for others before the first extra opens."""
 
 
 class ConnectionPool:
@@ -85,9 +84,8 @@ class ConnectionPool:
         """Extra connections with no link, by name → since when (monotonic)."""
         self._checking = False
         """The idle check's timer is scheduled."""
-        self.kept_for_pinned = 0
-        """Sessions of the first connection other links leave to pinned ones while
-        another connection has room or may be opened (:meth:`keep_for_pinned`)."""
+        self.reserved: dict[Amqp10ConnectionHandler, int] = {}
+        """Sessions kept for links to come, by member (:meth:`reserve`)."""
         self.connection = self._add(name)
         """The first connection (proton's): the one routes and the topology are given."""
 
@@ -109,10 +107,23 @@ class ConnectionPool:
         else:
             placed(self._choose(self.first.known_limit))
 
-    def keep_for_pinned(self, sessions: int = KEPT_FOR_PINNED) -> None:
-        """Keep ``sessions`` of the first connection for the links pinned to it (a
-        topology-mode listener's exclusive queues' consumers)."""
-        self.kept_for_pinned = max(self.kept_for_pinned, sessions)
+    def reserve(self, placed: Callable[[Amqp10ConnectionHandler], None]) -> None:
+        """As :meth:`place`, and keep a session of the chosen connection for a link that
+        is to go there (an exclusive queue's consumer) until :meth:`release`."""
+        def chosen(member: Amqp10ConnectionHandler) -> None:
+            self.reserved[member] = self.reserved.get(member, 0) + 1
+            placed(member)
+
+        self.place(chosen)
+
+    def release(self, member: Amqp10ConnectionHandler) -> None:
+        """Give back a session :meth:`reserve` kept on ``member`` (its link came, or
+        will not)."""
+        left = self.reserved.get(member, 0) - 1
+        if left > 0:
+            self.reserved[member] = left
+        else:
+            self.reserved.pop(member, None)
 
     def when_lost(self, fn: Callable[[str], None]) -> None:
         """Call ``fn(member name)`` each time an open member drops (not when the pool
@@ -128,16 +139,15 @@ class ConnectionPool:
     # -- internals -----------------------------------------------------------------------
 
     def _choose(self, limit: int) -> Amqp10ConnectionHandler:
-        def room(member: Amqp10ConnectionHandler, kept: int = 0) -> int:
-            return (member.known_limit or limit) - RESERVED_SESSIONS - kept \
-                - member.links_held
+        def room(member: Amqp10ConnectionHandler) -> int:
+            return (member.known_limit or limit) - RESERVED_SESSIONS - member.links_held \
+                - self.reserved.get(member, 0)
 
         for member in self.members:
-            if room(member, self.kept_for_pinned if member is self.first else 0) > 0:
+            if room(member) > 0:
                 return member
         if len(self.members) < self.max_connections:
             return self._add(self._free_name()).handler  # type: ignore[no-any-return]
-        # every connection full: the sessions kept for pinned links rather than a wait
         return max(self.members, key=room)
 
     def _free_name(self) -> str:
@@ -186,7 +196,7 @@ class ConnectionPool:
         self._checking = False
         now = time.monotonic()
         for member in self.members[1:]:
-            if member.links_held:
+            if member.links_held or member in self.reserved:
                 self._idle_since.pop(member.name, None)
             elif now - self._idle_since.setdefault(member.name, now) >= IDLE_GRACE:
                 self._retire(member)
@@ -195,6 +205,7 @@ class ConnectionPool:
 
     def _retire(self, member: Amqp10ConnectionHandler) -> None:
         self.members.remove(member)
+        self.reserved.pop(member, None)
         self._idle_since.pop(member.name, None)
         log.info("amqp1.0 %s: closing connection %s: no link on it for %g s", self.name,
                  member.name, IDLE_GRACE,
@@ -212,4 +223,4 @@ class ConnectionPool:
                     {"connection": self.name}, "idle check rescheduled", recover)
 
 
-__all__ = ["IDLE_GRACE", "KEPT_FOR_PINNED", "ConnectionPool"]
+__all__ = ["IDLE_GRACE", "ConnectionPool"]

@@ -156,3 +156,9 @@ class Topology(Protocol):
     def queue_address(self, queue: str) -> str:
         """The 1.0 address of the queue: the source its consumers receive from, and
         the ``reply-to`` a native 1.0 responder answers to."""
+
+    def consumer_connection(self, queue: str) -> Any | None:
+        """The proton connection a consumer of ``queue`` must attach on — an exclusive
+        queue's, where the broker binds it to the 1.0 connection that declared it
+        (RabbitMQ 4) —, or None: any connection of the pool will do. Asked once per
+        consumer, as its link is made."""

@@ -149,6 +149,10 @@ class QpiddTopology:
         """Detach from qpidd's agent; pending operations fail ``unavailable``."""
         self.qmf.close()
 
+    def consumer_connection(self, queue: str) -> Any | None:
+        """None: qpidd's queues belong to no 1.0 connection (module docstring)."""
+        return None
+
     # -- exchanges -----------------------------------------------------------------------
 
     def declare_exchange(self, spec: ExchangeSpec, passive: bool,

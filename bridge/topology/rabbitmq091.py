@@ -180,6 +180,11 @@ class RabbitMQ091Topology:
             reply = C.Queue.UnbindOk if unbind else C.Queue.BindOk
         self._submit(method, reply, lambda _: None, done)
 
+    def consumer_connection(self, queue: str) -> Any | None:
+        """None: a client's exclusive queue is non-exclusive at RabbitMQ (module
+        docstring), any 1.0 connection may consume it."""
+        return None
+
     def forget_owner(self, owner: str) -> None:
         for queue in sorted(self._owned.pop(owner, ())):
             self._delete_orphan(queue, ORPHAN_DELETE_ATTEMPTS)

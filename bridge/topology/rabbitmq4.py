@@ -37,16 +37,29 @@ RabbitMQ's answers become :class:`~bridge.topology.model.TopologyError` kinds in
 RabbitMQ's explanation: "no queue"/"no exchange" not-found, "exclusive access to locked"
 resource-locked, "unknown exchange type" not-implemented, else precondition-failed).
 
-Exclusive queues belong, at RabbitMQ, to the 1.0 connection that declared them — the
-bridge's, shared by every legacy client of the listener. The backend keeps the legacy
+Exclusive queues belong, at RabbitMQ, to the 1.0 connection that declared them — one
+of the bridge's, shared by legacy clients of the listener. The backend keeps the legacy
 owner of each (:attr:`QueueSpec.owner`): another owner's declare of it is refused
 ``resource-locked`` as the legacy broker would, and :meth:`forget_owner` deletes them
-when their client goes. The façade's consumer links on the same 1.0 connection may
-consume from them; any connection may publish to them (RabbitMQ restricts only
+when their client goes. Any connection may publish to them (RabbitMQ restricts only
 consuming, declaring, binding, purging and deleting to the owner connection), so
-replies from other connections and other bridge instances reach them. RabbitMQ deletes
-them when the bridge's 1.0 connection drops; the backend declares them again (and their
-bindings) once it is back.
+replies from other connections and other bridge instances reach them.
+
+Only the declaring connection may consume an exclusive queue, and a connection has a
+bounded number of sessions (RabbitMQ 4: 64, one per link), so exclusive queues are
+spread over the configured connection's pool (:mod:`bridge.amqp10.pool`) like links:
+the declare of a new one asks the pool for a member (:meth:`ConnectionPool.reserve
+<bridge.amqp10.pool.ConnectionPool.reserve>`, which keeps a session there for the
+queue's consumer) and goes over a management pair on that member, opened on the first
+such declare (the first connection's pair serves everything else). The queue remembers
+its member (:attr:`RabbitMQ4Topology.exclusive_on`): every later request about it
+(declare, bind, unbind, purge, delete) goes over that member's pair, and its consumers
+attach there (:meth:`RabbitMQ4Topology.consumer_connection`, which gives the reserved
+session back to the pool). An extra member's pair is closed :data:`PAIR_IDLE` seconds
+after its last exclusive queue went, so that the pool may close the member when nothing
+else uses it. RabbitMQ deletes a connection's exclusive queues when it drops; the
+backend declares them again (and their bindings) on that member once it is back (a
+topology-mode façade closes its clients at any member's loss, so usually none is left).
 """
 
 from __future__ import annotations
@@ -59,6 +72,7 @@ from urllib.parse import quote
 
 from proton.reactor import Container
 
+from ..amqp10.connection import Amqp10ConnectionHandler
 from ..runtime import Timer
 from .management import ManagementClient, Response
 from .model import (
@@ -76,6 +90,11 @@ from .model import (
 )
 
 log = logging.getLogger("bridge.topology")
+
+PAIR_IDLE = 5.0
+"""Seconds an extra pool member's management pair stays attached after the last
+exclusive queue declared over it went (less than the pool's idle grace: the member,
+held by the pair, may then be closed)."""
 
 R = TypeVar("R")
 
@@ -135,18 +154,93 @@ class RabbitMQ4Topology:
                  request_timeout: float = 10.0) -> None:
         self.container = container
         self.name = name
+        self.request_timeout = request_timeout
         self.management = ManagementClient(container, connection, name=name,
                                            request_timeout=request_timeout)
+        """The first connection's pair: every request but those about an exclusive queue
+        declared on another member of the pool."""
+        handler = connection.handler
+        self.first: Amqp10ConnectionHandler | None = \
+            handler if isinstance(handler, Amqp10ConnectionHandler) else None
+        self.pool = self.first.pool if self.first is not None else None
+        """The connection's pool (None: one connection, where everything goes)."""
+        self.pairs: dict[Amqp10ConnectionHandler, ManagementClient] = {}
+        """The management pairs of the other members exclusive queues were declared on."""
         self.exclusive: dict[str, QueueSpec] = {}
         """Exclusive queues declared through this backend, by name (``owner``: their
-        legacy owner), declared again after the 1.0 connection dropped."""
+        legacy owner), declared again after their 1.0 connection dropped."""
+        self.exclusive_on: dict[str, Amqp10ConnectionHandler | None] = {}
+        """The pool member each exclusive queue was declared on (None: the first)."""
         self.exclusive_bindings: dict[str, list[BindingSpec]] = {}
         """Bindings to those queues, made again with them."""
-        self.management.on_restored = self._declare_exclusive_again
+        self._consumer_due: set[str] = set()
+        """Exclusive queues whose member still keeps a session for their first consumer."""
+        self.management.on_restored = partial(self._declare_exclusive_again, None)
 
     def close(self) -> None:
         """Detach from the management node; pending operations fail ``unavailable``."""
         self.management.close()
+        for pair in list(self.pairs.values()):
+            pair.close()
+        self.pairs.clear()
+
+    def consumer_connection(self, queue: str) -> Any | None:
+        """The proton connection that declared the exclusive queue ``queue`` (its
+        consumers must attach there); None for another queue. The session the pool kept
+        there for its consumer is given back: the consumer's link takes it now."""
+        if queue not in self.exclusive_on:
+            return None
+        member = self.exclusive_on[queue]
+        if queue in self._consumer_due:
+            self._consumer_due.discard(queue)
+            self._release(member)
+        return self.management.connection if member is None else member.connection
+
+    # -- the pool members' management pairs ----------------------------------------------
+
+    def _pair(self, member: Amqp10ConnectionHandler | None) -> ManagementClient:
+        """The management pair on ``member`` (None: the first), opened now if need be."""
+        if member is None or member is self.first:
+            return self.management
+        pair = self.pairs.get(member)
+        if pair is None:
+            pair = self.pairs[member] = ManagementClient(
+                self.container, member.connection, name=f"{self.name}.{member.name}",
+                request_timeout=self.request_timeout)
+            pair.on_restored = partial(self._declare_exclusive_again, member)
+        return pair
+
+    def _management_for(self, queue: str) -> ManagementClient:
+        """The pair of the member ``queue`` was declared on (an exclusive queue's), else
+        the first's."""
+        return self._pair(self.exclusive_on.get(queue))
+
+    def _release(self, member: Amqp10ConnectionHandler | None) -> None:
+        """Give back a session the pool kept on ``member`` for a consumer."""
+        held = member or self.first
+        if self.pool is not None and held is not None:
+            self.pool.release(held)
+
+    def _pair_unused(self, member: Amqp10ConnectionHandler | None) -> None:
+        """An exclusive queue on ``member`` went: its pair is closed :data:`PAIR_IDLE`
+        seconds later if none is left there by then (the first's is never closed)."""
+        if member is not None and member in self.pairs \
+                and member not in self.exclusive_on.values():
+            self.container.schedule(PAIR_IDLE, Timer(partial(self._close_pair, member)))
+
+    def _close_pair(self, member: Amqp10ConnectionHandler) -> None:
+        pair = self.pairs.get(member)
+        if pair is None or member in self.exclusive_on.values():
+            return
+        if pair.busy:
+            self.container.schedule(PAIR_IDLE, Timer(partial(self._close_pair, member)))
+            return
+        del self.pairs[member]
+        log.info("topology %s: closing the management link pair on %s: no exclusive queue "
+                 "left there", self.name, member.name,
+                 extra={"event": "management_pair_closed", "topology": self.name,
+                        "connection": member.name})
+        pair.close()
 
     # -- exchanges -----------------------------------------------------------------------
 
@@ -189,7 +283,8 @@ class RabbitMQ4Topology:
             return
         path = f"/queues/{path_segment(name)}"
         if passive:
-            self._request("GET", path, None, done, partial(self._existing, name))
+            self._request("GET", path, None, done, partial(self._existing, name),
+                          via=self._management_for(name))
             return
         arguments = amqp_arguments(spec.arguments, "RabbitMQ 4")
         if isinstance(arguments, TopologyError):
@@ -197,24 +292,49 @@ class RabbitMQ4Topology:
             return
         body = {"durable": spec.durable, "exclusive": spec.exclusive,
                 "auto_delete": spec.auto_delete, "arguments": arguments}
+        if spec.exclusive and name not in self.exclusive_on and self.pool is not None:
+            # a new exclusive queue: on the member its consumer will have room on
+            self.pool.reserve(lambda member: self._put_queue(
+                None if member is self.first else member, name, spec, body, done,
+                reserved=True))
+        else:
+            self._put_queue(self.exclusive_on.get(name), name, spec, body, done,
+                            reserved=False)
+
+    def _put_queue(self, member: Amqp10ConnectionHandler | None, name: str, spec: QueueSpec,
+                   body: dict[str, Any], done: Done[QueueInfo], *, reserved: bool) -> None:
+        """The PUT of a queue declare over ``member``'s pair (None: the first's);
+        ``reserved``: the pool keeps a session there for a new exclusive queue's
+        consumer, given back unless the queue is declared."""
+        path = f"/queues/{path_segment(name)}"
+        management = self._pair(member)
 
         def answered(result: Response | TopologyError) -> None:
+            declared = isinstance(result, Response) and 200 <= result.status < 300
+            kept = False  # the reserved session stays for the new queue's consumer
+            if declared and spec.exclusive:
+                self.exclusive[name] = QueueSpec(name, spec.durable, True, spec.auto_delete,
+                                                 spec.arguments, spec.owner)
+                kept = reserved and name not in self.exclusive_on
+                if kept:
+                    self._consumer_due.add(name)
+                self.exclusive_on.setdefault(name, member)
+            if reserved and not kept:
+                self._release(member)
+                self._pair_unused(member)
             if isinstance(result, TopologyError):
                 done(result)
-            elif 200 <= result.status < 300:
-                if spec.exclusive:
-                    self.exclusive[name] = QueueSpec(name, spec.durable, True, spec.auto_delete,
-                                                     spec.arguments, spec.owner)
+            elif declared:
                 done(_queue_info(result.body, name))
             elif result.status == 403 and name.startswith("amq."):
                 # RabbitMQ 4 refuses any declare of an amq. queue through its management,
                 # where 0-9-1 lets one that exists (server-named) be declared again
-                self.management.request("GET", path, None, partial(
+                management.request("GET", path, None, partial(
                     self._existing_reserved, name, error_of(result), done))
             else:
                 done(error_of(result))
 
-        self.management.request("PUT", path, body, answered)
+        management.request("PUT", path, body, answered)
 
     def _existing_reserved(self, name: str, refusal: TopologyError, done: Done[QueueInfo],
                            result: Response | TopologyError) -> None:
@@ -238,6 +358,7 @@ class RabbitMQ4Topology:
     def delete_queue(self, name: str, if_unused: bool, if_empty: bool,
                      done: Done[int | None]) -> None:
         path = f"/queues/{path_segment(name)}"
+        management = self._management_for(name)
 
         def deleted(response: Response) -> int | None:
             self._forget_exclusive(name)
@@ -245,7 +366,7 @@ class RabbitMQ4Topology:
                 if isinstance(response.body, dict) else None
 
         if not (if_unused or if_empty):
-            self._request("DELETE", path, None, done, deleted)
+            self._request("DELETE", path, None, done, deleted, via=management)
             return
 
         def checked(result: Response | TopologyError) -> None:
@@ -264,23 +385,26 @@ class RabbitMQ4Topology:
             elif if_empty and info.message_count:
                 done(TopologyError("precondition-failed", f"queue '{name}' not empty"))
             else:
-                self._request("DELETE", path, None, done, deleted)
+                self._request("DELETE", path, None, done, deleted, via=management)
 
-        self.management.request("GET", path, None, checked)
+        management.request("GET", path, None, checked)
 
     def purge_queue(self, name: str, done: Done[int | None]) -> None:
         self._request("DELETE", f"/queues/{path_segment(name)}/messages", None, done,
                       lambda response: _count(response.body.get("message_count"))
-                      if isinstance(response.body, dict) else None)
+                      if isinstance(response.body, dict) else None,
+                      via=self._management_for(name))
 
     def forget_owner(self, owner: str) -> None:
         for name in [q for q, spec in self.exclusive.items() if spec.owner == owner]:
+            management = self._management_for(name)
             self._forget_exclusive(name)
-            self.management.request("DELETE", f"/queues/{path_segment(name)}", None,
-                                    partial(self._forgotten, name))
+            management.request("DELETE", f"/queues/{path_segment(name)}", None,
+                               partial(self._forgotten, name))
 
     def _forgotten(self, name: str, result: Response | TopologyError) -> None:
-        if isinstance(result, TopologyError) or result.status >= 300:
+        # (404: gone already, with the 1.0 connection it was declared on)
+        if isinstance(result, TopologyError) or (result.status >= 300 and result.status != 404):
             error = result if isinstance(result, TopologyError) else error_of(result)
             log.warning("topology %s: the exclusive queue %r of a client that left was not "
                         "deleted: %s: %s", self.name, name, error.kind, error.text,
@@ -290,12 +414,19 @@ class RabbitMQ4Topology:
     def _forget_exclusive(self, name: str) -> None:
         self.exclusive.pop(name, None)
         self.exclusive_bindings.pop(name, None)
+        if name in self.exclusive_on:
+            member = self.exclusive_on.pop(name)
+            if name in self._consumer_due:
+                self._consumer_due.discard(name)
+                self._release(member)
+            self._pair_unused(member)
 
-    def _declare_exclusive_again(self) -> None:
-        """The 1.0 connection came back: RabbitMQ deleted the exclusive queues with the
-        old one; declare them again, and their bindings (what was sent to them in
-        between is lost)."""
-        for spec in list(self.exclusive.values()):
+    def _declare_exclusive_again(self, member: Amqp10ConnectionHandler | None) -> None:
+        """``member``'s 1.0 connection (None: the first) came back: RabbitMQ deleted the
+        exclusive queues declared on it with the old one; declare them again there, and
+        their bindings (what was sent to them in between is lost)."""
+        for spec in [spec for name, spec in self.exclusive.items()
+                     if self.exclusive_on.get(name) is member]:
             log.info("topology %s: declaring the exclusive queue %r again after the 1.0 "
                      "connection came back", self.name, spec.name,
                      extra={"event": "exclusive_queue_restored", "topology": self.name,
@@ -326,7 +457,8 @@ class RabbitMQ4Topology:
         destination = "destination_exchange" if binding.to_exchange else "destination_queue"
         body = {"source": binding.source, destination: binding.destination,
                 "binding_key": binding.key, "arguments": arguments}
-        self._request("POST", "/bindings", body, done, partial(self._bound, binding))
+        self._request("POST", "/bindings", body, done, partial(self._bound, binding),
+                      via=self._binding_pair(binding))
 
     def _bound(self, binding: BindingSpec, response: Response) -> None:
         kept = self.exclusive_bindings.setdefault(binding.destination, []) \
@@ -334,7 +466,14 @@ class RabbitMQ4Topology:
         if kept is not None and binding not in kept:
             kept.append(binding)
 
+    def _binding_pair(self, binding: BindingSpec) -> ManagementClient:
+        """The pair a request about ``binding`` goes over: that of the member its queue
+        was declared on when it is an exclusive queue's (only its connection may bind it)."""
+        return self.management if binding.to_exchange \
+            else self._management_for(binding.destination)
+
     def unbind(self, binding: BindingSpec, done: Done[None]) -> None:
+        management = self._binding_pair(binding)
         kept = self.exclusive_bindings.get(binding.destination, [])
         if not binding.to_exchange and binding in kept:
             kept.remove(binding)
@@ -343,7 +482,8 @@ class RabbitMQ4Topology:
             location = (f"/bindings/src={path_segment(binding.source)};{kind}="
                         f"{path_segment(binding.destination)};key={path_segment(binding.key)}"
                         f";args=")
-            self._request("DELETE", location, None, done, lambda response: None)
+            self._request("DELETE", location, None, done, lambda response: None,
+                          via=management)
             return
 
         def found(result: Response | TopologyError) -> None:
@@ -359,11 +499,11 @@ class RabbitMQ4Topology:
                 done(None)  # no such binding: unbinding it succeeds
                 return
             self._request("DELETE", str(matches[0]["location"]), None, done,
-                          lambda response: None)
+                          lambda response: None, via=management)
 
         query = (f"/bindings?src={path_segment(binding.source)}&{kind}="
                  f"{path_segment(binding.destination)}&key={path_segment(binding.key)}")
-        self.management.request("GET", query, None, found)
+        management.request("GET", query, None, found)
 
     # -- addresses -----------------------------------------------------------------------
 
@@ -379,9 +519,11 @@ class RabbitMQ4Topology:
     # -- helpers -------------------------------------------------------------------------
 
     def _request(self, method: str, path: str, body: Any, done: Callable[[Any], None],
-                 result: Callable[[Response], R | TopologyError]) -> None:
-        """Send a request; ``done`` gets ``result(response)`` for a 2xx answer, else
-        the error RabbitMQ's answer (or its absence) means."""
+                 result: Callable[[Response], R | TopologyError], *,
+                 via: ManagementClient | None = None) -> None:
+        """Send a request (over ``via``, default the first connection's pair); ``done``
+        gets ``result(response)`` for a 2xx answer, else the error RabbitMQ's answer (or
+        its absence) means."""
         def answered(response: Response | TopologyError) -> None:
             if isinstance(response, TopologyError):
                 done(response)
@@ -390,7 +532,7 @@ class RabbitMQ4Topology:
             else:
                 done(error_of(response))
 
-        self.management.request(method, path, body, answered)
+        (via or self.management).request(method, path, body, answered)
 
     def _later(self, done: Callable[[Any], None], result: Any) -> None:
         self.container.schedule(0, Timer(lambda: done(result)))
@@ -401,5 +543,5 @@ if TYPE_CHECKING:
         return backend  # mypy checks that the backend implements the protocol
 
 
-__all__ = ["SERVER_NAMED_PREFIX", "RabbitMQ4Topology", "error_of", "path_segment",
+__all__ = ["PAIR_IDLE", "SERVER_NAMED_PREFIX", "RabbitMQ4Topology", "error_of", "path_segment",
            "server_name"]

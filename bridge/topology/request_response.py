@@ -295,6 +295,11 @@ class RequestClient:
         return self._reply_to
 
     @property
+    def busy(self) -> bool:
+        """Requests or probes wait to be sent or for their answer."""
+        return bool(self._waiting or self._in_flight or self._probes)
+
+    @property
     def open(self) -> bool:
         """Attached or attaching, and not closed for good (:class:`LinkWatcher`)."""
         return not self.closing and self._session is not None

@@ -24,6 +24,9 @@ from pathlib import Path
 import pika
 import pytest
 
+from amqp010.events import ExecutionExceptionReceived
+from amqp010.spec import AcceptMode, ErrorCode
+from amqp010.transport import BlockingClient, ClientError
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.logs import records
 from tests.support.metrics import counted, metrics_port, poll, scrape
@@ -38,14 +41,20 @@ PER_CLIENT = 30
 """150 consumers: more than two connections' sessions (63 links each)."""
 
 
-def _config(cloud_url: str, port: int) -> str:
+def _config(cloud_url: str, port: int, port010: int | None = None) -> str:
+    """The 0-9-1 listener ``app`` on ``port`` (and a 0-10 one, ``app010``, on ``port010``)."""
+    listener010 = "" if port010 is None else f"""
+  app010: {{protocol: amqp0-10, bind: "127.0.0.1:{port010}", users: {{app: {PASSWORD}}},
+            max_connections_per_peer: 200,
+            topology: {{connection: cloud, broker: rabbitmq4}}}}"""
     return f"""
 connections:
   cloud: {{protocol: amqp1.0, url: "{cloud_url}",
            reconnect: {{initial_delay: 0.2, max_delay: 1.0}}}}
 listeners:
   app: {{protocol: amqp0-9-1, bind: "127.0.0.1:{port}", users: {{app: {PASSWORD}}},
-         topology: {{connection: cloud, broker: rabbitmq4}}}}
+         max_connections_per_peer: 200,
+         topology: {{connection: cloud, broker: rabbitmq4}}}}{listener010}
 metrics: {{bind: "127.0.0.1:0"}}
 logging: {{format: json}}
 """
@@ -58,14 +67,19 @@ def _pika(port: int) -> pika.BlockingConnection:
 
 
 @contextmanager
-def _bridge(rabbitmq_url: str, tmp_path: Path) -> Iterator[tuple[BridgeRun, Relay, int, int]]:
-    """The bridge through a relay: (run, relay, façade port, metrics port)."""
+def _bridge(rabbitmq_url: str, tmp_path: Path, port010: int | None = None
+            ) -> Iterator[tuple[BridgeRun, Relay, int, int]]:
+    """The bridge through a relay: (run, relay, façade port, metrics port); with a 0-10
+    listener too on ``port010``."""
     host, port = rabbitmq_url.rsplit("@", 1)[1].split(":")
     relay = Relay((host, int(port)))
     facade_port = free_port()
     try:
-        with BridgeRun(_config(relay.url(rabbitmq_url), facade_port), tmp_path) as bridge:
+        with BridgeRun(_config(relay.url(rabbitmq_url), facade_port, port010),
+                       tmp_path) as bridge:
             wait_listening(facade_port, bridge)
+            if port010 is not None:
+                wait_listening(port010, bridge)
             yield bridge, relay, facade_port, metrics_port(bridge.log)
     finally:
         relay.close()
@@ -88,8 +102,8 @@ def _pool_size(metrics: int) -> float:
 
 class Consumers:
     """``CLIENTS`` pika connections, each consuming ``PER_CLIENT`` queues of its own, then
-    an exclusive server-named queue (an RPC client's reply queue: only the bridge's first
-    1.0 connection, which declared it, may consume it)."""
+    an exclusive server-named queue (an RPC client's reply queue: only the bridge's 1.0
+    connection that declared it may consume it)."""
 
     def __init__(self, port: int, *, auto_ack: bool) -> None:
         self.run = uuid.uuid4().hex[:8]
@@ -152,8 +166,8 @@ def test_150_consumers_each_get_their_message_over_extra_connections_closed_afte
             consumers.publish(port, rabbitmq_url)
             consumers.pump_until(consumers.all_got_one, "every consumer's message")
             assert all(got == [(queue.encode(), False)] for queue, got in consumers.got.items())
-            # 150 consumer links, 5 of exclusive queues (on the first), the topology's
-            # request pair and publisher: three connections
+            # 150 consumer links, 5 of exclusive queues (each on the connection that
+            # declared it), the topology's request pairs and publisher: three connections
             assert _pool_size(metrics) == 3
             assert len(_bridge_connections(rabbitmq_url, relay)) == 3
             assert counted(metrics, "amqp_bridge_amqp10_pool_opened_total",
@@ -211,3 +225,119 @@ def _delete(rabbitmq_url: str, queues: list[str]) -> None:
     for queue in queues:
         ch.queue_delete(queue)
     conn.close()
+
+
+RPC_CLIENTS = 150
+"""RPC clients each consuming an exclusive reply queue: more than two connections'
+sessions (before the exclusive queues spread over the pool, they all went on the first
+connection and the clients past its 64 sessions waited for a session for ever)."""
+
+
+def _queues_at_rabbitmq(rabbitmq_url: str, names: set[str]) -> set[str]:
+    """Which of ``names`` RabbitMQ has."""
+    return {line.split()[0] for line in rabbitmqctl(rabbitmq_url, "list_queues", "name",
+                                                    "--no-table-headers").splitlines()
+            if line.split() and line.split()[0] in names}
+
+
+def _reply_natively(rabbitmq_url: str, queues: list[str]) -> None:
+    """Each queue's name to it, confirmed, from a responder straight on RabbitMQ (another
+    connection than the one that declared it)."""
+    native = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+    channel = native.channel()
+    channel.confirm_delivery()
+    for queue in queues:
+        channel.basic_publish("", queue, queue.encode(), mandatory=True)
+    native.close()
+
+
+def test_150_rpc_clients_with_exclusive_reply_queues_spread_over_the_pool(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """pika's tutorial-6 RPC client shape: an exclusive server-named reply queue, consumed.
+    Each exclusive queue is declared on the pool member its consumer goes on, so the
+    clients are served across the pool; the exclusive rules hold (another client's consume
+    and passive declare: 405) and the queues go with their clients."""
+    with _bridge(rabbitmq_url, tmp_path) as (bridge, _relay, port, metrics):
+        got: dict[str, list[bytes]] = {}
+        clients: list[pika.BlockingConnection] = []
+
+        def on_message(queue: str):  # type: ignore[no-untyped-def]
+            return lambda ch, method, properties, body: got[queue].append(body)
+
+        try:
+            for _ in range(RPC_CLIENTS):
+                conn = _pika(port)
+                ch = conn.channel()
+                reply = ch.queue_declare("", exclusive=True).method.queue
+                got[reply] = []
+                ch.basic_consume(reply, on_message(reply), auto_ack=True)
+                clients.append(conn)
+            _reply_natively(rabbitmq_url, list(got))
+            deadline = time.monotonic() + 20
+            while not all(got.values()):
+                assert time.monotonic() < deadline, \
+                    f"{sum(1 for g in got.values() if not g)} of {RPC_CLIENTS} RPC clients " \
+                    f"still wait for their reply"
+                for conn in clients:
+                    conn.process_data_events(time_limit=0)
+                time.sleep(0.01)
+            assert all(g == [q.encode()] for q, g in got.items())
+            assert _pool_size(metrics) >= 3  # (63 sessions a connection, less the pairs')
+            assert not [r for r in records(bridge.log()) if r.get("event") == "session_limit"]
+            # only its owner may consume it, or declare it passively (405, as RabbitMQ)
+            other = clients[len(clients) // 2]
+            for queue in (next(iter(got)), list(got)[-1]):  # (on the first; on an extra)
+                with pytest.raises(pika.exceptions.ChannelClosedByBroker) as info:
+                    other.channel().basic_consume(queue, lambda *a: None)
+                assert info.value.reply_code == 405, info.value
+                with pytest.raises(pika.exceptions.ChannelClosedByBroker) as info:
+                    other.channel().queue_declare(queue, passive=True)
+                assert info.value.reply_code == 405, info.value
+        finally:
+            for conn in clients:
+                with contextlib.suppress(pika.exceptions.AMQPError):
+                    conn.close()
+        poll(lambda: _queues_at_rabbitmq(rabbitmq_url, set(got)), lambda left: not left, 20,
+             "the exclusive queues to go with their clients")
+
+
+QPID_RECEIVERS = 80
+"""0-10 sessions each subscribed to an exclusive queue of their own: more than one
+connection's sessions."""
+
+
+def test_80_0_10_sessions_with_exclusive_queues_spread_over_the_pool(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """What qpid.messaging's ``'#'`` receivers do (an exclusive auto-delete queue, then a
+    subscription), through the 0-10 façade: served across the pool, another session is
+    refused (resource-locked), the queues go with their sessions."""
+    port010 = free_port()
+    run = uuid.uuid4().hex[:8]
+    queues = [f"test.pool010.{run}.{n}" for n in range(QPID_RECEIVERS)]
+    with _bridge(rabbitmq_url, tmp_path, port010) as (bridge, _relay, _port, metrics):
+        url = f"amqp://app:{PASSWORD}@127.0.0.1:{port010}"
+        clients: list[BlockingClient] = []
+        try:
+            for queue in queues:
+                client = BlockingClient.connect(url)
+                clients.append(client)
+                client.declare_queue(queue, exclusive=True, auto_delete=True)
+                client.subscribe(queue, accept_mode=AcceptMode.NONE)
+            _reply_natively(rabbitmq_url, queues)
+            for queue, client in zip(queues, clients, strict=True):
+                assert client.receive(queue, timeout=20).body == queue.encode()
+            assert _pool_size(metrics) >= 2
+            assert not [r for r in records(bridge.log()) if r.get("event") == "session_limit"]
+            for queue in (queues[0], queues[-1]):  # (on the first; on an extra)
+                with BlockingClient.connect(url) as other, \
+                        pytest.raises(ClientError) as info:
+                    other.subscribe(queue)
+                event = info.value.event
+                assert isinstance(event, ExecutionExceptionReceived), info.value
+                assert event.error_code == ErrorCode.RESOURCE_LOCKED
+        finally:
+            for client in clients:
+                with contextlib.suppress(Exception):
+                    client.close()
+        poll(lambda: _queues_at_rabbitmq(rabbitmq_url, set(queues)), lambda left: not left,
+             20, "the exclusive queues to go with their sessions")

@@ -11,6 +11,7 @@ still the behaviour at ``max_connections: 1`` and at the bound).
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,9 +22,18 @@ from bridge.amqp10 import pool as pool_module
 from bridge.amqp10.connection import RESERVED_SESSIONS
 from bridge.amqp10.link import Amqp10Link
 from bridge.amqp10.pool import ConnectionPool
+from bridge.topology import BindingSpec, QueueSpec
+from bridge.topology import rabbitmq4 as rabbitmq4_module
+from bridge.topology.rabbitmq4 import RabbitMQ4Topology
 from tests.support.link_owners import NotingOwner
-from tests.support.rabbitmq import declare_queue, delete_queue, existing_queue_address, unique_queue
-from tests.topology.loop import FAST_RECONNECT, Loop
+from tests.support.rabbitmq import (
+    declare_queue,
+    delete_queue,
+    existing_queue_address,
+    rabbitmqctl,
+    unique_queue,
+)
+from tests.topology.loop import FAST_RECONNECT, Loop, error_kind
 
 pytestmark = pytest.mark.rabbitmq(4)
 
@@ -189,21 +199,114 @@ def test_a_lost_extra_connection_is_reported_and_re_attaches_its_own_links(
     assert len(pool.members) == 2 and pool.first.reconnects == 0
 
 
-def test_sessions_kept_on_the_first_connection_let_pinned_links_attach_past_the_others(
-        make_pool: Callable[[int], Pooled], queue: str) -> None:
-    pooled = make_pool(2)
+def test_a_reserved_session_is_left_for_the_link_to_come_and_keeps_its_member_open(
+        make_pool: Callable[[int], Pooled], queue: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exclusive queue's member keeps a session for its consumer (which only that
+    connection may attach): other links go elsewhere meanwhile, the consumer's link gets
+    it, and a member with a reservation is not idle."""
+    monkeypatch.setattr(pool_module, "IDLE_GRACE", 1.0)
+    pooled = make_pool(3)
     pool = pooled.pool
-    pool.keep_for_pinned(10)  # (a topology-mode listener keeps KEPT_FOR_PINNED)
-    links = pooled.links(queue, 2 * PER_CONNECTION - 10)
+    links = pooled.links(queue, PER_CONNECTION + 1)  # the first full, one on cloud#2
     pooled.loop.run_until(lambda: all(link.up for link in links), "every link to attach")
-    assert [member.links_held for member in pool.members] == [
-        PER_CONNECTION - 10, PER_CONNECTION]
-    # exclusive queues' consumers: only the first may consume them; it has room
-    pinned = pooled.links(queue, 10, pinned=True)
-    pooled.loop.run_until(lambda: all(link.up for link in pinned), "the pinned links")
-    assert {link.handler for link in pinned} == {pool.first}
-    # every connection full: a link takes what is kept rather than wait, as before
-    pinned[0].forget()
+    chosen: list[Amqp10ConnectionHandler] = []
+    pool.reserve(chosen.append)  # an exclusive queue declared: on cloud#2, room kept there
+    assert [member.name for member in chosen] == ["cloud#2"]
+    assert pool.reserved == {chosen[0]: 1}
+    others = pooled.links(queue, PER_CONNECTION - 2)  # cloud#2's room less the reserved one
     late = pooled.links(queue, 1)[0]
-    pooled.loop.run_until(lambda: late.up, "a late link to take the kept session")
-    assert late.handler is pool.first
+    pooled.loop.run_until(lambda: all(link.up for link in [*others, late]), "the others")
+    assert {link.handler.name for link in others} == {"cloud#2"}  # type: ignore[union-attr]
+    assert late.handler.name == "cloud#3"  # type: ignore[union-attr]
+    # the consumer comes: its link takes the kept session, with no wait
+    pool.release(chosen[0])
+    consumer = Amqp10Link(pooled.loop.container, chosen[0].connection,
+                          existing_queue_address(queue), sender=False, owner=NotingOwner(),
+                          name="consumer", pinned=True)
+    pooled.loop.run_until(lambda: consumer.up, "the consumer to attach where it was kept")
+    assert consumer.handler is chosen[0] and chosen[0].begins_waiting == 0
+    assert chosen[0].links_held == PER_CONNECTION and pool.reserved == {}
+
+    # a member holding only a reservation is not idle; given back, it is
+    for link in [*links[PER_CONNECTION:], *others, consumer, late]:
+        link.forget()
+    pool.reserve(chosen.append)
+    extra = chosen[-1]
+    assert extra.name != "cloud"
+    pooled.loop.run_until(lambda: len(pool.members) == 2, "the member with nothing to close")
+    pooled.loop.settle(3 * pool_module.IDLE_GRACE)
+    assert extra in pool.members
+    pool.release(extra)
+    pooled.loop.run_until(lambda: pool.members == [pool.first], "the reserved one to close")
+
+
+def _queue_at_rabbitmq(rabbitmq_url: str, name: str) -> bool:
+    """(rabbitmqctl takes a second or more: not a condition for :meth:`Loop.run_until`,
+    whose connections it would starve)"""
+    return name in rabbitmqctl(rabbitmq_url, "list_queues", "-q", "name").split()
+
+
+def test_an_exclusive_queue_lives_on_the_member_with_room_its_pair_closed_after_it(
+        make_pool: Callable[[int], Pooled], queue: str, rabbitmq_url: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """RabbitMQ 4's backend on a pool (bridge/topology/rabbitmq4.py): a new exclusive
+    queue is declared over a management pair on the member the pool chooses (the first
+    is full), a session kept there for its consumer; its consumer attaches there (from
+    another connection RabbitMQ refuses it: resource-locked), its binding is made over
+    that pair, it is declared again when that member comes back, and once it is gone
+    the pair closes and the member with it."""
+    monkeypatch.setattr(pool_module, "IDLE_GRACE", 1.0)
+    monkeypatch.setattr(rabbitmq4_module, "PAIR_IDLE", 0.2)
+    pooled = make_pool(3)
+    pool, loop = pooled.pool, pooled.loop
+    topology = RabbitMQ4Topology(loop.container, pool.connection, name="excl")
+    links = pooled.links(queue, PER_CONNECTION - 1)  # with the first's pair: the first full
+    try:
+        loop.run_until(lambda: all(link.up for link in links) and topology.management.up,
+                       "the first connection to fill")
+        refused = loop.call(topology.declare_queue, QueueSpec(
+            "", exclusive=True, owner="rpc", arguments={"x-max-length": "many"}), False)
+        assert error_kind(refused) == "precondition-failed"
+        assert pool.reserved == {}  # (the session kept for its consumer is given back)
+        name = loop.call(topology.declare_queue,
+                         QueueSpec("", exclusive=True, auto_delete=True, owner="rpc"),
+                         False).name
+        member = topology.exclusive_on[name]
+        assert member is not None and member.name == "cloud#2"
+        assert pool.reserved == {member: 1} and set(topology.pairs) == {member}
+        assert topology.consumer_connection(name) is member.connection
+        assert pool.reserved == {}
+        address = existing_queue_address(name)
+        consumer = Amqp10Link(loop.container, member.connection, address, sender=False,
+                              owner=NotingOwner(), name="consumer", pinned=True)
+        links.pop().forget()  # (room on the first for the intruder)
+        intruder = Amqp10Link(loop.container, pool.connection, address, sender=False,
+                              owner=NotingOwner(), name="intruder", pinned=True)
+        loop.run_until(lambda: consumer.up and intruder.last_condition is not None,
+                       "the consumer to attach and the intruder to be refused")
+        assert intruder.last_condition == "amqp:resource-locked" and not intruder.up
+        intruder.forget()
+        key = uuid.uuid4().hex  # only the declaring connection may bind it
+        assert loop.call(topology.bind, BindingSpec("amq.direct", name, key)) is None
+        consumer.forget()  # (the queue stays: auto-delete goes with a consumer that was)
+
+        # the member drops: RabbitMQ deletes the queue, the backend declares it again there
+        member.connection.transport.close_tail()
+        member.connection.transport.close_head()
+        loop.run_until(lambda: pooled.lost == ["cloud#2"], "the member's loss")
+        pair = topology.pairs[member]
+        loop.run_until(lambda: member.reconnects and pair.up and pair.requests >= 4,
+                       "the member back, the queue and its binding made again there")
+        assert _queue_at_rabbitmq(rabbitmq_url, name)
+        assert topology.exclusive_on[name] is member
+        loop.settle(3 * pool_module.IDLE_GRACE)
+        assert member in pool.members  # its exclusive queue holds it
+        assert key in rabbitmqctl(rabbitmq_url, "list_bindings", "-q", "routing_key")
+
+        topology.forget_owner("rpc")
+        loop.run_until(lambda: pool.members == [pool.first],
+                       "the pair, then the member, to close once its queue went")
+        assert not _queue_at_rabbitmq(rabbitmq_url, name) and topology.pairs == {}
+    finally:
+        topology.close()

@@ -24,6 +24,8 @@ from tests.support.logs import records
 from tests.support.metrics import counted, metrics_port
 from tests.support.relay import Relay
 
+pytestmark = pytest.mark.rabbitmq(4)  # (its listeners' broker kind: rabbitmq4)
+
 PASSWORD = "lost-s3cret"
 
 

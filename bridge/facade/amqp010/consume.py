@@ -58,7 +58,7 @@ class Subscription:
 
     def __init__(self, route: Consume010, st: SessionState, destination: str | None,
                  accept_mode: AcceptMode, exclusive: bool, *, queue: str, address: str,
-                 browse: bool = False, pinned: bool = False) -> None:
+                 browse: bool = False, pinned_to: Any = None) -> None:
         self.route = route
         self.st = st
         self.destination = destination
@@ -80,9 +80,10 @@ class Subscription:
         self.acquire_mode = AcquireMode.NOT_ACQUIRED if browse else AcquireMode.PRE_ACQUIRED
         """How its messages are transferred: not-acquired when it browses (its 1.0 source
         has distribution-mode copy: the messages stay on the queue)."""
-        self.link = Amqp10Link(route.container, route.amqp10, address, sender=False,
-                               owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
-                               route=route.name, browse=browse, pinned=pinned)
+        self.link = Amqp10Link(route.container, pinned_to or route.amqp10, address,
+                               sender=False, owner=self,
+                               name=f"{route.name}.{uuid.uuid4().hex[:12]}",
+                               route=route.name, browse=browse, pinned=pinned_to is not None)
 
     @property
     def adopted(self) -> bool:
@@ -334,13 +335,15 @@ class Consume010(FacadeConsume):
 
     def subscribe(self, st: SessionState, destination: str | None, accept_mode: AcceptMode,
                   exclusive: bool, *, queue: str = "", address: str | None = None,
-                  browse: bool = False, pinned: bool = False) -> Subscription:
+                  browse: bool = False, pinned_to: Any = None) -> Subscription:
         """A new subscription of ``st`` to ``queue``, consuming from the route's address
         (or ``address``: a temporary queue's, its binding key filled in); ``browse``: its
-        messages stay on the queue (a 0-10 not-acquired subscription); ``pinned``: its link
-        stays on the connection's first (an exclusive queue's consumer)."""
+        messages stay on the queue (a 0-10 not-acquired subscription); ``pinned_to``: the
+        1.0 connection its link must attach on (an exclusive queue's consumer: the one that
+        declared it), else the pool chooses."""
         sub = Subscription(self, st, destination, accept_mode, exclusive, queue=queue,
-                            address=address or self.address, browse=browse, pinned=pinned)
+                            address=address or self.address, browse=browse,
+                            pinned_to=pinned_to)
         self.subscriptions.add(sub)
         return sub
 

@@ -410,10 +410,11 @@ class TopologyMode:
             route.check_exclusive(queue, bool(c.exclusive))
             check_room()
             dest = c.destination or ""
-            # an exclusive queue is its declaring 1.0 connection's at the broker: the
-            # pool's first, where the topology's requests go (bridge.amqp10.pool)
+            # an exclusive queue is its declaring 1.0 connection's at the broker (a
+            # member of the pool, bridge.topology.rabbitmq4): its consumers attach there
             sub = route.subscribe(st, dest, accept_mode, bool(c.exclusive), queue=queue,
-                                  browse=browse, pinned=queue in self.exclusive)
+                                  browse=browse,
+                                  pinned_to=self.backend.consumer_connection(queue))
             st.subscriptions[dest] = sub
             return sub.complete_when_attached(cid, c)  # (like qpidd: once live)
 

@@ -135,9 +135,11 @@ class Consumer091:
         self._retry_scheduled = False
         address = route.address if temporary is None or temporary.binding is None \
             else route.binding_address(temporary.binding[1])
-        self.link = Amqp10Link(route.container, route.amqp10, address, sender=False,
-                               owner=self, name=f"{route.name}.{uuid.uuid4().hex[:12]}",
-                               route=route.name, pinned=route.exclusive_queue)
+        pinned_to = route.consumer_connection()
+        self.link = Amqp10Link(route.container, pinned_to or route.amqp10, address,
+                               sender=False, owner=self,
+                               name=f"{route.name}.{uuid.uuid4().hex[:12]}",
+                               route=route.name, pinned=pinned_to is not None)
 
     @property
     def engine(self) -> Any:
@@ -496,11 +498,10 @@ class Consume091(FacadeConsume):
         """The façade queue the route serves."""
         return self.route.target.queue or ""
 
-    @property
-    def exclusive_queue(self) -> bool:
-        """The route's queue is an exclusive queue at the broker: only the 1.0 connection
-        that declared it (its pool's first) may consume it."""
-        return False
+    def consumer_connection(self) -> Any | None:
+        """The 1.0 connection a new consumer's link must attach on (the one that declared
+        the route's queue, an exclusive queue at the broker), or None: any of the pool."""
+        return None
 
     def to_legacy091(self, message: AmqpMessage, *, published_exchange_only: bool = False
                      ) -> tuple[Basic.Properties, Delivery091, bytes]:

@@ -198,11 +198,10 @@ class TopologyConsume091(Consume091):
         super().__init__(container, route, facade, amqp10, None, register=False)
         self.mode = mode
 
-    @property
-    def exclusive_queue(self) -> bool:
-        """Declared exclusive through the listener (at the broker: by the pool's first
-        1.0 connection, where the topology's requests go)."""
-        return self.queue in self.mode.exclusive
+    def consumer_connection(self) -> Any | None:
+        """The 1.0 connection that declared the queue, when it is exclusive at the broker
+        (the backend's answer: RabbitMQ 4 spreads them over the pool)."""
+        return self.mode.backend.consumer_connection(self.queue)
 
     def take_delivery(self, sub: Any, link: Any, delivery: Any, wanted: bool,
                       translate: Any) -> Any:
