@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from proton import Condition, Connection, Endpoint
+from proton import Condition, Connection, Endpoint, Transport
 
 from bridge.amqp10 import connection as connection_module
 from bridge.amqp10.connection import ENDING_LIMIT, PEER_END_HOLD, Amqp10ConnectionHandler
@@ -368,3 +368,47 @@ def test_a_begin_held_by_the_limit_past_the_bound_sets_no_timer_due_at_once(
     handler.when_channels_free(lambda: begun.append("probe"), reserved=True)
     assert begun == [] and handler.begins_waiting == 2
     assert timers.scheduled and min(timers.scheduled) >= ENDING_LIMIT - 1, timers.scheduled
+
+
+def _fail_over(pair: MemoryPair, sessions_at_once: int) -> None:
+    """Our transport is lost and proton connects to another peer, which allows
+    ``sessions_at_once`` sessions; the peer opens (pumped: our side writes what it
+    writes before it has read that open)."""
+    pair.our_transport.close_tail()
+    pair.our_transport.close_head()
+    pair.ours.handler._lost(pair.ours)
+    pair.our_transport.unbind()
+    pair.theirs, pair.their_transport = Connection(), Transport(Transport.SERVER)
+    pair.their_transport.channel_max = sessions_at_once - 1
+    pair.their_transport.bind(pair.theirs)
+    pair.our_transport = Transport()
+    pair.our_transport.bind(pair.ours)
+    pair.sent.clear()
+    pair.theirs.open()
+    pair.pump()
+    pair.dispatch()
+
+
+def test_a_failover_to_a_peer_allowing_fewer_sessions_begins_none_beyond_its_limit() -> None:
+    """Proton begins every session still open on a new transport before the peer's open is
+    read: after a failover from a broker allowing 6 sessions to one allowing 3 (RabbitMQ
+    4's 64, or fewer: session_max_per_connection), the old links' sessions must not be
+    begun beyond the new limit (RabbitMQ 4 closes the connection at such a begin, and the
+    next transport began them again: closed at every reconnect, for good)."""
+    pair, timers = _pair_allowing(6)
+    owners = [NotingOwner() for _ in range(5)]
+    links_ = [Amqp10Link(timers, pair.ours, f"/queues/{n}", sender=True,  # type: ignore[arg-type]
+                         owner=owners[n], name=f"l{n}") for n in range(5)]
+    pair.pump()
+    _answer_everything(pair)
+    assert all(link.up for link in links_)
+    _fail_over(pair, 3)
+    while timers.run(0):
+        pair.pump()
+        pair.dispatch()
+    begun = [channel(f) for chunk in pair.sent for f in split(bytearray(chunk))
+             if kind(f)[0] == BEGIN]
+    assert begun and max(begun) <= 2, begun
+    _answer_everything(pair)
+    assert sum(link.up for link in links_) == 2  # (one session kept for management)
+    assert pair.ours.handler.begins_waiting == 3
