@@ -169,6 +169,8 @@ class Amqp10Link:
         detached its link."""
         self._awaiting_channel = False
         """A fresh session waits for the connection's channels (:meth:`_open`)."""
+        self._forgotten = False
+        """:meth:`forget` was called: the connection stops telling this link once detached."""
         self._pool = self.handler.pool if self.handler is not None and not pinned else None
         """The pool that chooses this link's connection at its first open (None: it stays
         on ``connection``; ``pinned``: a consumer of an exclusive queue, which only the
@@ -279,9 +281,15 @@ class Amqp10Link:
             self._let_go()
 
     def forget(self) -> None:
-        """Close for good and stop the connection from telling this link about reconnects."""
+        """Close for good and stop the connection from telling this link about reconnects,
+        once every link it gave up is detached: until then a lost transport still frees
+        their sessions (:meth:`on_disconnected`; proton would begin them again)."""
         self.close()
-        if self.handler is not None:
+        self._forgotten = True
+        self._unwatch_when_detached()
+
+    def _unwatch_when_detached(self) -> None:
+        if self._forgotten and not self._detaching and self.handler is not None:
             self.handler.unwatch(self)
 
     def recover_from_fault(self, reason: str) -> bool:
@@ -348,6 +356,7 @@ class Amqp10Link:
             free_session(session)  # its end handshake is complete
         if self.handler is not None:
             self.handler.session_ended(session)
+        self._unwatch_when_detached()
 
     def on_disconnected(self) -> None:
         """The connection's transport is gone; proton reconnects. Every session of the
@@ -360,6 +369,7 @@ class Amqp10Link:
             link, session = detaching.pop()
             free_session(session)
             del link  # (a link's last reference before its session's: see the class)
+        self._unwatch_when_detached()
         if self.closing or self.link is None:
             return
         session, was_up = self.session, self.up
@@ -498,6 +508,7 @@ class Amqp10Link:
             if entry[0] == link:
                 self._detaching.remove(entry)
                 self._end_session(entry[1])
+                self._unwatch_when_detached()
                 return
 
     def _lost(self, what: str, condition: Condition | None = None) -> None:
