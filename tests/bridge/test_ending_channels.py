@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from proton import Condition, Connection, Endpoint, Transport
+from proton import Condition, Connection, Endpoint
 
 from bridge.amqp10 import connection as connection_module
 from bridge.amqp10.connection import ENDING_LIMIT, PEER_END_HOLD, Amqp10ConnectionHandler
@@ -370,25 +370,6 @@ def test_a_begin_held_by_the_limit_past_the_bound_sets_no_timer_due_at_once(
     assert timers.scheduled and min(timers.scheduled) >= ENDING_LIMIT - 1, timers.scheduled
 
 
-def _fail_over(pair: MemoryPair, sessions_at_once: int) -> None:
-    """Our transport is lost and proton connects to another peer, which allows
-    ``sessions_at_once`` sessions; the peer opens (pumped: our side writes what it
-    writes before it has read that open)."""
-    pair.our_transport.close_tail()
-    pair.our_transport.close_head()
-    pair.ours.handler._lost(pair.ours)
-    pair.our_transport.unbind()
-    pair.theirs, pair.their_transport = Connection(), Transport(Transport.SERVER)
-    pair.their_transport.channel_max = sessions_at_once - 1
-    pair.their_transport.bind(pair.theirs)
-    pair.our_transport = Transport()
-    pair.our_transport.bind(pair.ours)
-    pair.sent.clear()
-    pair.theirs.open()
-    pair.pump()
-    pair.dispatch()
-
-
 def test_a_failover_to_a_peer_allowing_fewer_sessions_begins_none_beyond_its_limit() -> None:
     """Proton begins every session still open on a new transport before the peer's open is
     read: after a failover from a broker allowing 6 sessions to one allowing 3 (RabbitMQ
@@ -402,7 +383,7 @@ def test_a_failover_to_a_peer_allowing_fewer_sessions_begins_none_beyond_its_lim
     pair.pump()
     _answer_everything(pair)
     assert all(link.up for link in links_)
-    _fail_over(pair, 3)
+    pair.fail_over(3)
     while timers.run(0):
         pair.pump()
         pair.dispatch()
