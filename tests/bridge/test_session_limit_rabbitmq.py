@@ -71,7 +71,8 @@ def test_links_beyond_the_peer_s_session_limit_wait_and_survive_a_reconnect(
                        "the waiting links to attach as others close")
         assert handler.begins_waiting == 0
 
-        # proton begins every attached link's session again on the next transport, at once
+        # the links' sessions are freed at the loss (proton would begin them again before
+        # the open), and begun again through the gate
         with caplog.at_level(logging.WARNING):
             relay.cut()
             loop.run_until(lambda: not handler.up, "the connection to drop")
