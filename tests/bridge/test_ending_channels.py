@@ -41,12 +41,7 @@ def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, ManualTimers]:
 def _opened(pair: MemoryPair) -> ManualTimers:
     """Our connection (with the bridge's handler) and the peer's, opened; our timers."""
     timers = ManualTimers()
-    pair.ours.handler = Amqp10ConnectionHandler("cloud")
-    pair.ours.handler.container = timers
-    pair.ours.open()
-    pair.theirs.open()
-    pair.pump()
-    pair.dispatch()
+    pair.open_with(Amqp10ConnectionHandler("cloud"), timers)
     return timers
 
 

@@ -73,6 +73,16 @@ class MemoryPair:
                 endpoint.open()
         self.pump()
 
+    def open_with(self, handler: Any, container: Any) -> None:
+        """Our connection, with ``handler`` (the bridge's connection handler, whose timers go
+        to ``container``), and the peer's: opened, and the opens dispatched."""
+        handler.container = container
+        self.ours.handler = handler
+        self.ours.open()
+        self.theirs.open()
+        self.pump()
+        self.dispatch()
+
     def fail_over(self, sessions_at_once: int) -> None:
         """Our transport is lost (our connection's handler is told, as by proton's
         transport events) and proton connects to another peer, which allows

@@ -75,12 +75,7 @@ def everything_a_loss_frees() -> tuple[MemoryPair, Loop, list[Any]]:
     has not come. Returns what the test keeps of them (no proton object)."""
     pair = MemoryPair()
     loop = Loop(pair)
-    pair.ours.handler = Amqp10ConnectionHandler("cloud")
-    pair.ours.handler.container = loop
-    pair.ours.open()
-    pair.theirs.open()
-    pair.pump()
-    pair.dispatch()
+    pair.open_with(Amqp10ConnectionHandler("cloud"), loop)
     route = Route()
     target: Amqp10Target[int] = Amqp10Target(
         loop, pair.ours, "/queues/out", owner=route, name="out",  # type: ignore[arg-type]
