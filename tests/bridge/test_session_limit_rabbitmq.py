@@ -9,7 +9,9 @@ Every begin now waits for the peer's open and for a free channel
 (:meth:`bridge.amqp10.connection.Amqp10ConnectionHandler.when_channels_free`); links
 beyond the limit wait, logged and counted, until other links close — all but the last
 session, kept for the topology's management requests (declares must not wait for
-consumers to leave).
+consumers to leave). The links' sessions are freed when the transport drops, so that a
+failover from a broker allowing more sessions (RabbitMQ 3.10) begins none beyond the
+limit of RabbitMQ 4 before its open is read.
 """
 
 from __future__ import annotations
