@@ -26,11 +26,12 @@ our end answers it and frees the channel at once on our side: begins then wait
 peer's open and for a free channel within its ``channel-max`` (RabbitMQ 4 allows 64
 sessions per connection and closes the connection at a begin on channel 64; proton
 begins sessions before the open is read, on its own channel-max, and on a new transport
-it begins every attached link's session again at once — capped this way, those re-begins
-fit too). Links beyond the peer's limit wait, with a WARNING and the
-``amqp_bridge_amqp10_begins_waiting`` gauge — once the connection's pool
-(:mod:`bridge.amqp10.pool`, :attr:`~Amqp10ConnectionHandler.pool`) has no other
-connection to place them on. A lost transport clears the set (the
+it begins every session still open again at once: the links free theirs when the
+transport drops (:meth:`bridge.amqp10.link.Amqp10Link.on_disconnected`), so that a
+failover to a peer allowing fewer begins none beyond it). Links beyond the peer's limit
+wait, with a WARNING and the ``amqp_bridge_amqp10_begins_waiting`` gauge — once the
+connection's pool (:mod:`bridge.amqp10.pool`, :attr:`~Amqp10ConnectionHandler.pool`) has
+no other connection to place them on. A lost transport clears the set (the
 next one numbers its channels afresh) and frees its sessions: proton would begin them
 again on the next transport and send their end as soon as the peer's open is read, so
 that the peer's answer to that begin names a channel proton has forgotten ("begin reply

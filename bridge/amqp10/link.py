@@ -9,8 +9,10 @@ one (on a fresh session) whenever it is lost, and its owner hears of it through 
 typed :class:`LinkOwner` interface; the connection's handler tells the link when the
 transport drops (:class:`~bridge.amqp10.connection.LinkWatcher`). Old links and
 sessions are closed in the order proton and RabbitMQ 3.10 need, and each session is
-freed exactly once, when the peer's end of it is dispatched (see
-:meth:`Amqp10Link._retire`). A fresh session begins only when the connection's handler
+freed exactly once: when the peer's end of it is dispatched (see
+:meth:`Amqp10Link._retire`), or when the transport drops (proton would begin it again
+on the next transport before the peer's open says how many sessions it allows:
+:meth:`Amqp10Link.on_disconnected`). A fresh session begins only when the connection's handler
 says no session we ended still waits for the peer's end
 (:meth:`~bridge.amqp10.connection.Amqp10ConnectionHandler.when_channels_free`), and a
 link whose attach is not answered within :data:`ATTACH_TIMEOUT` is treated as lost.
@@ -86,11 +88,10 @@ class Amqp10Link:
 
     The link is replaced by a fresh one (on a fresh session) whenever it is lost:
 
-    * the transport drops: new ones wait for proton's reconnect; the old ones,
-      which proton re-attaches, are closed as soon as the peer has answered (the
-      old link's void deliveries are never settled: settling them makes proton
-      send payload-less transfers, which RabbitMQ 3.10 answers by ending the
-      session);
+    * the transport drops: the old session is freed at once, with the old link and
+      its void deliveries (nothing of them is sent: proton would begin the session
+      again on the next transport, before the peer's open says how many it allows);
+      new ones wait for proton's reconnect and the peer's open;
     * the peer detaches or closes the link, or ends its session: the old ones are
       closed and the new ones opened after a backoff. RabbitMQ 3.10 reports most
       errors by ending the session, and answers a closing detach with a
@@ -98,6 +99,14 @@ class Amqp10Link:
       handled alike.
 
     The owner is told through :class:`LinkOwner`.
+
+    A session freed here (at the peer's end, or when the transport drops) outlives every
+    reference this object holds to its link, as proton needs (docs/architecture.md,
+    "the reference rule"): a link's or delivery's last reference going after its
+    session's frees the link twice. The link and session are let go in that order
+    (:meth:`_let_go`), the attach timer holds neither (:meth:`_check_attach`), and the
+    owner's deliveries are :class:`~bridge.runtime.reactor.LightDelivery` objects, which
+    hold their session themselves.
     """
 
     loop_event_methods: ClassVar[frozenset[str]] = frozenset({"on_link_flow"})
@@ -155,13 +164,13 @@ class Amqp10Link:
         """Messages sent on this link's generations (:meth:`send`'s delivery tags)."""
         self._direct = DirectDeliveries.of(container)
         """Hands the current link's deliveries to :meth:`_delivered` without an event."""
-        self._stale: list[tuple[Any, Any]] = []
-        """Links (and sessions) of dead transports, waiting to be re-attached and closed."""
         self._detaching: list[tuple[Any, Any]] = []
         """Links given up, with their sessions: each session is ended once the peer has
         detached its link."""
         self._awaiting_channel = False
         """A fresh session waits for the connection's channels (:meth:`_open`)."""
+        self._forgotten = False
+        """:meth:`forget` was called: the connection stops telling this link once detached."""
         self._pool = self.handler.pool if self.handler is not None and not pinned else None
         """The pool that chooses this link's connection at its first open (None: it stays
         on ``connection``; ``pinned``: a consumer of an exclusive queue, which only the
@@ -272,9 +281,15 @@ class Amqp10Link:
             self._let_go()
 
     def forget(self) -> None:
-        """Close for good and stop the connection from telling this link about reconnects."""
+        """Close for good and stop the connection from telling this link about reconnects,
+        once every link it gave up is detached: until then a lost transport still frees
+        their sessions (:meth:`on_disconnected`; proton would begin them again)."""
         self.close()
-        if self.handler is not None:
+        self._forgotten = True
+        self._unwatch_when_detached()
+
+    def _unwatch_when_detached(self) -> None:
+        if self._forgotten and not self._detaching and self.handler is not None:
             self.handler.unwatch(self)
 
     def recover_from_fault(self, reason: str) -> bool:
@@ -305,11 +320,6 @@ class Amqp10Link:
                          self.node, extra=self.log_fields("link_attached"))
                 self.owner.on_link_up(self)
             return
-        for stale in self._stale:
-            if stale[0] == link:  # re-attached by proton after a reconnect: now end it
-                self._stale.remove(stale)
-                self._retire(*stale)
-                return
 
     def on_link_flow(self, event: Any) -> None:
         if self.up and event.link == self.link:
@@ -342,34 +352,42 @@ class Amqp10Link:
         elif (entry := _entry_of(self._detaching, session)) is not None:
             self._detaching.remove(entry)  # ended by the peer before it detached the link
             self._end_session(session)
-        elif (entry := _entry_of(self._stale, session)) is not None:
-            self._stale.remove(entry)  # begun again after a reconnect, ended before the attach
-            self._retire(*entry)
         if session.state & Endpoint.LOCAL_CLOSED:
             free_session(session)  # its end handshake is complete
         if self.handler is not None:
             self.handler.session_ended(session)
+        self._unwatch_when_detached()
 
     def on_disconnected(self) -> None:
-        """The connection's transport is gone; proton reconnects."""
-        if not self.up or self.closing:
-            return  # nothing was attached on that transport
-        self.up = False
-        self.down_since = time.monotonic()
-        if self.connection.state & Endpoint.LOCAL_CLOSED:
-            log.info("route %s: 1.0 link %s detached: connection closed", self.route,
-                     self.name, extra=self.log_fields("link_detached"))
-        else:
-            log.info("route %s: 1.0 link %s detached: connection lost", self.route, self.name,
-                     extra=self.log_fields("link_lost"))
-        # Proton re-attaches the old link on the next transport, keeping its void
-        # deliveries (never sent again as long as nobody settles them). It is closed once
-        # the peer has answered its attach (ending a session before the peer's begin
-        # makes proton fail the connection: "begin reply to unknown channel"), and freed,
-        # deliveries and all, with its session's end.
-        self._stale.append((self.link, self.session))
-        self._let_go()
-        self.owner.on_link_down(self)
+        """The connection's transport is gone; proton reconnects. Every session of the
+        link is freed now: proton would begin each again on the next transport before the
+        peer's open is read, beyond the session limit of a peer that allows fewer (a
+        failover; RabbitMQ 4 closes the connection at such a begin, and the next transport
+        began them again). A fresh link begins through the connection's gate."""
+        detaching, self._detaching = self._detaching, []
+        while detaching:
+            link, session = detaching.pop()
+            free_session(session)
+            del link  # (a link's last reference before its session's: see the class)
+        self._unwatch_when_detached()
+        if self.closing or self.link is None:
+            return
+        session, was_up = self.session, self.up
+        self._let_go()  # (the link's references go; ``session`` holds the session)
+        # freed with its links and their void deliveries, which are never sent (settled
+        # by proton, not by the bridge: nothing goes out on a transport that is gone);
+        # the owner lets go of what it held of them while ``session`` is still held here
+        free_session(session)
+        if was_up:
+            self.up = False
+            self.down_since = time.monotonic()
+            if self.connection.state & Endpoint.LOCAL_CLOSED:
+                log.info("route %s: 1.0 link %s detached: connection closed", self.route,
+                         self.name, extra=self.log_fields("link_detached"))
+            else:
+                log.info("route %s: 1.0 link %s detached: connection lost", self.route,
+                         self.name, extra=self.log_fields("link_lost"))
+            self.owner.on_link_down(self)
         # a fresh link, once proton has let go of the dead transport
         self.container.schedule(0, Timer(self._reopen))
 
@@ -439,12 +457,7 @@ class Amqp10Link:
     def _attach_overdue(self, generation: int, sent: float) -> None:
         if generation != self.generation or self.link is None or self.up or self.closing:
             return
-        handler = self.handler
-        if handler is not None and (not handler.up or handler.up_since > sent):
-            # the transport dropped since: proton attaches it again on the next one
-            self._check_attach(generation,
-                               handler.up_since if handler.up else time.monotonic())
-            return
+        handler = self.handler  # (a transport lost since would have let the link go)
         if handler is not None:
             handler.unanswered["attach"] += 1
         self._lost(f"attach not answered within {ATTACH_TIMEOUT:g} s")
@@ -454,10 +467,11 @@ class Amqp10Link:
         self.owner.on_delivery(self, delivery)
 
     def _let_go(self) -> None:
-        """Forget the current link and session: from now on their events are ignored."""
+        """Forget the current link and session: from now on their events are ignored. The
+        link's references go first (its watch, then this object's), its session's last."""
         if self._direct is not None and self.link is not None:
             self._direct.unwatch(self.link)
-        self.link = self.session = None
+        self.link = self.session = None  # (assigned left to right: the link first)
 
     def _retire(self, link: Any, session: Any) -> None:
         """Close a link, and its session once the peer has detached the link too; the
@@ -494,6 +508,7 @@ class Amqp10Link:
             if entry[0] == link:
                 self._detaching.remove(entry)
                 self._end_session(entry[1])
+                self._unwatch_when_detached()
                 return
 
     def _lost(self, what: str, condition: Condition | None = None) -> None:

@@ -284,9 +284,8 @@ class RequestClient:
             return
         self.closing = True
         self._fail_all("the bridge is stopping", waiting_too=True)
-        if self.handler is not None:
-            self.handler.unwatch(self)
         self._retire_pair()
+        self._unwatch_when_retired()
 
     @property
     def reply_to(self) -> str:
@@ -377,8 +376,7 @@ class RequestClient:
             self._finish(request, error)
         for probe in probes:
             self._finish(probe, error)
-            if probe.session is not None:
-                self._retire(probe.session, [probe.link], stale=stale)
+            self._retire_probe(probe, stale=stale)
 
     # -- probes --------------------------------------------------------------------------
 
@@ -393,8 +391,16 @@ class RequestClient:
         if probe in self._probes:
             self._probes.remove(probe)
             self._finish(probe, error)
-            if probe.session is not None:
-                self._retire(probe.session, [probe.link])
+            self._retire_probe(probe)
+
+    def _retire_probe(self, probe: _Probe, *, stale: bool = False) -> None:
+        """Retire the probe's session and link; the probe lets go of them, the link first:
+        its timer, cancelled, stays in proton's timer heap until its deadline, and a link
+        released after its session was freed is freed twice (docs/architecture.md)."""
+        if probe.session is not None:
+            self._retire(probe.session, [probe.link], stale=stale)
+            probe.link = None
+            probe.session = None
 
     # -- proton events (this object handles the pair's and the probes' endpoints) --------
 
@@ -419,7 +425,7 @@ class RequestClient:
             self._probes.remove(probe)
             self._finish(probe, link.remote_target is not None
                                and link.remote_target.address is not None)
-            self._retire(probe.session, [probe.link])
+            self._retire_probe(probe)
             return
         self._advance(link)
 
@@ -449,6 +455,7 @@ class RequestClient:
     def on_disconnected(self) -> None:
         """The connection's transport is gone (:class:`LinkWatcher`): what was in flight
         fails; a fresh pair waits for proton's reconnect."""
+        self._forget_freed()
         if self.closing:
             return
         self._connection_lost = True
@@ -542,7 +549,7 @@ class RequestClient:
         self.up = False
         if self._session is not None:
             self._retire(self._session, [self._sender, self._receiver], stale=stale)
-        self._session = self._sender = self._receiver = None
+        self._sender = self._receiver = self._session = None  # (left to right: links first)
 
     def _retire(self, session: Any, links: list[Any], *, stale: bool = False) -> None:
         """Close ``session`` and ``links`` in the safe order; ``stale`` ones (of a dead
@@ -551,13 +558,34 @@ class RequestClient:
         entry = _Retiring(session, links)
         if stale or not entry.advance(self._end_session):
             self._retiring.append(entry)
+        else:
+            entry.links.clear()  # freed: the links' references before the session's
 
     def _advance(self, endpoint: Any) -> None:
         for entry in self._retiring:
             if entry.owns(endpoint):
                 if entry.advance(self._end_session):
                     self._retiring.remove(entry)
+                    entry.links.clear()  # (the links' references before the session's)
+                    self._unwatch_when_retired()
                 break
+
+    def _forget_freed(self) -> None:
+        """Let go of the retiring sessions the connection's handler freed as the transport
+        dropped (ended, their end never came: :class:`Amqp10ConnectionHandler`), their
+        links first (docs/architecture.md, the reference rule); they get no more events."""
+        freed = [entry for entry in self._retiring
+                 if getattr(entry.session, "freed_by_bridge", False)]
+        for entry in freed:
+            self._retiring.remove(entry)
+            entry.links.clear()
+        self._unwatch_when_retired()
+
+    def _unwatch_when_retired(self) -> None:
+        """A client closed for good stops hearing of the transport once nothing it ended
+        is left on the connection (until then a lost transport may free those)."""
+        if self.closing and not self._retiring and self.handler is not None:
+            self.handler.unwatch(self)
 
     def fault_part(self, method: str, event: Any) -> Part | None:
         """A fault here is treated as the link pair lost (requests in flight go again on

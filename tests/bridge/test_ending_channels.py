@@ -41,12 +41,7 @@ def _pair() -> tuple[MemoryPair, DropsFramesWhileEnding, ManualTimers]:
 def _opened(pair: MemoryPair) -> ManualTimers:
     """Our connection (with the bridge's handler) and the peer's, opened; our timers."""
     timers = ManualTimers()
-    pair.ours.handler = Amqp10ConnectionHandler("cloud")
-    pair.ours.handler.container = timers
-    pair.ours.open()
-    pair.theirs.open()
-    pair.pump()
-    pair.dispatch()
+    pair.open_with(Amqp10ConnectionHandler("cloud"), timers)
     return timers
 
 
@@ -368,3 +363,28 @@ def test_a_begin_held_by_the_limit_past_the_bound_sets_no_timer_due_at_once(
     handler.when_channels_free(lambda: begun.append("probe"), reserved=True)
     assert begun == [] and handler.begins_waiting == 2
     assert timers.scheduled and min(timers.scheduled) >= ENDING_LIMIT - 1, timers.scheduled
+
+
+def test_a_failover_to_a_peer_allowing_fewer_sessions_begins_none_beyond_its_limit() -> None:
+    """Proton begins every session still open on a new transport before the peer's open is
+    read: after a failover from a broker allowing 6 sessions to one allowing 3 (RabbitMQ
+    4's 64, or fewer: session_max_per_connection), the old links' sessions must not be
+    begun beyond the new limit (RabbitMQ 4 closes the connection at such a begin, and the
+    next transport began them again: closed at every reconnect, for good)."""
+    pair, timers = _pair_allowing(6)
+    owners = [NotingOwner() for _ in range(5)]
+    links_ = [Amqp10Link(timers, pair.ours, f"/queues/{n}", sender=True,  # type: ignore[arg-type]
+                         owner=owners[n], name=f"l{n}") for n in range(5)]
+    pair.pump()
+    _answer_everything(pair)
+    assert all(link.up for link in links_)
+    pair.fail_over(3)
+    while timers.run(0):
+        pair.pump()
+        pair.dispatch()
+    begun = [channel(f) for chunk in pair.sent for f in split(bytearray(chunk))
+             if kind(f)[0] == BEGIN]
+    assert begun and max(begun) <= 2, begun
+    _answer_everything(pair)
+    assert sum(link.up for link in links_) == 2  # (one session kept for management)
+    assert pair.ours.handler.begins_waiting == 3

@@ -9,7 +9,9 @@ Every begin now waits for the peer's open and for a free channel
 (:meth:`bridge.amqp10.connection.Amqp10ConnectionHandler.when_channels_free`); links
 beyond the limit wait, logged and counted, until other links close — all but the last
 session, kept for the topology's management requests (declares must not wait for
-consumers to leave).
+consumers to leave). The links' sessions are freed when the transport drops, so that a
+failover from a broker allowing more sessions (RabbitMQ 3.10) begins none beyond the
+limit of RabbitMQ 4 before its open is read.
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ from bridge.amqp10.connection import RESERVED_SESSIONS
 from bridge.amqp10.link import Amqp10Link
 from bridge.topology.management import ManagementClient
 from tests.support.link_owners import NotingOwner
-from tests.support.rabbitmq import declare_queue, delete_queue, existing_queue_address, unique_queue
+from tests.support.rabbitmq import (
+    declare_queue,
+    delete_queue,
+    ensure_node,
+    existing_queue_address,
+    unique_queue,
+)
 from tests.support.relay import Relay
 from tests.topology.loop import Loop
 
@@ -71,7 +79,8 @@ def test_links_beyond_the_peer_s_session_limit_wait_and_survive_a_reconnect(
                        "the waiting links to attach as others close")
         assert handler.begins_waiting == 0
 
-        # proton begins every attached link's session again on the next transport, at once
+        # the links' sessions are freed at the loss (proton would begin them again before
+        # the open), and begun again through the gate
         with caplog.at_level(logging.WARNING):
             relay.cut()
             loop.run_until(lambda: not handler.up, "the connection to drop")
@@ -86,3 +95,50 @@ def test_links_beyond_the_peer_s_session_limit_wait_and_survive_a_reconnect(
         loop.close()
         relay.close()
         delete_queue(rabbitmq_url, queue)
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def test_a_failover_from_a_broker_allowing_more_sessions_keeps_the_connection(
+        rabbitmq_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The links attached on RabbitMQ 3.10 (which allows far more than 64 sessions), then
+    the connection fails over to RabbitMQ 4 (the relay's target changes while it is cut:
+    the same URL, another broker). proton began every attached link's session again on the
+    new transport before RabbitMQ 4's open was read: channels beyond 63, a framing error,
+    and the same at every reconnect. The links' sessions are freed at the loss now, and the
+    fresh ones begin through the gate: all but those beyond the limit attach, and the
+    connection stays."""
+    url3 = ensure_node(3)
+    queue = unique_queue("failover-limit")
+    for url in (url3, rabbitmq_url):
+        declare_queue(url, queue)
+    relay = Relay(("127.0.0.1", _port(url3)))
+    loop = Loop(relay.url(url3))
+    try:
+        address = f"/amq/queue/{queue}"  # (the form both versions take)
+        links = [Amqp10Link(loop.container, loop.connection, address, sender=False,
+                            owner=NotingOwner(), name=f"l{n}") for n in range(LIMIT + MORE)]
+        handler = loop.handler
+        loop.run_until(lambda: all(link.up for link in links), "every link to attach on 3.10",
+                       limit=60.0)
+        assert handler.peer.endswith(f":{relay.port}")
+        with caplog.at_level(logging.WARNING):
+            relay.cut()
+            relay.target = ("127.0.0.1", _port(rabbitmq_url))
+            loop.run_until(lambda: not handler.up, "the connection to drop")
+            relay.restore()
+            loop.run_until(lambda: sum(link.up for link in links) == FOR_LINKS,
+                           f"{FOR_LINKS} links to attach on RabbitMQ 4", limit=60.0)
+        attempts = handler.attempts
+        loop.settle(1.0)
+        assert handler.up and handler.attempts == attempts, "the broker closed the connection"
+        assert not [r for r in caplog.records if "framing-error" in r.getMessage()]
+        assert sum(link.up for link in links) == FOR_LINKS
+        assert handler.begins_waiting == LIMIT + MORE - FOR_LINKS
+    finally:
+        loop.close()
+        relay.close()
+        for url in (url3, rabbitmq_url):
+            delete_queue(url, queue)

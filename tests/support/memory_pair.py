@@ -73,6 +73,35 @@ class MemoryPair:
                 endpoint.open()
         self.pump()
 
+    def open_with(self, handler: Any, container: Any) -> None:
+        """Our connection, with ``handler`` (the bridge's connection handler, whose timers go
+        to ``container``), and the peer's: opened, and the opens dispatched."""
+        handler.container = container
+        self.ours.handler = handler
+        self.ours.open()
+        self.theirs.open()
+        self.pump()
+        self.dispatch()
+
+    def fail_over(self, sessions_at_once: int) -> None:
+        """Our transport is lost (our connection's handler is told, as by proton's
+        transport events) and proton connects to another peer, which allows
+        ``sessions_at_once`` sessions and opens (pumped: our side writes what it writes
+        before it has read that open; dispatched)."""
+        self.our_transport.close_tail()
+        self.our_transport.close_head()
+        self.ours.handler._lost(self.ours)
+        self.our_transport.unbind()
+        self.theirs, self.their_transport = Connection(), Transport(Transport.SERVER)
+        self.their_transport.channel_max = sessions_at_once - 1
+        self.their_transport.bind(self.theirs)
+        self.our_transport = Transport()
+        self.our_transport.bind(self.ours)
+        self.sent.clear()
+        self.theirs.open()
+        self.pump()
+        self.dispatch()
+
     def open_sender(self, name: str, address: str) -> Any:
         """A sender of ours to ``address`` on a session of its own, both opened (not yet
         sent: :meth:`pump`)."""
