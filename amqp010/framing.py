@@ -292,8 +292,10 @@ class FrameDecoder:
         except struct.error:
             return None
         channel = word >> 32 & 0xFFFF
+        held = stop - pos - FRAME_HEADER_SIZE * segments  # what the general path would buffer
         if (stop > len(buf) or (assembler._partial and channel << 1 | 1 in assembler._partial)
-                or stop - pos - FRAME_HEADER_SIZE * segments > assembler.max_assembly_size):
+                or held > assembler.max_assembly_size
+                or assembler.buffered + held > assembler.max_buffered):
             return None
         try:
             op = decode_command(buf[pos + FRAME_HEADER_SIZE:p2])

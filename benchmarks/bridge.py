@@ -46,14 +46,18 @@ CloudEvents binary mode from a template on both routes; ``max_in_flight`` 1000.
   item) with and without the tap. ``--only-tap`` runs just these comparisons.
 
 ``--baseline DIR`` (another commit's checkout: ``git worktree add DIR COMMIT``) runs the
-0-9-1 plain rows a second time with that checkout's bridge, in the same rounds: rate
-and CPU per message against the baseline (``--check`` wants half its CPU per message,
-issue 23's goal).
+0-9-1 plain rows, the 0-10 rows and the façade rows a second time with that checkout's
+bridge, in the same rounds: rate and CPU per message against the baseline (``--check``
+wants half its CPU per message in the 0-9-1 plain rows, issue 23's goal).
 
-``--accelerated`` runs the 0-9-1 plain rows and the 0-10 rows a second time with this
-checkout's accelerated build (``scripts/accelerate build``; docs/operations.md
-"Accelerated build"), in the same rounds: rate and CPU per message against the pure build
-(and the baseline's, with ``--baseline``).
+``--accelerated`` runs the 0-9-1 plain rows, the 0-10 rows and the façade rows a second
+time with this checkout's accelerated build (``scripts/accelerate build``;
+docs/operations.md "Accelerated build"), in the same rounds: rate and CPU per message
+against the pure build (and the baseline's, with ``--baseline``).
+
+``--only-010`` runs just the 0-10 rows and the façade rows (and those variants), without
+the tap, the proton baselines and the latency runs. Each round's line gives the bridge's
+CPU per message and RabbitMQ's (the 0-10 broker of the 0-10 rows runs in this process).
 
 ``--profile DIR`` runs each bridge under cProfile (``DIR/<route>.prof``; read
 with ``python -m pstats``).
@@ -120,8 +124,8 @@ from bridge.accelerated import check as check_accelerated
 from tests.support.bridge import free_port
 from tests.support.rabbitmq import ensure_rabbitmq, rabbitmqctl, unique_queue
 
-ACCELERATED_010 = ("bridge 0-10 -> 1.0 @accelerated", "bridge 1.0 -> 0-10 @accelerated")
-"""The 0-10 rows with this checkout's accelerated build (``--accelerated``)."""
+LEGACY_010_ROWS = ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10")
+"""The 0-10 route rows (CloudEvents, the in-memory 0-10 broker)."""
 
 
 # --- the bridge -------------------------------------------------------------------------------
@@ -137,7 +141,7 @@ def unsettled(broker: Broker) -> int:
 
 def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
                      workdir: Path, tap: TapRun | None = None,
-                     accelerated: bool = False) -> tuple[float, float]:
+                     accelerated: bool = False, code: Path | None = None) -> tuple[float, float]:
     queue = broker.queues.setdefault("bench-out", BrokerQueue("bench-out"))
     for i in range(n):
         queue.messages.append(StoredMessage(
@@ -152,7 +156,7 @@ def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
     to:   {{connection: cloud, address: /queue/{target}}}
     {CE}
     max_in_flight: {{messages: {WINDOW}}}
-    {tap.option() if tap else ""}""", workdir, accelerated=accelerated)
+    {tap.option() if tap else ""}""", workdir, accelerated=accelerated, code=code)
     try:
         return timed(lambda: n - len(queue.messages) - unsettled(broker), n, bridge,
                      extra=tap.writer_cpu if tap else None)
@@ -162,7 +166,7 @@ def legacy_to_amqp10(broker: Broker, server: EngineServer, url: str, n: int,
 
 def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
                      workdir: Path, tap: TapRun | None = None,
-                     accelerated: bool = False) -> tuple[float, float]:
+                     accelerated: bool = False, code: Path | None = None) -> tuple[float, float]:
     source = unique_queue("bench-in")
     child("fill", url, f"/queue/{source}", n)
     with BlockingClient.connect(f"amqp://guest:guest@{server.address[0]}:{server.address[1]}") \
@@ -177,7 +181,7 @@ def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
     to:   {{connection: legacy, exchange: amq.direct, routing_key: bench-in}}
     {CE}
     max_in_flight: {{messages: {WINDOW}}}
-    {tap.option() if tap else ""}""", workdir, accelerated=accelerated)
+    {tap.option() if tap else ""}""", workdir, accelerated=accelerated, code=code)
     try:
         return timed(lambda: len(arrived), n, bridge, extra=tap.writer_cpu if tap else None)
     finally:
@@ -185,35 +189,41 @@ def amqp10_to_legacy(broker: Broker, server: EngineServer, url: str, n: int,
         arrived.clear()
 
 
-def facade_publish(url: str, n: int, workdir: Path) -> tuple[float, float]:
+def facade_publish(url: str, n: int, workdir: Path, accelerated: bool = False,
+                   code: Path | None = None) -> tuple[float, float]:
     """A 0-10 client (a child process) publishes n messages through the façade listener;
     the rate is how fast the façade completes them (= RabbitMQ accepted them)."""
     target = unique_queue("bench-facade-out")
-    return _through_facade(url, n, workdir, "publish", "bench-out", target, f"""
+    return _through_facade(url, n, workdir, "publish", "bench-out", target, accelerated, code,
+                           f"""
   - name: facade-out
     from: {{{{listener: facade, exchange: bench-out}}}}
     to:   {{{{connection: cloud, address: /queue/{target}}}}}""")
 
 
-def facade_consume(url: str, n: int, workdir: Path) -> tuple[float, float]:
+def facade_consume(url: str, n: int, workdir: Path, accelerated: bool = False,
+                   code: Path | None = None) -> tuple[float, float]:
     """n messages waiting in a RabbitMQ queue; the rate is how fast a 0-10 client (a child
     process, window credit 1000, accepting in batches of 100) receives them from the façade."""
     source = unique_queue("bench-facade-in")
     child("fill", url, f"/queue/{source}", n)
-    return _through_facade(url, n, workdir, "consume", "bench-in", source, f"""
+    return _through_facade(url, n, workdir, "consume", "bench-in", source, accelerated, code,
+                           f"""
   - name: facade-in
     from: {{{{connection: cloud, address: /queue/{source}}}}}
     to:   {{{{listener: facade, queue: bench-in}}}}""")
 
 
 def _through_facade(url: str, n: int, workdir: Path, mode: str, node: str, queue: str,
-                    route: str) -> tuple[float, float]:
+                    accelerated: bool, code: Path | None, route: str) -> tuple[float, float]:
     """One façade route (``route``, its ``to``/``from`` lines) and a 0-10 client child that
-    publishes to or consumes from ``node`` on the façade; the queue is deleted after."""
+    publishes to or consumes from ``node`` on the façade; the queue is deleted after. The
+    bridge runs from ``code`` (a baseline checkout) if given, compiled if ``accelerated``."""
     port = free_port()
     bridge = Bridge(None, url, route.format() + f"""
     {CE}
-    max_in_flight: {{messages: {WINDOW}}}""", workdir, facade_port=port)
+    max_in_flight: {{messages: {WINDOW}}}""", workdir, facade_port=port,
+                    accelerated=accelerated, code=code)
     try:
         bridge.wait_ready()
         with legacy_client_child(mode, port, node, n) as progress:
@@ -439,14 +449,23 @@ def report_tap_latency(plain: list[float], tapped: list[float], args: Any) -> No
         print(f"  {name:16}  p50 {p50:6.2f}   p99 {p99:6.2f}   max {max(values):6.2f}")
 
 
-def report_accelerated_010(best: dict[str, tuple[float, float]]) -> None:
-    """The 0-10 rows (CloudEvents) with the accelerated build against the pure-Python ones."""
-    print("\nthe accelerated build (--accelerated), 0-10 rows:")
-    for row, fast in zip(("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10"), ACCELERATED_010,
-                         strict=True):
-        (rate, cpu), (fast_rate, fast_cpu) = best[row], best[fast]
-        print(f"  {row:26} {fast_rate:8,.0f} msg/s ({fast_rate / rate:.2f}x pure)   "
-              f"CPU µs/msg {fast_cpu:5,.0f} vs pure {cpu:5,.0f} ({fast_cpu / cpu:.2f}x)")
+def report_variants(best: dict[str, tuple[float, float]], rows: tuple[str, ...]) -> None:
+    """``rows`` (the 0-10 and façade rows, CloudEvents) with the accelerated build and the
+    baseline checkout's bridge, where they ran: rate, bridge + RabbitMQ CPU per message,
+    and the bridge's CPU against the baseline's."""
+    print("\nthe 0-10 and façade rows: pure, accelerated (--accelerated), baseline (--baseline);"
+          " best rounds, CPU µs/msg bridge + RabbitMQ:")
+    for row in rows:
+        base = best.get(f"{row} @baseline")
+        for name in (row, f"{row} @accelerated", f"{row} @baseline"):
+            if name not in best:
+                continue
+            rate, cpu = best[name]
+            line = (f"  {name:36} {rate:8,.0f} msg/s   CPU {cpu:5,.0f} + "
+                    f"{BROKER_CPU.get(name, float('nan')):5,.0f}")
+            if base is not None and name != f"{row} @baseline":
+                line += f"   bridge CPU vs baseline {cpu / base[1]:.2f}x"
+            print(line)
 
 
 def main() -> int:
@@ -463,12 +482,16 @@ def main() -> int:
                         help="only the façade (both directions) and its proton baselines")
     parser.add_argument("--only-091", action="store_true",
                         help="only the AMQP 0-9-1 rows and their proton and pika baselines")
+    parser.add_argument("--only-010", action="store_true",
+                        help="only the 0-10 route rows and the façade rows (with their "
+                             "--accelerated and --baseline variants), no proton baselines")
     parser.add_argument("--baseline", type=Path, metavar="DIR",
                         help="another commit's checkout (git worktree add DIR COMMIT): the "
-                             "0-9-1 plain rows also run with its bridge, and --check wants "
-                             "half its CPU per message")
+                             "0-9-1 plain rows, the 0-10 rows and the façade rows also run "
+                             "with its bridge, and --check wants half its CPU per message "
+                             "(0-9-1 plain rows)")
     parser.add_argument("--accelerated", action="store_true",
-                        help="the 0-9-1 plain rows and the 0-10 rows also run with the "
+                        help="the 0-9-1 plain rows, the 0-10 and the façade rows also run with the "
                              "compiled modules of scripts/accelerate build (refused if "
                              "missing or stale)")
     parser.add_argument("--profile", type=Path, metavar="DIR",
@@ -486,7 +509,8 @@ def main() -> int:
     BrokerMeter.start(url)
 
     def keep(name: str, result: tuple[float, float]) -> None:
-        print(f"  {name:40} {result[0]:8,.0f} msg/s   CPU {result[1]:5,.0f} µs/msg", flush=True)
+        print(f"  {name:40} {result[0]:8,.0f} msg/s   CPU {result[1]:5,.0f} µs/msg "
+              f"(+ RabbitMQ {BrokerMeter.last:5,.0f})", flush=True)
         if result[0] > best.get(name, (0.0, 0.0))[0]:
             best[name] = result
             BROKER_CPU[name] = BrokerMeter.last
@@ -498,27 +522,47 @@ def main() -> int:
         broker = Broker(users={"guest": "guest"})
         server = broker.serve()
 
-        def out(tap: TapRun | None = None, accelerated: bool = False) -> tuple[float, float]:
-            return legacy_to_amqp10(broker, server, url, n, workdir, tap, accelerated)
+        def out(tap: TapRun | None = None, accelerated: bool = False,
+                code: Path | None = None) -> tuple[float, float]:
+            return legacy_to_amqp10(broker, server, url, n, workdir, tap, accelerated, code)
 
-        def into(tap: TapRun | None = None, accelerated: bool = False) -> tuple[float, float]:
-            return amqp10_to_legacy(broker, server, url, n, workdir, tap, accelerated)
+        def into(tap: TapRun | None = None, accelerated: bool = False,
+                 code: Path | None = None) -> tuple[float, float]:
+            return amqp10_to_legacy(broker, server, url, n, workdir, tap, accelerated, code)
 
         only = ("tap" if args.only_tap else "facade" if args.only_facade
-                else "091" if args.only_091 else None)
+                else "091" if args.only_091 else "010" if args.only_010 else None)
+
+        def variants(name: str, run: Any) -> None:
+            """Row ``name`` (``run()``), then with the accelerated build and the baseline's
+            bridge if asked for (not in the tap comparison)."""
+            keep(name, run())
+            if args.accelerated:
+                keep(f"{name} @accelerated", run(accelerated=True))
+            if args.baseline is not None and only != "tap":
+                keep(f"{name} @baseline", run(code=args.baseline))
+
+        def publish(**kw: Any) -> tuple[float, float]:
+            return facade_publish(url, n, workdir, **kw)
+
+        def consume(**kw: Any) -> tuple[float, float]:
+            return facade_consume(url, n, workdir, **kw)
+
         rows091 = Amqp091Rows(url, n, workdir, args.baseline)
         baseline_rows = BASELINE_ROWS if args.baseline is not None else ()
         accelerated_rows = ACCELERATED_ROWS if args.accelerated else ()
         if only in (None, "091"):
             enable_shovel(url)
-        legacy010 = only in (None, "tap")
+        legacy010 = only in (None, "tap", "010")
+        facade = only in (None, "facade", "010")
+        proton = only not in ("tap", "010")
         try:
             for r in range(args.rounds):
                 print(f"round {r + 1}/{args.rounds} ...", flush=True)
-                if only != "tap":
+                if proton:
                     keep("proton sender", raw_sender(url, n))
-                if only in (None, "facade"):
-                    keep("façade 0-10 -> 1.0", facade_publish(url, n, workdir))
+                if facade:
+                    variants("façade 0-10 -> 1.0", publish)
                 if only in (None, "091"):
                     keep("pika consumer", rows091.pika_consumer())
                     keep("proton -> RabbitMQ -> pika", rows091.broker_alone_out())
@@ -531,15 +575,14 @@ def main() -> int:
                         keep(accelerated_rows[0],
                              rows091.on_accelerated(rows091.to_amqp10, False))
                 if legacy010:
-                    keep("bridge 0-10 -> 1.0", out())
-                    if args.accelerated:
-                        keep(ACCELERATED_010[0], out(accelerated=True))
-                    keep("bridge 0-10 -> 1.0 + tap",
-                         tapped(out, n, workdir, taps["bridge 0-10 -> 1.0 + tap"]))
-                if only != "tap":
+                    variants("bridge 0-10 -> 1.0", out)
+                    if only != "010":
+                        keep("bridge 0-10 -> 1.0 + tap",
+                             tapped(out, n, workdir, taps["bridge 0-10 -> 1.0 + tap"]))
+                if proton:
                     keep("proton receiver", raw_receiver(url, n))
-                if only in (None, "facade"):
-                    keep("façade 1.0 -> 0-10", facade_consume(url, n, workdir))
+                if facade:
+                    variants("façade 1.0 -> 0-10", consume)
                 if only in (None, "091"):
                     keep("pika publisher", rows091.pika_publisher())
                     keep("pika -> RabbitMQ -> proton", rows091.broker_alone_in())
@@ -552,13 +595,16 @@ def main() -> int:
                         keep(accelerated_rows[1],
                              rows091.on_accelerated(rows091.from_amqp10, False))
                 if legacy010:
-                    keep("bridge 1.0 -> 0-10", into())
-                    if args.accelerated:
-                        keep(ACCELERATED_010[1], into(accelerated=True))
-                    keep("bridge 1.0 -> 0-10 + tap",
-                         tapped(into, n, workdir, taps["bridge 1.0 -> 0-10 + tap"]))
+                    variants("bridge 1.0 -> 0-10", into)
+                    if only != "010":
+                        keep("bridge 1.0 -> 0-10 + tap",
+                             tapped(into, n, workdir, taps["bridge 1.0 -> 0-10 + tap"]))
             if only == "facade":
                 report_rates(best, FACADE_ROWS, n, args.rounds)
+                report_variants(best, FACADE_ROWS)
+                return 0
+            if only == "010":
+                report_variants(best, (*LEGACY_010_ROWS, *FACADE_ROWS))
                 return 0
             if only == "091":
                 report_rates(best, (*AMQP091_BASELINES, *AMQP091_ROWS, *PLAIN_ROWS,
@@ -582,8 +628,7 @@ def main() -> int:
                 raise AssertionError(f"the tap archived {lat_tap.rows()} rows")
             if args.only_tap:
                 report_tap(best, taps, n, args.rounds)
-                if args.accelerated:
-                    report_accelerated_010(best)
+                report_variants(best, LEGACY_010_ROWS)
                 report_tap_latency(lat_plain, lat_tapped, args)
                 return 0
             print("latency ...", flush=True)
@@ -611,8 +656,7 @@ def main() -> int:
         print(f"  {name:16}  p50 {p50:6.2f}   p99 {p99:6.2f}   max {max(values):6.2f}")
     report_tap(best, taps, n, args.rounds)
     report_tap_latency(lat_plain, lat_tapped, args)
-    if args.accelerated:
-        report_accelerated_010(best)
+    report_variants(best, (*LEGACY_010_ROWS, *FACADE_ROWS))
     met = report_target(best, ("bridge 0-10 -> 1.0", "bridge 1.0 -> 0-10", *AMQP091_ROWS))
     return 1 if args.check and not (met and shovel_met) else 0
 

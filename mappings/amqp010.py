@@ -843,7 +843,7 @@ def _body_to_amqp10(
     content_type: str | None, body: bytes, side: dict[str, Any]
 ) -> tuple[BodyKind, Any, Any]:
     marker = side.get(H_BODY, _MISSING)
-    reinterpreted = None
+    reinterpreted: tuple[BodyKind, Any] | None = None
     if marker == _BODY_BINARY:
         restored_type = (
             None

@@ -32,7 +32,7 @@ _UTC_Z = orjson.OPT_UTC_Z
 # Characters a CloudEvents String must not contain (spec, "Type System" / String):
 # C0 and C1 controls, surrogates and the Unicode noncharacters.
 _FORBIDDEN_CHARS = re.compile(
-    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef"
+    r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef"  # re's escapes: no surrogate literal
     + "".join(
         f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(17)
     )

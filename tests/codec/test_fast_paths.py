@@ -149,6 +149,25 @@ def test_fast_path_matches_general_path_on_captures(scenario: str, direction: st
         assert fast(pieces, 0xFFFF, 1 << 30) == expected
 
 
+def test_fast_path_counts_the_unfinished_assemblies_of_other_channels() -> None:
+    """A whole transfer on one channel that takes what all channels hold unfinished past
+    ``max_buffered`` fails on the fast path as on the general path (the oracle above found
+    the fast path taking it: it checked the transfer's own size alone)."""
+    transfer = spec.MessageTransfer(destination="d")
+    started = encode_assembly(0, transfer, (), bytes(6000), max_frame_size=4096)
+    last_frame_at = int.from_bytes(started[2:4], "big")  # command, then header + body...
+    while last_frame_at + int.from_bytes(started[last_frame_at + 2:last_frame_at + 4],
+                                         "big") < len(started):
+        last_frame_at += int.from_bytes(started[last_frame_at + 2:last_frame_at + 4], "big")
+    unfinished = started[:last_frame_at]  # channel 0's transfer without its last frame
+    whole = encode_assembly(1, transfer, (), bytes(2000), max_frame_size=4096)
+    data = unfinished + whole
+    expected = general([data], 4096, 5000)
+    assert expected[1][2] == "unfinished assemblies exceed 5000 octets"
+    assert fast([data], 4096, 5000) == expected
+    assert fast([unfinished, whole], 4096, 5000) == expected
+
+
 def test_fast_path_is_taken_for_a_typical_transfer() -> None:
     transfer = spec.MessageTransfer(destination="amq.direct", accept_mode=0, acquire_mode=0)
     header = (spec.DeliveryProperties(routing_key="k"), spec.MessageProperties(message_id=uuid.uuid4()))
