@@ -15,8 +15,10 @@ every attempt must succeed (its login latencies are printed, never asserted: tim
 in ``benchmarks/attack.py``).  Every second the canary gets messages (all must arrive), the
 RSS is sampled (its growth must stay under the documented bound) and ``/healthz`` must
 answer.  At the end the bridge must be alive, the counters of what it refused must have
-moved, ``amqp_bridge_faults_total`` must be 0, and its WARNING lines must stay few: rate
-limiting works.
+moved, ``amqp_bridge_faults_total`` must be 0, and rate limiting must hold: at most one
+WARNING line per kind of event and client address every 10 s (a fixed total was the
+bound before; the count of lines follows how much of the attacks the bridge gets through,
+102 in one minute once its loop moved to epoll).
 """
 
 from __future__ import annotations
@@ -54,7 +56,11 @@ RSS_BOUND_KIB = MAX_BUFFERED // 1024 + 64 * 1024
 heap's own growth (docs/operations.md#limits)."""
 LIMIT = 10_000
 """max_message_size of the ``limited`` route."""
-MAX_WARNINGS = 100
+WARNING_INTERVAL = 10.0
+"""What rate limiting promises: a WARNING line at most once per kind of event and client
+address (per kind, for the listener's own) every this many seconds."""
+MAX_WARNINGS_EACH = int((DURATION + 10) // WARNING_INTERVAL) + 1
+"""WARNING lines one kind and address may give over the attacks and the stop after them."""
 """WARNING lines allowed for the whole run: each kind is logged at most once per 10 s (per
 client address for the login and publish refusals), about 7 windows in this run, a handful
 of kinds and the 4 + 2 attacking addresses."""
@@ -103,6 +109,12 @@ def bodies(url: str, address: str, expected: set[bytes]) -> set[bytes]:
     got = collect(url, address, lambda ms: expected <= {bytes(m.body) for m in ms},
                   linger=0.3, timeout=30)
     return {bytes(m.body) for m in got}
+
+
+def _address(peer: str) -> str:
+    """The client address of a log line's ``peer`` (``host:port``, or the address alone)."""
+    host, colon, port = peer.rpartition(":")
+    return host if colon and port.isdigit() else peer
 
 
 def test_a_minute_of_attacks_leaves_the_legitimate_client_and_the_canary_going(
@@ -163,7 +175,8 @@ def test_a_minute_of_attacks_leaves_the_legitimate_client_and_the_canary_going(
             time.sleep(0.5)
         log = bridge.log()
     lines = records(log)
-    warnings = Counter(str(r.get("event")) for r in lines if r.get("level") == "warning")
+    warnings = Counter((str(r.get("event")), _address(str(r.get("peer", ""))))
+                       for r in lines if r.get("level") == "warning")
     print(f"attack mix: {dict(stats.counts)}")
     print(f"legitimate logins: {len(latencies)}, latency s: min {min(latencies, default=0):.3f} "
           f"median {sorted(latencies)[len(latencies) // 2] if latencies else 0:.3f} "
@@ -188,7 +201,9 @@ def test_a_minute_of_attacks_leaves_the_legitimate_client_and_the_canary_going(
     assert final.value("amqp_bridge_oversized_total", route="limited") > 0
     faults = sum(v for (n, _), v in final.samples.items() if n == "amqp_bridge_faults_total")
     assert faults == 0, [r for r in lines if r.get("level") == "error"][:5]
-    assert sum(warnings.values()) < MAX_WARNINGS, warnings
+    print(f"WARNING lines: {sum(warnings.values())}, most of one kind and address: "
+          f"{max(warnings.values(), default=0)}")
+    assert max(warnings.values(), default=0) <= MAX_WARNINGS_EACH, warnings
     # every legitimate publish and every canary message arrived
     expected = set(published)
     assert bodies(rabbitmq_url, queues["events"], expected) >= expected
