@@ -70,13 +70,6 @@ def _config() -> str:
                   "\n    handshake_timeout: 120")
 
 
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
-
-
 class NotServed(Exception):
     """The bridge did not serve every connection asked for (the message says how far)."""
 
@@ -163,14 +156,14 @@ def main() -> int:
         for side, code in sides:
             run = Run(code, url, workdir / f"{side}-{count}")
             try:
-                rest = _rss_mib(run.bridge.pid)
+                rest = run.bridge.status("VmRSS") / 1024
                 try:
                     holder = run.hold(count, consume=False)
                 except NotServed as exc:
                     print(f"{side:9s} {count:6d} {exc}", flush=True)
                     continue
                 try:
-                    held_rss = _rss_mib(run.bridge.pid)
+                    held_rss = run.bridge.status("VmRSS") / 1024
                     rate, cpu = run.rpc(args.calls)
                 finally:
                     if holder is not None:

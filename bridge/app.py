@@ -118,9 +118,9 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.fatal_error: str | None = None
         """The permanent fault that stopped the bridge, if one did."""
         self._ready = LastSeen()
+        """Each route's readiness as last logged."""
         self._readiness_due = 0.0
         """When the routes' readiness is next looked at (monotonic; :func:`readiness_interval`)."""
-        """Each route's readiness as last logged."""
         self.facades: dict[str, Any] = {}
         self.taps: BridgeTaps | None = None
 
