@@ -170,7 +170,7 @@ _DECODERS: dict[bytes, Callable[[bytes], Any]] = {
 def decode_fast_method(payload: bytes) -> Any:
     """A ``basic.deliver``, ``basic.publish`` or ``basic.ack`` method-frame payload
     decoded as pamqp decodes it, or None when the general path must decode it."""
-    decode = _DECODERS.get(bytes(payload[:4]))
+    decode = _DECODERS.get(payload[:4])
     return None if decode is None else decode(payload)
 
 
