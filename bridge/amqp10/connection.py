@@ -481,9 +481,14 @@ def free_session(session: Any) -> None:
     """Free ``session`` once: when its end handshake is complete, or when the transport
     that carried it is gone (a second free is a double free in proton's C code, which does
     not check outside debug builds)."""
-    if not getattr(session, "freed_by_bridge", False):
+    if not is_freed(session):
         session.freed_by_bridge = True
         session.free()
+
+
+def is_freed(session: Any) -> bool:
+    """Whether :func:`free_session` freed ``session`` (it gets no more events)."""
+    return bool(getattr(session, "freed_by_bridge", False))
 
 
 def end_session(handler: Amqp10ConnectionHandler | None, session: Any) -> None:
@@ -519,4 +524,4 @@ class ReconnectDelays:
 
 __all__ = ["ENDING_LIMIT", "RESERVED_SESSIONS", "Amqp10ConnectionHandler", "LinkPool",
            "LinkWatcher", "ReconnectDelays",
-           "end_session", "free_session", "when_channels_free"]
+           "end_session", "free_session", "is_freed", "when_channels_free"]

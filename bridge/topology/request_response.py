@@ -67,6 +67,7 @@ from ..amqp10.connection import (
     Amqp10ConnectionHandler,
     end_session,
     free_session,
+    is_freed,
     when_channels_free,
 )
 from ..amqp10.link import RELINK, STABLE_LINK, send_raw
@@ -574,8 +575,7 @@ class RequestClient:
         """Let go of the retiring sessions the connection's handler freed as the transport
         dropped (ended, their end never came: :class:`Amqp10ConnectionHandler`), their
         links first (docs/architecture.md, the reference rule); they get no more events."""
-        freed = [entry for entry in self._retiring
-                 if getattr(entry.session, "freed_by_bridge", False)]
+        freed = [entry for entry in self._retiring if is_freed(entry.session)]
         for entry in freed:
             self._retiring.remove(entry)
             entry.links.clear()
