@@ -22,6 +22,10 @@ more hop costs before any protocol work. An RPC through the façade crosses it f
 times (request in and out, reply in and out) where the direct programs cross the broker
 twice; the relay side crosses a hop four times too (each program's connection goes
 through it), so it is the floor a proxy of any kind starts from.
+
+``--accelerated`` adds a fourth side: a second façade, the same configuration, run with
+this checkout's accelerated build (``scripts/accelerate build`` first; docs/operations.md
+"Accelerated build"), so the pure and the compiled bridge are compared in the same rounds.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from pathlib import Path
 
 from _timing import ROOT
 
+from bridge.accelerated import DEFAULT_DIR as DEFAULT_ACCELERATED
+from bridge.accelerated import ENV as ACCELERATED_ENV
+from bridge.accelerated import check as check_accelerated
 from tests.support.apps import AppProcess, run_program
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.rabbitmq import delete_queue, ensure_rabbitmq, ensure_rabbitmq4, unique_queue
@@ -99,26 +106,37 @@ def main() -> int:
     parser.add_argument("--rabbitmq", type=int, choices=(3, 4), default=4)
     parser.add_argument("--relay", action="store_true",
                         help="also run every program through a byte-copying TCP relay")
+    parser.add_argument("--accelerated", action="store_true",
+                        help="also run every program through a second façade running the "
+                             "accelerated build (scripts/accelerate build first)")
     args = parser.parse_args()
+    if args.accelerated:
+        check_accelerated(DEFAULT_ACCELERATED)  # before the first round, not in it
 
     rabbitmq_url = ensure_rabbitmq4() if args.rabbitmq == 4 else ensure_rabbitmq()
     recipe = "topology.yaml" if args.rabbitmq == 4 else "topology-rabbitmq3.yaml"
     task_queue = unique_queue("bench-celery-tasks")
     workdir = Path(tempfile.mkdtemp(prefix="bench-rpc-"))
-    port = free_port()
-    bridge = BridgeRun((ROOT / "examples" / recipe).read_text(), workdir,
-                       log_level="warning",
-                       env={"CLOUD_URL": rabbitmq_url, "RABBIT_URL": rabbitmq_url,
-                            "APP_BIND": f"127.0.0.1:{port}",
-                            "APP_PASSWORD": PASSWORD}).start()
-    sides = {"direct": rabbitmq_url + "/%2F",
-             "façade": f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F"}
+    sides = {"direct": rabbitmq_url + "/%2F"}
+    bridges: list[tuple[BridgeRun, int]] = []
+    for side, accelerated in (("façade", False), ("façade+acc", True)):
+        if accelerated and not args.accelerated:
+            continue
+        port = free_port()
+        env = {"CLOUD_URL": rabbitmq_url, "RABBIT_URL": rabbitmq_url,
+               "APP_BIND": f"127.0.0.1:{port}", "APP_PASSWORD": PASSWORD,
+               ACCELERATED_ENV: "1" if accelerated else ""}
+        bridges.append((BridgeRun((ROOT / "examples" / recipe).read_text(), workdir,
+                                  side.replace("+", "-"), log_level="warning", env=env).start(),
+                        port))
+        sides[side] = f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F"
     if args.relay:
         relay = Relay(("127.0.0.1", int(rabbitmq_url.rsplit(":", 1)[1])), nodelay=True)
         sides["relay"] = relay.url(rabbitmq_url) + "/%2F"
     best: dict[tuple[str, str], float] = {}
     try:
-        wait_listening(port, bridge)
+        for bridge, port in bridges:
+            wait_listening(port, bridge)
         for round_no in range(1, args.rounds + 1):
             for kind in ("exclusive", "direct", "aio-pika", "celery", "celery-1by1"):
                 for side, url in sides.items():
@@ -129,9 +147,10 @@ def main() -> int:
                     else:
                         rate = rpc_rate(url, kind, args.calls, workdir)
                     best[kind, side] = max(best.get((kind, side), 0.0), rate)
-                    print(f"round {round_no}: {kind:11s} {side:7s} {rate:8.0f}/s", flush=True)
+                    print(f"round {round_no}: {kind:11s} {side:10s} {rate:8.0f}/s", flush=True)
     finally:
-        bridge.stop()
+        for bridge, _ in bridges:
+            bridge.stop()
         delete_queue(rabbitmq_url, task_queue)
     for kind, what in (("exclusive", "pika RPC, exclusive reply queue"),
                        ("direct", "pika RPC, direct reply-to"),
@@ -140,6 +159,9 @@ def main() -> int:
                        ("celery-1by1", "Celery, each result awaited before the next task")):
         direct, facade = best[kind, "direct"], best[kind, "façade"]
         line = f"{what}: direct {direct:.0f}/s, façade {facade:.0f}/s, ratio {facade / direct:.2f}"
+        if args.accelerated:
+            compiled = best[kind, "façade+acc"]
+            line += f"; accelerated façade {compiled:.0f}/s, ratio {compiled / direct:.2f}"
         if args.relay:
             relayed = best[kind, "relay"]
             line += f"; relay {relayed:.0f}/s, ratio {relayed / direct:.2f}"
