@@ -93,6 +93,19 @@ class ReadAheadIO(IOHandler):  # type: ignore[misc]
         self._selector = selector()  # (epoll where there is: bridge.runtime.selector)
         self._writers: set[Any] = set()
         """Selectables whose AMQP 1.0 transport has output pending (as last updated)."""
+        self._touched: set[Any] = set()
+        """Selectables whose transport had a ``transport`` event this round, taken by the
+        event shortcuts (:meth:`touched`): updated (and written) at the round's end."""
+        self.forget: Callable[[Any], None] | None = None
+        """Told of each selectable that is gone (the event shortcuts' lookup of sockets)."""
+
+    def touched(self, selectable: Any) -> None:
+        """A ``transport`` event for ``selectable``'s transport: what proton's
+        :meth:`on_transport` does (update the selectable's interest and deadline) is done
+        at the end of the round (:meth:`on_reactor_quiesced`), once for all of the
+        round's events — interest matters only when ``select`` is asked, and proton's
+        update reads the transport's state as it is then."""
+        self._touched.add(selectable)
 
     def update(self, transport: Any, selectable: Any, now: float) -> None:  # type: ignore[override]
         """proton's update (the selectable watches for what its transport can take and
@@ -128,6 +141,11 @@ class ReadAheadIO(IOHandler):  # type: ignore[misc]
         """The burst is over: write what the AMQP 1.0 transports have to send now, then
         wait in ``select`` as proton does (:meth:`write_pending`)."""
         reactor = event.reactor
+        if self._touched and reactor.quiesced:
+            # (each is updated as proton's on_transport does, with its writes: a selectable
+            # in _writers is written if it has output, and watched in any case)
+            self._writers |= self._touched
+            self._touched.clear()
         if self._writers and reactor.quiesced:
             self.write_pending(reactor.now)
         super().on_reactor_quiesced(event)
@@ -164,6 +182,9 @@ class ReadAheadIO(IOHandler):  # type: ignore[misc]
 
     def on_selectable_final(self, event: Any) -> None:
         self._writers.discard(event.selectable)
+        self._touched.discard(event.selectable)
+        if self.forget is not None:
+            self.forget(event.selectable)
         super().on_selectable_final(event)
 
     def on_selectable_readable(self, event: Any) -> None:
@@ -390,7 +411,9 @@ def container(handler: Any) -> Container:
     reactor.global_handler = SkipDeliveries(reactor.global_handler)
     direct = reactor.direct_deliveries = DirectDeliveries(reactor)  # type: ignore[attr-defined]
     if reactor.global_handler.inner.base is io:  # (proton's GlobalOverrides around it)
-        direct.shortcuts = EventShortcuts(reactor, io).by_type
+        shortcuts = EventShortcuts(reactor, io)
+        direct.shortcuts = shortcuts.by_type
+        io.forget = shortcuts.forget_socket
     return reactor
 
 

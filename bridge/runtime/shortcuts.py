@@ -37,15 +37,19 @@ A shortcut is only installed, or taken, where it is the same as proton's dispatc
   it has no AMQP 1.0 transport (the IO handler ignores those), and for one without a
   handler only when it has one (the IO handler reads it).
 
-Two more shortcuts take events whose context is a C object: ``transport`` (a transport
-has output or room for input: the IO handler updates its socket's interest; taken when the
-connection's handler, the container's and the reconnect logic ignore it) and ``link_flow``
-(a link's credit changed: its handler's ``on_link_flow``, when the handler's class lists
-it in ``loop_event_methods``: it reads only the event's ``link``). They hold exactly what
-proton's Event holds while it is dispatched (:class:`HeldEvent`): a reference to the
-event's link, session, connection and transport, taken before the event leaves the queue
-and given back after the handler, the stand-in's own wrapper first, then those four in
-proton's order. proton's reference counting depends on that. When the last reference to
+Two more shortcuts take events whose context is a C object. ``transport`` (a transport
+has output or room for input; taken when the connection's handler, the container's and the
+reconnect logic ignore it) only marks the transport's socket: the IO handler's update of
+its interest and deadline — all proton's dispatch would do — runs once at the end of the
+round (:meth:`~bridge.runtime.reactor.ReadAheadIO.touched`), however many such events the
+round had (six or so per RPC through a façade), as interest matters only to the ``select``
+that ends the round; no wrapper is made and no handler runs for the event. ``link_flow``
+(a link's credit changed) runs its handler's ``on_link_flow``, when the handler's class
+lists it in ``loop_event_methods`` (it reads only the event's ``link``). That one holds
+exactly what proton's Event holds while it is dispatched (:class:`HeldEvent`): a reference
+to the event's link, session, connection and transport, taken before the event leaves the
+queue and given back after the handler, the stand-in's own wrapper first, then those four
+in proton's order. proton's reference counting depends on that. When the last reference to
 a link goes, its finalizer may keep the link (``pni_preserve_child``: its session is
 live and the link is not freed, or freed but still "bound" — which a link stays for good
 once the peer ended its session without detaching it, proton keeping its handle numbers)
@@ -191,6 +195,9 @@ class EventShortcuts:
         self._quiesced = LoopEvent(reactor, Event.REACTOR_QUIESCED, reactor)
         self._queue = reactor._collector._impl
         self._ignoring: dict[tuple[type, str], bool] = {}
+        self._transport_sockets: dict[Any, Any] = {}
+        """The socket (selectable) of each AMQP 1.0 transport by its C object, for those
+        whose connection's handler ignores ``transport`` (:meth:`transport`)."""
         """:func:`ignores` by handler class and method, for childless handlers."""
         main = reactor._handler
         self.by_type: dict[int, Shortcut] = {}
@@ -260,7 +267,17 @@ class EventShortcuts:
 
     def transport(self, impl: Any) -> Callable[[], None] | None:
         """A transport has output to write or room to read: the IO handler updates its
-        socket's interest (its connection's handler, if any, ignores it)."""
+        socket's interest — at the end of the round, once, however many such events the
+        round had (:meth:`~bridge.runtime.reactor.ReadAheadIO.touched`; its connection's
+        handler, if any, ignores the event). What a transport's socket is, and that its
+        connection's handler ignores the event, is looked up once per transport."""
+        transport_impl = pn_event_transport(impl)
+        selectable = self._transport_sockets.get(transport_impl)
+        if selectable is not None:
+            transport = selectable._transport
+            if transport is not None and transport._impl == transport_impl:
+                return lambda: self.io.touched(selectable)
+            del self._transport_sockets[transport_impl]  # (a socket that went; or reused)
         connection = pn_event_connection(impl)
         handler = Connection.wrap(connection).handler if connection else None
         if handler is None:
@@ -268,15 +285,21 @@ class EventShortcuts:
                 return None
         elif not self._ignored_by(handler, "on_transport"):
             return None
-        transport = Transport.wrap(pn_event_transport(impl))
-        event = HeldEvent(self.reactor, Event.TRANSPORT, impl, transport, transport=transport)
+        wrapper = Transport.wrap(transport_impl)
+        selectable = wrapper._selectable if wrapper is not None else None
+        if not selectable:
+            return self._nothing  # (no socket yet, or none any more: proton does nothing)
+        self._transport_sockets[transport_impl] = selectable
+        return lambda: self.io.touched(selectable)
 
-        def run() -> None:
-            try:
-                self._io(self.io.on_transport, event)
-            finally:
-                event.release()
-        return run
+    @staticmethod
+    def _nothing() -> None:
+        pass
+
+    def forget_socket(self, selectable: Any) -> None:
+        """``selectable`` is gone: no transport's events are looked up to it any more."""
+        for key in [key for key, one in self._transport_sockets.items() if one is selectable]:
+            del self._transport_sockets[key]
 
     def link_flow(self, impl: Any) -> Callable[[], None] | None:
         """A link's credit changed: its handler's ``on_link_flow`` (the global handlers
