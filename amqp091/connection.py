@@ -734,13 +734,14 @@ class Connection(ChannelCalls, ServerCalls):
                                    body, tag))
 
 
-_SETTLED_STATES = frozenset({ConnectionState.OPEN, ConnectionState.CLOSING,
-                             ConnectionState.CLOSED})
-"""States past the handshake (the server's handshake timeout no longer applies)."""
+_SETTLED_STATES = (ConnectionState.OPEN, ConnectionState.CLOSING, ConnectionState.CLOSED)
+"""States past the handshake (the server's handshake timeout no longer applies). (Tuples:
+membership by identity, where a set hashes the member in Python, ``Enum.__hash__``, on
+every tick.)"""
 
-_BEFORE_TUNE = frozenset({ConnectionState.AWAIT_START, ConnectionState.AWAIT_TUNE,
-                          ConnectionState.AWAIT_HEADER, ConnectionState.AWAIT_START_OK,
-                          ConnectionState.AWAIT_AUTHENTICATION})
+_BEFORE_TUNE = (ConnectionState.AWAIT_START, ConnectionState.AWAIT_TUNE,
+                ConnectionState.AWAIT_HEADER, ConnectionState.AWAIT_START_OK,
+                ConnectionState.AWAIT_AUTHENTICATION)
 """States in which a close is not negotiated: the transport just ends."""
 
 _SERVER_HELPER_SENDS: dict[type, str] = {

@@ -177,9 +177,15 @@ def decode_fast_method(payload: bytes) -> Any:
 def encode_deliver(channel: int, method: Basic.Deliver) -> bytes | None:
     """The ``basic.deliver`` frame pamqp writes for ``method`` on ``channel``, or None
     when pamqp's marshalling must decide (it refuses the method, or might)."""
-    tag, exchange = method.delivery_tag, method.exchange
-    consumer_tag, routing_key, redelivered = \
-        method.consumer_tag, method.routing_key, method.redelivered
+    return encode_deliver_fields(channel, method.consumer_tag, method.delivery_tag,
+                                 method.redelivered, method.exchange, method.routing_key)
+
+
+def encode_deliver_fields(channel: int, consumer_tag: Any, tag: Any, redelivered: Any,
+                          exchange: Any, routing_key: Any) -> bytes | None:
+    """:func:`encode_deliver` of the method's fields as they are, without the
+    ``Basic.Deliver`` object (the server's per-message path makes none when this writes
+    the frame); None when pamqp must decide."""
     if type(tag) is not int or not _LONGLONG[0] <= tag <= _LONGLONG[1] \
             or type(redelivered) is not bool or type(exchange) is not str \
             or type(consumer_tag) is not str or type(routing_key) is not str \
@@ -267,4 +273,4 @@ def encode_properties(properties: Basic.Properties, table: bytes | None) -> byte
 
 
 __all__ = ["decode_ack", "decode_content_header", "decode_deliver", "decode_fast_method",
-           "decode_publish", "encode_deliver", "encode_properties"]
+           "decode_publish", "encode_deliver", "encode_deliver_fields", "encode_properties"]

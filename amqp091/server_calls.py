@@ -31,6 +31,7 @@ from pamqp import commands as C
 from pamqp.base import Frame
 
 from .channel import Channel
+from .fast_frames import encode_deliver_fields
 
 
 class ServerCalls:
@@ -61,9 +62,14 @@ class ServerCalls:
         client acks, nacks or rejects it, unless ``no_ack``)."""
         chan = self._server_channel(channel)
         tag = chan.deliveries.next_tag
-        self._send_content(channel, C.Basic.Deliver(
-            consumer_tag=consumer_tag, delivery_tag=tag, redelivered=redelivered,
-            exchange=exchange, routing_key=routing_key), properties, body)
+        frame = encode_deliver_fields(channel, consumer_tag, tag, redelivered, exchange,
+                                      routing_key)
+        if frame is None:  # (pamqp decides: it refuses the fields, or might)
+            self._send_content(channel, C.Basic.Deliver(
+                consumer_tag=consumer_tag, delivery_tag=tag, redelivered=redelivered,
+                exchange=exchange, routing_key=routing_key), properties, body)
+        else:
+            self._send_content(channel, None, properties, body, method_frame=frame)
         return chan.deliveries.issue(track=not no_ack)
 
     def get_ok(self, channel: int, exchange: str, routing_key: str, body: bytes,

@@ -98,6 +98,10 @@ class ReadAheadIO(IOHandler):  # type: ignore[misc]
         event shortcuts (:meth:`touched`): updated (and written) at the round's end."""
         self.forget: Callable[[Any], None] | None = None
         """Told of each selectable that is gone (the event shortcuts' lookup of sockets)."""
+        self.reader: Callable[[Any], Callable[[], None] | None] | None = None
+        """What reading a readable selectable is, without an event (the event shortcuts'
+        :meth:`~bridge.runtime.shortcuts.EventShortcuts.reader`), None where proton's
+        dispatch of its ``selectable_readable`` event must do it."""
 
     def touched(self, selectable: Any) -> None:
         """A ``transport`` event for ``selectable``'s transport: what proton's
@@ -141,14 +145,45 @@ class ReadAheadIO(IOHandler):  # type: ignore[misc]
         """The burst is over: write what the AMQP 1.0 transports have to send now, then
         wait in ``select`` as proton does (:meth:`write_pending`)."""
         reactor = event.reactor
-        if self._touched and reactor.quiesced:
-            # (each is updated as proton's on_transport does, with its writes: a selectable
-            # in _writers is written if it has output, and watched in any case)
+        if not reactor.quiesced:
+            return  # (as proton's: the events queued since go first, then a new round end)
+        if self._touched:
+            # each is updated as proton's on_transport does, with its writes: a selectable
+            # in _writers is written if it has output, and watched in any case
             self._writers |= self._touched
             self._touched.clear()
-        if self._writers and reactor.quiesced:
+        if self._writers:
             self.write_pending(reactor.now)
-        super().on_reactor_quiesced(event)
+        # The writes queue transport events (taken by the shortcuts as the quiesced check
+        # peeks); anything else they queued goes first, then a new round end.
+        if not reactor.quiesced:
+            return
+        for selectable in list(self._touched):  # (marked by those events: watched again)
+            transport = selectable._transport
+            if transport and not selectable.is_terminal:
+                self._watch(transport, selectable, reactor.now, self._selector.update)
+        self._touched.clear()
+        # proton's wait, as its IOHandler.on_reactor_quiesced has it
+        reactor.timer_deadline  # noqa: B018 - (drops cancelled timers from the heap's top)
+        readable, writable, expired = self._selector.select(reactor.timeout)
+        reactor.mark()
+        reader = self.reader
+        for selectable in readable:
+            # read now what the shortcut would read when its event came up (events of
+            # different sockets have no order to keep: select reports them in any)
+            read = reader(selectable) if reader is not None else None
+            if read is None:
+                selectable.readable()
+                continue
+            try:
+                read()
+            except Exception as exc:  # (contained as the shortcut's would be)
+                contain(reactor, exc, entry="event")
+        for selectable in writable:
+            selectable.writable()
+        for selectable in expired:
+            selectable.expired()
+        reactor.yield_()
 
     def write_pending(self, now: float) -> None:
         """Send each AMQP 1.0 transport's pending output now, as far as its socket takes it.
@@ -414,7 +449,16 @@ def container(handler: Any) -> Container:
         shortcuts = EventShortcuts(reactor, io)
         direct.shortcuts = shortcuts.by_type
         io.forget = shortcuts.forget_socket
+        io.reader = shortcuts.reader
     return reactor
+
+
+def without_shortcuts(reactor: Container) -> None:
+    """Every event of ``reactor`` (a :func:`container`) dispatched proton's way from now on:
+    no event shortcuts, no reads without an event (for comparing the two)."""
+    reactor.direct_deliveries.shortcuts = {}  # type: ignore[attr-defined]
+    io = reactor.global_handler.inner.base  # type: ignore[attr-defined]
+    io.reader = None
 
 
 GC_INTERVAL = 10.0
@@ -460,4 +504,4 @@ class PeriodicCollection:
 
 
 __all__ = ["GC_INTERVAL", "READ_SIZE", "DirectDeliveries", "LightDelivery", "PeriodicCollection",
-           "ReadAheadIO", "SkipDeliveries", "container", "tune_gc"]
+           "ReadAheadIO", "SkipDeliveries", "container", "tune_gc", "without_shortcuts"]

@@ -237,7 +237,12 @@ class EventShortcuts:
     def readable(self, impl: Any) -> Callable[[], None] | None:
         """A socket to read: its owner's handler reads it (a hosted legacy socket, a
         listener), or the IO handler does (an AMQP 1.0 socket)."""
-        sel = void2py(pn_event_context(impl))
+        return self.reader(void2py(pn_event_context(impl)))
+
+    def reader(self, sel: Any) -> Callable[[], None] | None:
+        """What reading the selectable ``sel`` is (:meth:`readable`), None where proton's
+        dispatch must do it; the IO handler calls it for the sockets ``select`` found
+        readable instead of queueing their events (``ReadAheadIO.reader``)."""
         handler = getattr(sel, "handler", None)  # (as proton's Event.handler finds it)
         if handler is not None:
             method = getattr(handler, "on_selectable_readable", None)

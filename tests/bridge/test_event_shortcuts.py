@@ -25,7 +25,7 @@ def _run(handler: Any, *, shortcuts: bool, monkeypatch: pytest.MonkeyPatch) -> s
     ``shortcuts``); the types of the events proton dispatched to the global handler."""
     container = reactor.container(handler)
     if not shortcuts:
-        container.direct_deliveries.shortcuts = {}
+        reactor.without_shortcuts(container)
     dispatched: set[Any] = set()
     dispatch = EventBase.dispatch
 
@@ -198,7 +198,7 @@ def _held_while_handled(*, shortcuts: bool) -> tuple[list[Any], set[type]]:
     handlers ran (:class:`_Holdings`), and the counts once every event is done."""
     container = reactor.container(Handler())
     if not shortcuts:
-        container.direct_deliveries.shortcuts = {}
+        reactor.without_shortcuts(container)
     pair = MemoryPair()
     pair.ours.collect(container._collector)
     pair.our_transport._selectable = None  # (no socket: the IO handler has nothing to update)

@@ -172,7 +172,7 @@ def _direct_setup() -> tuple[Any, Any, Any, Any, Any]:
     container = reactor.container(object())
     # the transports are bound to the collector by hand, not to the loop's IO handler:
     # its event shortcuts (tests/bridge/test_event_shortcuts.py) would find no socket
-    container.direct_deliveries.shortcuts = {}
+    reactor.without_shortcuts(container)
     collector = container._collector
     sender, receiver, client_t, server_t = _linked(collector)
     _drain(collector)  # the link's set-up

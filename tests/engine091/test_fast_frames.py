@@ -25,6 +25,7 @@ from amqp091.fast_frames import (
     decode_fast_method,
     decode_publish,
     encode_deliver,
+    encode_deliver_fields,
     encode_properties,
 )
 from amqp091.framing import (
@@ -249,6 +250,12 @@ def test_the_fast_deliver_encoder_writes_pamqps_octets_or_leaves_it_to_pamqp(
     except (ValueError, TypeError) as exc:
         expected = type(exc)
     fast = encode_deliver(channel, method)
+    assert encode_deliver_fields(channel, consumer_tag, tag, redelivered, exchange, key) == fast
+    if fast is not None:  # (the server's deliver writes it without making the method: one
+        # pamqp would refuse at construction must not get through)
+        assert pframe.marshal(C.Basic.Deliver(
+            consumer_tag=consumer_tag, delivery_tag=tag, redelivered=redelivered,
+            exchange=exchange, routing_key=key), channel) == fast
     if isinstance(expected, bytes):
         if type(tag) is int:  # (a bool tag pamqp writes as an int: left to it)
             assert fast == expected
