@@ -38,8 +38,9 @@ class ServerCalls:
     """Server-role sends (see the module docstring)."""
 
     # provided by the connection
-    def _send_content(self, channel: int, method: Frame,
-                      properties: C.Basic.Properties | None, body: bytes) -> Channel:
+    def _send_content(self, channel: int, method: Frame | None,
+                      properties: C.Basic.Properties | None, body: bytes, *,
+                      method_frame: bytes = b"") -> Channel:
         raise NotImplementedError
 
     def _server_channel(self, channel: int) -> Channel:

@@ -203,8 +203,8 @@ class ReadAheadIO(IOHandler):  # type: ignore[misc]
             except ProtonException:  # (closed: dropped by _watch as proton drops it)
                 pending = 0
             if pending > 0:
-                try:
-                    sent = selectable.send(transport.peek(pending))
+                try:  # (the socket itself: the selectable's __getattr__ forwards to it)
+                    sent = selectable._delegate.send(transport.peek(pending))
                 except (BlockingIOError, InterruptedError):
                     continue
                 except OSError as exc:
@@ -230,7 +230,7 @@ class ReadAheadIO(IOHandler):  # type: ignore[misc]
         capacity = transport.capacity()
         if capacity > 0:
             try:
-                data = selectable.recv(READ_SIZE)
+                data = selectable._delegate.recv(READ_SIZE)
             except OSError as exc:
                 log.error("AMQP 1.0 socket: cannot receive: %r", exc)
                 transport.close_tail()
