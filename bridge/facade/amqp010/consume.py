@@ -14,7 +14,6 @@ what the subscriber leaves unsettled when it goes away is given back to the 1.0 
 from __future__ import annotations
 
 import time
-import uuid
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -80,10 +79,7 @@ class Subscription:
         self.acquire_mode = AcquireMode.NOT_ACQUIRED if browse else AcquireMode.PRE_ACQUIRED
         """How its messages are transferred: not-acquired when it browses (its 1.0 source
         has distribution-mode copy: the messages stay on the queue)."""
-        self.link = Amqp10Link(route.container, pinned_to or route.amqp10, address,
-                               sender=False, owner=self,
-                               name=f"{route.name}.{uuid.uuid4().hex[:12]}",
-                               route=route.name, browse=browse, pinned=pinned_to is not None)
+        self.link = route.subscription_link(self, address, pinned_to=pinned_to, browse=browse)
 
     @property
     def adopted(self) -> bool:

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections import deque
 from dataclasses import dataclass
 from functools import partial
@@ -135,11 +134,8 @@ class Consumer091:
         self._retry_scheduled = False
         address = route.address if temporary is None or temporary.binding is None \
             else route.binding_address(temporary.binding[1])
-        pinned_to = route.consumer_connection()
-        self.link = Amqp10Link(route.container, pinned_to or route.amqp10, address,
-                               sender=False, owner=self,
-                               name=f"{route.name}.{uuid.uuid4().hex[:12]}",
-                               route=route.name, pinned=pinned_to is not None)
+        self.link = route.subscription_link(self, address,
+                                            pinned_to=route.consumer_connection())
 
     @property
     def engine(self) -> Any:
