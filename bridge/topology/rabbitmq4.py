@@ -65,6 +65,7 @@ topology-mode façade closes its clients at any member's loss, so usually none i
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -171,6 +172,9 @@ class RabbitMQ4Topology:
         legacy owner), declared again after their 1.0 connection dropped."""
         self.exclusive_on: dict[str, Amqp10ConnectionHandler | None] = {}
         """The pool member each exclusive queue was declared on (None: the first)."""
+        self._exclusive_count: Counter[Amqp10ConnectionHandler | None] = Counter()
+        """How many of :attr:`exclusive_on` each member holds (whether a member's pair is
+        still needed, without a scan of every exclusive queue each time one goes)."""
         self.exclusive_bindings: dict[str, list[BindingSpec]] = {}
         """Bindings to those queues, made again with them."""
         self._consumer_due: set[str] = set()
@@ -225,12 +229,12 @@ class RabbitMQ4Topology:
         """An exclusive queue on ``member`` went: its pair is closed :data:`PAIR_IDLE`
         seconds later if none is left there by then (the first's is never closed)."""
         if member is not None and member in self.pairs \
-                and member not in self.exclusive_on.values():
+                and not self._exclusive_count[member]:
             self.container.schedule(PAIR_IDLE, Timer(partial(self._close_pair, member)))
 
     def _close_pair(self, member: Amqp10ConnectionHandler) -> None:
         pair = self.pairs.get(member)
-        if pair is None or member in self.exclusive_on.values():
+        if pair is None or self._exclusive_count[member]:
             return
         if pair.busy:
             self.container.schedule(PAIR_IDLE, Timer(partial(self._close_pair, member)))
@@ -318,7 +322,9 @@ class RabbitMQ4Topology:
                 kept = reserved and name not in self.exclusive_on
                 if kept:
                     self._consumer_due.add(name)
-                self.exclusive_on.setdefault(name, member)
+                if name not in self.exclusive_on:
+                    self.exclusive_on[name] = member
+                    self._exclusive_count[member] += 1
             if reserved and not kept:
                 self._release(member)
                 self._pair_unused(member)
@@ -416,6 +422,9 @@ class RabbitMQ4Topology:
         self.exclusive_bindings.pop(name, None)
         if name in self.exclusive_on:
             member = self.exclusive_on.pop(name)
+            self._exclusive_count[member] -= 1
+            if not self._exclusive_count[member]:
+                del self._exclusive_count[member]
             if name in self._consumer_due:
                 self._consumer_due.discard(name)
                 self._release(member)
