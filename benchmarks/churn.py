@@ -69,14 +69,12 @@ def one_client(port: int) -> None:
         conn.close()
 
 
-def rss_mib(pid: int) -> int | None:
+def rss_mib(bridge: BridgeRun) -> int | None:
+    """The bridge's resident size in MiB; None once it is gone (the report says so)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) // 1024
+        return bridge.status("VmRSS") // 1024
     except OSError:
         return None
-    return None
 
 
 def links(metrics: int) -> float:
@@ -106,7 +104,7 @@ def main() -> int:
     failures: list[str] = []
     try:
         wait_listening(port, bridge)
-        print(f"start: RSS {rss_mib(proc.pid)} MiB, links {links(metrics):.0f}",
+        print(f"start: RSS {rss_mib(bridge)} MiB, links {links(metrics):.0f}",
               flush=True)
         for phase in range(1, args.phases + 1):
             started = time.monotonic()
@@ -136,7 +134,7 @@ def main() -> int:
             time.sleep(PAUSE)
             print(f"phase {phase}: {args.clients} clients in {took:.0f} s "
                   f"({args.clients / took:.0f}/s); after {PAUSE:.0f} s: RSS "
-                  f"{rss_mib(proc.pid)} MiB, links {links(metrics):.0f}", flush=True)
+                  f"{rss_mib(bridge)} MiB, links {links(metrics):.0f}", flush=True)
     finally:
         alive = proc.poll() is None
         rc = bridge.stop() if alive else proc.returncode
