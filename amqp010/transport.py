@@ -275,6 +275,14 @@ class BlockingClient:
             raise ClientError("no attached session", self.error)
         return self.session
 
+    def _room(self) -> Session:
+        """The session, once its replay buffer has room for one more command: every
+        command goes through here (the session refuses one past ``max_outstanding``
+        with SessionBusy, so a sync after publishes that filled it would fail)."""
+        s = self._s()
+        self._wait(lambda: s.can_send, "room in the replay buffer")
+        return s
+
     def wait_completed(self, command_id: int) -> None:
         s = self._s()
         self._wait(lambda: s.is_completed(command_id), f"completion of command {command_id}")
@@ -289,28 +297,28 @@ class BlockingClient:
     # ------------------------------------------------------------------ API
 
     def declare_queue(self, queue: str, **fields: Any) -> None:
-        self._call(self._s().queue_declare(queue, sync=True, **fields))
+        self._call(self._room().queue_declare(queue, sync=True, **fields))
 
     def delete_queue(self, queue: str, **fields: Any) -> None:
-        self._call(self._s().queue_delete(queue, sync=True, **fields))
+        self._call(self._room().queue_delete(queue, sync=True, **fields))
 
     def purge_queue(self, queue: str) -> None:
-        self._call(self._s().queue_purge(queue, sync=True))
+        self._call(self._room().queue_purge(queue, sync=True))
 
     def query_queue(self, queue: str) -> Any:
         """queue.query → QueueQueryResult."""
-        return self._result(self._s().queue_query(queue))
+        return self._result(self._room().queue_query(queue))
 
     def declare_exchange(self, exchange: str, type: str = "direct", **fields: Any) -> None:
-        self._call(self._s().exchange_declare(exchange, type, sync=True, **fields))
+        self._call(self._room().exchange_declare(exchange, type, sync=True, **fields))
 
     def bind(self, queue: str, exchange: str, binding_key: str = "",
              arguments: dict[str, Any] | None = None) -> None:
-        self._call(self._s().exchange_bind(queue, exchange, binding_key, arguments=arguments,
-                                           sync=True))
+        self._call(self._room().exchange_bind(queue, exchange, binding_key,
+                                              arguments=arguments, sync=True))
 
     def unbind(self, queue: str, exchange: str, binding_key: str = "") -> None:
-        self._call(self._s().exchange_unbind(queue, exchange, binding_key, sync=True))
+        self._call(self._room().exchange_unbind(queue, exchange, binding_key, sync=True))
 
     def publish(self, body: bytes, routing_key: str = "", exchange: str = "", *,
                 properties: MessageProperties | None = None,
@@ -320,9 +328,7 @@ class BlockingClient:
         if dp.routing_key is None:
             dp.routing_key = routing_key
         header: list[Struct] = [dp] + ([properties] if properties is not None else [])
-        s = self._s()
-        self._wait(lambda: s.can_send, "room in the replay buffer")
-        cid = s.message_transfer(exchange, header, body)
+        cid = self._room().message_transfer(exchange, header, body)
         if wait:
             self.wait_completed(cid)
         else:
@@ -331,31 +337,31 @@ class BlockingClient:
 
     def sync(self) -> None:
         """execution.sync: wait until the broker completed everything sent so far."""
-        self._call(self._s().execution_sync())
+        self._call(self._room().execution_sync())
 
     def subscribe(self, queue: str, destination: str | None = None, *,
                   messages: int | None = 100, bytes: int | None = None, window: bool = False,
                   accept_mode: int = AcceptMode.EXPLICIT, **fields: Any) -> str:
         """message.subscribe plus flow mode and credit (None = unlimited)."""
         dest = destination or queue
-        s = self._s()
-        s.message_subscribe(queue, dest, accept_mode=accept_mode, **fields)
-        s.message_set_flow_mode(dest, FlowMode.WINDOW if window else FlowMode.CREDIT)
-        s.grant(dest, messages, bytes)
+        self._room().message_subscribe(queue, dest, accept_mode=accept_mode, **fields)
+        self._room().message_set_flow_mode(dest, FlowMode.WINDOW if window else FlowMode.CREDIT)
+        self._room().message_flow(dest, CreditUnit.MESSAGE, messages)
+        self._room().message_flow(dest, CreditUnit.BYTE, bytes)
         self.sync()
         return dest
 
     def flow(self, destination: str, messages: int | None = 0, bytes: int | None = 0) -> None:
         """Add credit (0 adds none; None = unlimited)."""
-        s = self._s()
         if messages != 0:
-            s.message_flow(destination, CreditUnit.MESSAGE, messages)
+            self._room().message_flow(destination, CreditUnit.MESSAGE, messages)
         if bytes != 0:
-            s.message_flow(destination, CreditUnit.BYTE, UNLIMITED if bytes is None else bytes)
+            self._room().message_flow(destination, CreditUnit.BYTE,
+                                      UNLIMITED if bytes is None else bytes)
         self.transport.flush()
 
     def cancel(self, destination: str) -> None:
-        self._call(self._s().message_cancel(destination, sync=True))
+        self._call(self._room().message_cancel(destination, sync=True))
 
     def receive(self, destination: str, timeout: float | None = None) -> MessageReceived:
         """The next message for ``destination`` (TimeoutError if none arrives)."""
@@ -380,17 +386,17 @@ class BlockingClient:
         return [m if isinstance(m, int) else m.command_id for m in messages]
 
     def accept(self, *messages: MessageReceived | int, wait: bool = True) -> None:
-        cid = self._s().message_accept(self._ids(messages), sync=wait)
+        cid = self._room().message_accept(self._ids(messages), sync=wait)
         if wait:
             self._call(cid)
         else:
             self.transport.flush()
 
     def reject(self, *messages: MessageReceived | int, code: int = 0, text: str = "") -> None:
-        self._call(self._s().message_reject(self._ids(messages), code, text, sync=True))
+        self._call(self._room().message_reject(self._ids(messages), code, text, sync=True))
 
     def release(self, *messages: MessageReceived | int, set_redelivered: bool = False) -> None:
-        self._call(self._s().message_release(self._ids(messages),
+        self._call(self._room().message_release(self._ids(messages),
                                              set_redelivered=set_redelivered, sync=True))
 
     def events(self) -> Iterator[Event]:

@@ -285,3 +285,27 @@ def test_window_mode_over_tcp_keeps_at_most_the_window_in_flight(server: EngineS
         assert [int(m.body) for m in got] == list(range(25))
         c.accept(*got)
         assert c.query_queue("w").message_count == 0
+
+
+def test_a_command_after_publishes_that_filled_the_replay_buffer_waits_for_room(
+        server: EngineServer, broker: Broker) -> None:
+    """Every command the blocking client sends waits for room in the replay buffer, not
+    only a publish: an execution.sync (or any other command) sent while the last publish
+    left ``max_outstanding`` commands uncompleted raised SessionBusy (the benchmarks'
+    façade publisher at a window of 1,000 then died at 19,000 of 20,000 when the façade
+    was slower than it)."""
+    with BlockingClient.connect(url(server)) as c:
+        c.declare_queue("full")
+        session = c.session
+        assert session is not None
+        session.max_outstanding = 2
+        for i in range(2):  # sent, not yet completed: nothing read between them
+            c.publish(b"%d" % i, "full", wait=False)
+        assert not session.can_send
+        c.sync()
+        assert c.query_queue("full").message_count == 2
+        c.publish(b"2", "full", wait=False)
+        c.publish(b"3", "full", wait=False)
+        c.declare_queue("other")  # any command: it too waits for room
+        assert session.outstanding == 0
+        assert c.query_queue("full").message_count == 4
