@@ -37,7 +37,8 @@ free heap (mallinfo2) and the count of live objects of the types that grew most 
 ``--topology`` soaks the façades' topology mode instead (``benchmarks/_soak_topology.py``:
 a private RabbitMQ 4.0 node, Celery ``rpc://``, pika and qpid.messaging RPC, churning
 clients; the calls answered and lost, the bridge's links and the broker's queues over
-time); ``--restart-at MIN`` restarts that private node once, MIN minutes in.
+time, and the node's consumers by application); ``--restart-at MIN`` restarts that private
+node MIN minutes in, and ``--restart-every MIN`` again every MIN minutes after that.
 """
 
 from __future__ import annotations
@@ -452,7 +453,7 @@ def topology_main(args: argparse.Namespace, workdir: Path) -> int:
             if args.apps != list(_soak_apps.APPS) else list(_soak_topology.TOPOLOGY_APPS)
         apps = _soak_topology.TopologyApps(which, uuid.uuid4().hex[:8], workdir, args.app_rate,
                                            args.minutes * 60, port091, port010)
-        census = _soak_topology.Census()
+        census = _soak_topology.Census(apps.tag)
         print(f"soak --topology: {args.minutes} min, {args.app_rate} calls/s for each of "
               f"{', '.join(which)}; broker {node.url}; log {bridge.log_path}", flush=True)
         try:
@@ -478,9 +479,10 @@ def topology_main(args: argparse.Namespace, workdir: Path) -> int:
                     return 2
                 if restart is not None and now >= restart:
                     print(f"{now / 60:5.1f} min: restarting the private RabbitMQ node", flush=True)
+                    census.restarts.append(now)
                     node.stop()
                     node.start()
-                    restart = None
+                    restart = now + args.restart_every * 60 if args.restart_every else None
                 if now >= next_ping:
                     apps.ping()
                     next_ping += args.ping_every
@@ -559,6 +561,9 @@ def main() -> int:
                         help="--topology: seconds between 'celery inspect ping' runs")
     parser.add_argument("--restart-at", type=float, default=None,
                         help="--topology: restart the private RabbitMQ node once, at this minute")
+    parser.add_argument("--restart-every", type=float, default=None,
+                        help="--topology, with --restart-at: restart the node again every this "
+                             "many minutes after the first")
     args = parser.parse_args()
 
     if args.code is not None:  # the bridge's working directory comes first on its sys.path

@@ -67,6 +67,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
@@ -146,6 +147,15 @@ def _count(value: Any) -> int | None:
     return int(value) if isinstance(value, int) else None
 
 
+@dataclass(eq=False)
+class _Declaring:
+    """An exclusive queue declare on its way to RabbitMQ, for ``owner``; ``gone`` once
+    the owner went (:meth:`RabbitMQ4Topology.forget_owner`)."""
+
+    owner: str | None
+    gone: bool = False
+
+
 class RabbitMQ4Topology:
     """The :class:`~bridge.topology.model.Topology` of a RabbitMQ 4.x broker, through
     its management node on ``connection`` (the configured 1.0 connection's proton
@@ -179,6 +189,9 @@ class RabbitMQ4Topology:
         """Bindings to those queues, made again with them."""
         self._consumer_due: set[str] = set()
         """Exclusive queues whose member still keeps a session for their first consumer."""
+        self._declaring: dict[str | None, list[_Declaring]] = {}
+        """Exclusive declares waiting for RabbitMQ's answer, by owner: one whose owner
+        goes meanwhile is not kept (:meth:`forget_owner`)."""
         self.management.on_restored = partial(self._declare_exclusive_again, None)
 
     def close(self) -> None:
@@ -296,27 +309,38 @@ class RabbitMQ4Topology:
             return
         body = {"durable": spec.durable, "exclusive": spec.exclusive,
                 "auto_delete": spec.auto_delete, "arguments": arguments}
+        declaring = _Declaring(spec.owner) if spec.exclusive else None
+        if declaring is not None:
+            self._declaring.setdefault(spec.owner, []).append(declaring)
         if spec.exclusive and name not in self.exclusive_on and self.pool is not None:
             # a new exclusive queue: on the member its consumer will have room on
             self.pool.reserve(lambda member: self._put_queue(
                 None if member is self.first else member, name, spec, body, done,
-                reserved=True))
+                reserved=True, declaring=declaring))
         else:
             self._put_queue(self.exclusive_on.get(name), name, spec, body, done,
-                            reserved=False)
+                            reserved=False, declaring=declaring)
 
     def _put_queue(self, member: Amqp10ConnectionHandler | None, name: str, spec: QueueSpec,
-                   body: dict[str, Any], done: Done[QueueInfo], *, reserved: bool) -> None:
+                   body: dict[str, Any], done: Done[QueueInfo], *, reserved: bool,
+                   declaring: _Declaring | None = None) -> None:
         """The PUT of a queue declare over ``member``'s pair (None: the first's);
         ``reserved``: the pool keeps a session there for a new exclusive queue's
-        consumer, given back unless the queue is declared."""
+        consumer, given back unless the queue is declared; ``declaring``: an exclusive
+        declare's note of its owner (see :meth:`forget_owner`)."""
         path = f"/queues/{path_segment(name)}"
         management = self._pair(member)
 
         def answered(result: Response | TopologyError) -> None:
             declared = isinstance(result, Response) and 200 <= result.status < 300
             kept = False  # the reserved session stays for the new queue's consumer
-            if declared and spec.exclusive:
+            if declaring is not None:
+                self._declared(declaring)
+            if declared and declaring is not None and declaring.gone:
+                # its owner went while RabbitMQ was declaring it: not kept (it would
+                # lock the name against the owner's successor), deleted at RabbitMQ
+                management.request("DELETE", path, None, partial(self._forgotten, name))
+            elif declared and spec.exclusive:
                 self.exclusive[name] = QueueSpec(name, spec.durable, True, spec.auto_delete,
                                                  spec.arguments, spec.owner)
                 kept = reserved and name not in self.exclusive_on
@@ -401,7 +425,20 @@ class RabbitMQ4Topology:
                       if isinstance(response.body, dict) else None,
                       via=self._management_for(name))
 
+    def _declared(self, declaring: _Declaring) -> None:
+        """An exclusive declare was answered: no longer waiting."""
+        waiting = self._declaring.get(declaring.owner, [])
+        if declaring in waiting:
+            waiting.remove(declaring)
+            if not waiting:
+                del self._declaring[declaring.owner]
+
     def forget_owner(self, owner: str) -> None:
+        # declares still waiting for RabbitMQ: their queue goes when the answer comes (a
+        # client that left while its declare, or the queue's declare again after a lost
+        # 1.0 connection, was on its way would otherwise keep the name locked)
+        for declaring in self._declaring.pop(owner, []):
+            declaring.gone = True
         for name in [q for q, spec in self.exclusive.items() if spec.owner == owner]:
             management = self._management_for(name)
             self._forget_exclusive(name)

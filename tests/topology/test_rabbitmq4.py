@@ -324,6 +324,29 @@ def test_server_named_exclusive_queues_belong_to_their_owner(
     assert topology.exclusive == {}
 
 
+def test_an_exclusive_queue_whose_owner_left_during_its_declare_is_not_kept(
+        loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
+    """A client that leaves while the declare of its exclusive queue is on its way (or
+    while the queue is declared again after the 1.0 connection came back) leaves no owner
+    behind: the name is free for its successor, and the queue is deleted at RabbitMQ. Kept,
+    it locked the name: the topology soak's Celery worker, closed at a RabbitMQ restart,
+    came back to its pidbox queue refused resource-locked and exited."""
+    name = unique("left")
+    results: list[Any] = []
+    topology.declare_queue(QueueSpec(name, exclusive=True, owner="leaving"), False,
+                           results.append)
+    topology.forget_owner("leaving")  # the client goes before RabbitMQ answers
+    loop.run_until(lambda: bool(results), "the declare to be answered")
+    assert name not in topology.exclusive
+    loop.run_until(lambda: not node.queue_exists(name), "the queue to be deleted")
+    successor = loop.call(topology.declare_queue,
+                          QueueSpec(name, exclusive=True, owner="successor"), False)
+    assert successor == QueueInfo(name, 0, 0)
+    assert topology.exclusive[name].owner == "successor"
+    topology.forget_owner("successor")
+    loop.run_until(lambda: not node.queue_exists(name), "the successor's queue to go")
+
+
 def test_another_connections_exclusive_queue_is_locked(
         loop: Loop, topology: RabbitMQ4Topology, node: Pika) -> None:
     channel = node.connection.channel()
