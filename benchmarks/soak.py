@@ -78,7 +78,13 @@ from tests.lifecycle.peers091 import (
     rabbit091,
 )
 from tests.support import bridge as bridge_support
-from tests.support.bridge import BridgeRun, free_port, legacy_client, wait_listening
+from tests.support.bridge import (
+    BridgeRun,
+    free_port,
+    legacy_client,
+    process_status,
+    wait_listening,
+)
 from tests.support.metrics import metrics_port, scrape
 from tests.support.rabbitmq import ensure_rabbitmq, private_rabbitmq, send_messages
 from tests.support.relay import Relay
@@ -141,13 +147,6 @@ routes:{route("out", "{connection: legacy, queue: out}", to_rabbit("out"))}\
 # --- samples and the report ----------------------------------------------------------------
 
 
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise KeyError("VmRSS")
-
-
 def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
@@ -172,7 +171,7 @@ class Sampler(threading.Thread):
 
     def sample(self) -> None:
         with contextlib.suppress(OSError):
-            self.samples.append((time.monotonic() - self.t0, rss_kib(self.pid),
+            self.samples.append((time.monotonic() - self.t0, process_status(self.pid, "VmRSS"),
                                  open_fds(self.pid)))
 
     def run(self) -> None:

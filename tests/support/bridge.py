@@ -33,6 +33,15 @@ from tests.support.rabbitmq import queue_address
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def process_status(pid: int, field: str) -> int:
+    """A ``/proc/PID/status`` figure of process ``pid`` in KiB (``VmRSS``, ``VmHWM``);
+    ``OSError`` once the process is gone."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
 class BridgeRun:
     """``amqp-bridge run -c FILE`` as a subprocess; its log is kept for assertions."""
 
@@ -94,10 +103,7 @@ class BridgeRun:
 
     def status(self, field: str) -> int:
         """A ``/proc/PID/status`` figure in KiB (``VmRSS``, ``VmHWM``)."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-        raise KeyError(field)
+        return process_status(self.pid, field)
 
     def __enter__(self) -> BridgeRun:
         return self.start()
