@@ -407,22 +407,32 @@ def enable_shovel(url: str) -> None:
 
 
 def report_shovel(best: dict[str, tuple[float, float]], broker_cpu: dict[str, float]) -> bool:
-    """The bridge (plain and CloudEvents) against the Shovel, with the CPU split; True if
-    the plain rows reach :data:`SHOVEL_TARGET` of the Shovel's rate."""
+    """The bridge (plain and CloudEvents; and plain with the accelerated build where it
+    ran) against the Shovel, with the CPU split; True if in both directions a plain row —
+    the pure build's or the accelerated build's, the fastest the bridge can be run —
+    reaches :data:`SHOVEL_TARGET` of the Shovel's rate."""
     print("\nagainst RabbitMQ's Shovel (on-confirm, prefetch "
           f"{WINDOW}); CPU µs/msg: bridge + RabbitMQ = total")
-    met = True
-    for shovel, plain, ce in zip(SHOVEL_ROWS, PLAIN_ROWS, AMQP091_ROWS, strict=True):
+    met, by = True, set()
+    for shovel, plain, ce, fast in zip(SHOVEL_ROWS, PLAIN_ROWS, AMQP091_ROWS,
+                                       ACCELERATED_ROWS, strict=True):
         base = best[shovel][0]
-        print(f"  {shovel:24} {base:8,.0f} msg/s   CPU {0:5,.0f} + "
+        print(f"  {shovel:38} {base:8,.0f} msg/s   CPU {0:5,.0f} + "
               f"{broker_cpu.get(shovel, float('nan')):5,.0f}")
-        for row in (plain, ce):
+        for row in (plain, ce, fast):
+            if row not in best:
+                continue
             rate, cpu = best[row]
             broker = broker_cpu.get(row, float("nan"))
-            print(f"  {row:24} {rate:8,.0f} msg/s   CPU {cpu:5,.0f} + {broker:5,.0f} = "
+            print(f"  {row:38} {rate:8,.0f} msg/s   CPU {cpu:5,.0f} + {broker:5,.0f} = "
                   f"{cpu + broker:6,.0f}   {rate / base:.2f}x the Shovel")
-        met = met and best[plain][0] / base >= SHOVEL_TARGET
-    print(f"target: bridge (plain) >= {SHOVEL_TARGET}x the Shovel: {'met' if met else 'NOT met'}")
+        reached = [row for row in (plain, fast)
+                   if row in best and best[row][0] / base >= SHOVEL_TARGET]
+        met = met and bool(reached)
+        by.update("accelerated" if row == fast else "pure" for row in reached[-1:])
+    builds = f" ({' and '.join(sorted(by))} build)" if met else ""
+    print(f"target: bridge (plain) >= {SHOVEL_TARGET}x the Shovel: "
+          f"{'met' if met else 'NOT met'}{builds}")
     return met
 
 
