@@ -195,10 +195,10 @@ class EventShortcuts:
         self._quiesced = LoopEvent(reactor, Event.REACTOR_QUIESCED, reactor)
         self._queue = reactor._collector._impl
         self._ignoring: dict[tuple[type, str], bool] = {}
+        """:func:`ignores` by handler class and method, for childless handlers."""
         self._transport_sockets: dict[Any, Any] = {}
         """The socket (selectable) of each AMQP 1.0 transport by its C object, for those
         whose connection's handler ignores ``transport`` (:meth:`transport`)."""
-        """:func:`ignores` by handler class and method, for childless handlers."""
         main = reactor._handler
         self.by_type: dict[int, Shortcut] = {}
         if ignores(main, "on_reactor_quiesced") and ignores(
