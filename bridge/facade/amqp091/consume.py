@@ -68,6 +68,7 @@ from ..core.state import TemporaryQueue
 from .state import Channel091
 
 if TYPE_CHECKING:
+    from ...topology.consumer_args import ConsumerTerms
     from .listener import Facade091
 
 log = logging.getLogger("bridge.facade")
@@ -105,7 +106,8 @@ class Consumer091:
 
     def __init__(self, route: Consume091, ch: Channel091, tag: str | None, *, no_ack: bool,
                  exclusive: bool, prefetch: int, getter: bool = False,
-                 temporary: TemporaryQueue | None = None) -> None:
+                 temporary: TemporaryQueue | None = None,
+                 terms: ConsumerTerms | None = None) -> None:
         self.route = route
         self.ch = ch
         """The channel it delivers on (a temporary queue's: the binding's until adopted)."""
@@ -134,8 +136,10 @@ class Consumer091:
         self._retry_scheduled = False
         address = route.address if temporary is None or temporary.binding is None \
             else route.binding_address(temporary.binding[1])
-        self.link = route.subscription_link(self, address,
-                                            pinned_to=route.consumer_connection())
+        self.link = route.subscription_link(
+            self, address, pinned_to=route.consumer_connection(),
+            filters=terms.filters if terms else None,
+            properties=terms.properties if terms else None)
 
     @property
     def engine(self) -> Any:
@@ -508,11 +512,18 @@ class Consume091(FacadeConsume):
         return self.translator.amqp10_to_legacy091(
             message, own_routing_key=True, published_exchange_only=published_exchange_only)
 
-    def consume(self, ch: Channel091, tag: str, *, no_ack: bool, exclusive: bool
-                ) -> Consumer091:
-        """A new consumer of ``ch`` on the route's queue (its 1.0 link attaching)."""
+    def consumer_terms(self, arguments: dict[str, Any] | None) -> ConsumerTerms | None:
+        """What a consumer's link attaches with for its ``basic.consume`` arguments
+        (None: nothing; a configured route's consumers attach as the route says). Raises
+        :class:`ChannelRefused` for an argument the broker would refuse."""
+        return None
+
+    def consume(self, ch: Channel091, tag: str, *, no_ack: bool, exclusive: bool,
+                terms: ConsumerTerms | None = None) -> Consumer091:
+        """A new consumer of ``ch`` on the route's queue (its 1.0 link attaching, with
+        ``terms``: :meth:`consumer_terms`)."""
         consumer = Consumer091(self, ch, tag, no_ack=no_ack, exclusive=exclusive,
-                               prefetch=ch.prefetch)
+                               prefetch=ch.prefetch, terms=terms)
         self.subscriptions.add(consumer)
         return consumer
 
