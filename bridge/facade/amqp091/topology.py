@@ -188,7 +188,9 @@ class TopologyPublish091(Publish091):
         self.bytes -= entry.size
         ch: Any = entry.st
         self.facade.publish_refused(ch.client.sock.peer, text, route=self.name)
-        self.facade.refuse_publish(ch, ReplyCode.NOT_FOUND, f"NOT_FOUND - {text}")
+        # RabbitMQ's own words ("no exchange 'X' in vhost '/'"), as its 0-9-1 says them
+        self.facade.refuse_publish(ch, ReplyCode.NOT_FOUND,
+                                   f"NOT_FOUND - {text.removeprefix(condition + ': ')}")
 
 
 class TopologyConsume091(Consume091):
