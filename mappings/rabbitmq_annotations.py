@@ -7,10 +7,12 @@ RabbitMQ 4 adds broker data to a message it delivers, in the form of the consume
 protocol. A 0-9-1 consumer of a dead-lettered message gets the headers ``x-death`` (a
 table per queue and reason the message died in, most recent first) and
 ``x-first-death-*`` / ``x-last-death-*``, and the message comes with the exchange and
-routing key it was dead-lettered with; a stream consumer gets ``x-stream-offset``. A 1.0
+routing key it was dead-lettered with; a stream consumer gets ``x-stream-offset``; a
+quorum queue's consumer of a message given back gets ``x-delivery-count``. A 1.0
 consumer — the façade's link — gets the same data as message annotations instead:
 ``x-opt-deaths`` (an array of maps), ``x-first-death-*`` / ``x-last-death-*``,
-``x-stream-offset``, and ``x-exchange`` / ``x-routing-key`` of the dead-letter routing.
+``x-stream-offset``, ``x-delivery-count``, and ``x-exchange`` / ``x-routing-key`` of
+the dead-letter routing.
 
 The 0-9-1 mapping (:mod:`mappings.amqp091`) carries annotations it does not know in the
 opaque header ``x-amqp-1.0.message-annotations``, and prefers the exchange the message
@@ -25,7 +27,7 @@ annotations off the message before the mapping and gives them back the way Rabbi
   and ``original-expiration`` (its ``ttl``, as a string) where there is one;
 - ``x-first-death-{exchange,queue,reason}``, ``x-last-death-{exchange,queue,reason}``
   → headers of the same names (strings);
-- ``x-stream-offset`` → the header ``x-stream-offset`` (long);
+- ``x-stream-offset``, ``x-delivery-count`` → the headers of the same names (long);
 - for a dead-lettered message (``x-opt-deaths`` present), ``x-exchange`` /
   ``x-routing-key`` are the delivery's exchange and routing key.
 
@@ -45,6 +47,9 @@ from .message import AmqpMessage
 
 A_DEATHS = symbol("x-opt-deaths")
 A_STREAM_OFFSET = symbol("x-stream-offset")
+A_DELIVERY_COUNT = symbol("x-delivery-count")
+COUNTS = (A_STREAM_OFFSET, A_DELIVERY_COUNT)
+"""Integers RabbitMQ annotates and its 0-9-1 consumers get as headers (longs)."""
 A_EXCHANGE = symbol("x-exchange")
 A_ROUTING_KEY = symbol("x-routing-key")
 DEATH_SUMMARY = tuple(symbol(f"x-{which}-death-{what}") for which in ("first", "last")
@@ -106,16 +111,17 @@ def broker_data(message: AmqpMessage) -> BrokerData:
     """RabbitMQ 4's delivery annotations of ``message`` as 0-9-1 headers and routing
     (module docstring); ``message`` itself when it has none."""
     annotations = message.message_annotations
-    if A_DEATHS not in annotations and A_STREAM_OFFSET not in annotations:
+    if A_DEATHS not in annotations and not any(name in annotations for name in COUNTS):
         return BrokerData(message, {}, None)
     rest = dict(annotations)
     headers: dict[str, Any] = {}
     routing = None
-    offset = rest.pop(A_STREAM_OFFSET, None)
-    if isinstance(offset, int) and not isinstance(offset, bool):
-        headers["x-stream-offset"] = int(offset)
-    elif offset is not None:
-        rest[A_STREAM_OFFSET] = offset  # not RabbitMQ's: left to the mapping
+    for name in COUNTS:
+        count = rest.pop(name, None)
+        if isinstance(count, int) and not isinstance(count, bool):
+            headers[str(name)] = int(count)
+        elif count is not None:
+            rest[name] = count  # not RabbitMQ's: left to the mapping
     deaths = rest.pop(A_DEATHS, None)
     if deaths is not None:
         tables = [_death(d) for d in _elements(deaths)]

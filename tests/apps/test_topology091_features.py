@@ -2,7 +2,8 @@
 of RabbitMQ 4 (``examples/topology.yaml``, nothing configured per name), each compared
 with the same pika program straight to RabbitMQ 4 (issue 22): stream consumers'
 ``x-stream-offset``, consumer priorities (``x-priority``), and dead-lettered messages
-consumed with their ``x-death`` headers and dead-letter routing.
+consumed with their ``x-death`` headers and dead-letter routing, a message given back
+(``basic.reject`` / ``basic.nack`` with requeue) got again.
 
 The program (``programs/pika_features.py``) prints what the application saw; both runs
 must print the same, and what RabbitMQ itself answers is spelt out too, so that neither
@@ -100,3 +101,16 @@ def test_dead_letters_come_with_x_death_and_the_dead_letter_routing(feature: Fea
     assert feature.both("dead_letters") == [
         dead("expired", "expired", {}), dead("nacked", "rejected", {}),
         dead("rejected", "rejected", {"app": 1})]
+
+
+def test_a_message_given_back_comes_again_first(feature: Feature) -> None:
+    """``basic.reject`` / ``basic.nack`` with requeue, then ``basic.get``: the message
+    again, before the next one (the façade's new credit reached RabbitMQ before the
+    give-back, which then sent the next message), and on a quorum queue with
+    ``x-delivery-count`` (the façade had carried it in its opaque annotations header)."""
+    classic = [[f"m{i}", redelivered, None] for i in range(3)
+               for redelivered in (False, True, True)]
+    assert feature.both("requeue") == [
+        {"queue": "classic", "seen": classic},
+        {"queue": "quorum", "seen": [["m0", False, None], ["m0", True, 1], ["m0", True, 2]]},
+    ]

@@ -68,7 +68,7 @@ from proton.reactor import Container
 
 from amqp091.events import MessageReceived
 from amqp091.methods import ReplyCode
-from mappings.amqp091 import H_SUBJECT, H_TO, Delivery091
+from mappings.amqp091 import H_DELIVERY_COUNT, H_SUBJECT, H_TO, Delivery091
 from mappings.message import AmqpMessage
 from mappings.rabbitmq_annotations import broker_data
 
@@ -260,6 +260,9 @@ class TopologyConsume091(Consume091):
         if broker is not None:
             if broker.headers:
                 properties.headers = {**(properties.headers or {}), **broker.headers}
+                if properties.headers.get(H_DELIVERY_COUNT, self) \
+                        == broker.headers.get("x-delivery-count"):
+                    del properties.headers[H_DELIVERY_COUNT]  # (RabbitMQ's says it)
             if broker.routing is not None:
                 where = Delivery091(broker.routing[0], broker.routing[1], where.redelivered)
         return properties, where, body

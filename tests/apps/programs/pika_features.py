@@ -7,7 +7,10 @@ Scenarios: ``stream_offsets`` (a stream read from ``first``, an offset and ``las
 ``basic.qos`` as RabbitMQ requires), ``consumer_priorities`` (``x-priority``: the higher
 consumer takes everything while it has room), ``dead_letters`` (``x-dead-letter-exchange``:
 rejected, nacked and expired messages consumed from the dead-letter queue, with their
-``x-death`` and ``x-first-death-*`` headers and the exchange and key they come with).
+``x-death`` and ``x-first-death-*`` headers and the exchange and key they come with),
+``requeue`` (``basic.reject`` / ``basic.nack`` with requeue, then ``basic.get`` again: on a
+classic queue the message given back comes again before the next one; on a quorum queue
+with its ``x-delivery-count``).
 """
 
 from __future__ import annotations
@@ -149,6 +152,33 @@ def dead_letters() -> None:
         conn.close()
 
 
-{"stream_offsets": stream_offsets, "consumer_priorities": consumer_priorities,
+def requeue() -> None:
+    conn = connect()
+    ch = conn.channel()
+    ch.confirm_delivery()
+    for kind, count in (("classic", 3), ("quorum", 1)):
+        queue = f"test.features.requeue.{kind}.{TAG}"
+        ch.queue_declare(queue, durable=True, arguments={"x-queue-type": kind})
+        try:
+            for i in range(count):
+                ch.basic_publish("", queue, f"m{i}".encode())
+            seen = []
+            for i in range(3 * count):  # each message given back twice, then acked
+                method, props, body = ch.basic_get(queue)
+                seen.append([body, method.redelivered, (props.headers or {}).get(
+                    "x-delivery-count")])
+                if i % 3 == 0:
+                    ch.basic_reject(method.delivery_tag, requeue=True)
+                elif i % 3 == 1:
+                    ch.basic_nack(method.delivery_tag, requeue=True)
+                else:
+                    ch.basic_ack(method.delivery_tag)
+            result(queue=kind, seen=seen)
+        finally:
+            ch.queue_delete(queue)
+    conn.close()
+
+
+{"stream_offsets": stream_offsets, "requeue": requeue, "consumer_priorities": consumer_priorities,
  "dead_letters": dead_letters}[SCENARIO]()
 print("done", flush=True)
