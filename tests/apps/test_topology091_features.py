@@ -76,6 +76,20 @@ def test_stream_consumers_start_at_the_offset_they_ask(feature: Feature) -> None
     ]
 
 
+def test_what_a_stream_does_not_serve_is_refused(feature: Feature) -> None:
+    """A stream consumer without its own prefetch (none, 0, only a global one) is refused
+    406 and a basic.get 540, as RabbitMQ refuses them (the façade had taken the consumer
+    and answered the get get-empty: a poller saw an empty stream)."""
+    where = "queue 'test.features.refusals.<T>' in vhost '/'"
+    no_prefetch = [406, f"PRECONDITION_FAILED - consumer prefetch count is not set for "
+                        f"stream {where}"]
+    assert feature.both("stream_refusals") == [
+        {"consume": None, "refused": no_prefetch}, {"consume": 0, "refused": no_prefetch},
+        {"consume": "global", "refused": no_prefetch},
+        {"get": [540, f"NOT_IMPLEMENTED - basic.get not supported by stream queues {where}"]},
+    ]
+
+
 def test_the_higher_priority_consumer_takes_everything(feature: Feature) -> None:
     """``x-priority`` 10 against 1, both with room (the façade had shared them out)."""
     assert feature.both("consumer_priorities") == [{"counts": {"high": 20, "low": 0}}]

@@ -520,9 +520,32 @@ class TopologyMode:
         passive declare: 404 otherwise, as RabbitMQ answers a consume of a missing
         queue)."""
         self.check_exclusive(ch, queue)
+
+        def exists(info: QueueInfo) -> Frame | None:
+            if not ch.live:
+                return None
+            if info.queue_type == "stream":
+                self._stream_rules(ch, method, queue)
+            return then()
+
         self.call(ch, method, lambda done: self.backend.declare_queue(
-            QueueSpec(queue, owner=ch.client.owner), True, done),
-            lambda _: then() if ch.live else None)
+            QueueSpec(queue, owner=ch.client.owner), True, done), exists)
+
+    @staticmethod
+    def _stream_rules(ch: Channel091, method: Frame, queue: str) -> None:
+        """RabbitMQ's refusals of what a stream does not serve over 0-9-1: basic.get
+        (540, closing the connection) and a consumer without its own prefetch (406).
+        Through the 1.0 link neither is refused: the get was answered get-empty and the
+        consumer read with the listener's credit."""
+        where = f"queue '{queue}' in vhost '{ch.client.virtual_host or '/'}'"
+        if isinstance(method, C.Basic.Get):
+            raise ConnectionRefused(ReplyCode.NOT_IMPLEMENTED,
+                                    f"NOT_IMPLEMENTED - basic.get not supported by stream "
+                                    f"queues {where}")
+        if isinstance(method, C.Basic.Consume) and not ch.prefetch:
+            raise ChannelRefused(ReplyCode.PRECONDITION_FAILED,
+                                 f"PRECONDITION_FAILED - consumer prefetch count is not set "
+                                 f"for stream {where}")
 
     # -- direct reply-to -------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ with the run's names as ``<T>`` and times as ``<time>`` — so that the same run
 to RabbitMQ and through a façade can be compared line by line.
 
 Scenarios: ``stream_offsets`` (a stream read from ``first``, an offset and ``last``, with
-``basic.qos`` as RabbitMQ requires), ``consumer_priorities`` (``x-priority``: the higher
+``basic.qos`` as RabbitMQ requires), ``stream_refusals`` (a stream consumer without its
+own prefetch, and ``basic.get`` of a stream, which RabbitMQ refuses), ``consumer_priorities`` (``x-priority``: the higher
 consumer takes everything while it has room), ``dead_letters`` (``x-dead-letter-exchange``:
 rejected, nacked and expired messages consumed from the dead-letter queue, with their
 ``x-death`` and ``x-first-death-*`` headers and the exchange and key they come with),
@@ -179,6 +180,37 @@ def requeue() -> None:
     conn.close()
 
 
-{"stream_offsets": stream_offsets, "requeue": requeue, "consumer_priorities": consumer_priorities,
+def stream_refusals() -> None:
+    """What a stream does not serve over 0-9-1: basic.get, a consumer without prefetch."""
+    stream = f"test.features.refusals.{TAG}"
+    conn = connect()
+    ch = conn.channel()
+    ch.confirm_delivery()
+    ch.queue_declare(stream, durable=True, arguments={"x-queue-type": "stream"})
+    ch.basic_publish("", stream, b"m0")
+    try:
+        for qos in (None, 0, "global"):
+            ch = conn.channel()
+            if qos is not None:
+                ch.basic_qos(prefetch_count=5 if qos == "global" else 0,
+                             global_qos=qos == "global")
+            try:
+                ch.basic_consume(stream, lambda *a: None)
+                conn.process_data_events(0.2)
+                result(consume=qos, refused=None)
+            except pika.exceptions.ChannelClosedByBroker as exc:
+                result(consume=qos, refused=[exc.reply_code, exc.reply_text])
+        try:
+            result(get=conn.channel().basic_get(stream)[2])
+        except pika.exceptions.ConnectionClosedByBroker as exc:
+            result(get=[exc.reply_code, exc.reply_text])
+    finally:
+        conn = connect()
+        conn.channel().queue_delete(stream)
+        conn.close()
+
+
+{"stream_offsets": stream_offsets, "stream_refusals": stream_refusals,
+ "requeue": requeue, "consumer_priorities": consumer_priorities,
  "dead_letters": dead_letters}[SCENARIO]()
 print("done", flush=True)
