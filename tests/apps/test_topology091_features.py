@@ -90,6 +90,16 @@ def test_what_a_stream_does_not_serve_is_refused(feature: Feature) -> None:
     ]
 
 
+def test_basic_get_says_how_many_messages_are_left(feature: Feature) -> None:
+    """get-ok's message_count, on a classic and a quorum queue; a loop draining by it
+    gets every message (the façade had said 0: the loop stopped after the first)."""
+    seen = [["m0", 3], ["m0", 3], ["m1", 2], ["m2", 1], ["m3", 0]]
+    assert feature.both("get_counts") == [
+        {"queue": "classic", "seen": seen, "empty": True},
+        {"queue": "quorum", "seen": seen, "empty": True},
+    ]
+
+
 def test_the_higher_priority_consumer_takes_everything(feature: Feature) -> None:
     """``x-priority`` 10 against 1, both with room (the façade had shared them out)."""
     assert feature.both("consumer_priorities") == [{"counts": {"high": 20, "low": 0}}]

@@ -47,6 +47,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
@@ -99,6 +100,13 @@ class _Held:
     t0: float = 0.0
     data: bytes | None = None
     """The 1.0 message as received, kept when the route's tap records deliveries."""
+    left: int | None = None
+    """A getter's: the messages the broker had ready once this one was on its way to the
+    bridge (:data:`COUNTING` while asked, None: not asked, -1: unknown)."""
+
+
+COUNTING = -2
+""":attr:`_Held.left` while the broker is asked."""
 
 
 class Consumer091:
@@ -297,6 +305,8 @@ class Consumer091:
         """A get's grace is over: if nothing came, it is answered get-empty (a message that
         comes later for its credit is released: see :meth:`on_delivery`)."""
         self.pump()
+        if self.held and self.held[0].left == COUNTING:
+            return  # a message came: its get-ok waits only for the broker's count
         if self.gets and self.gets[0][0] == serial and self.ch.live:
             # credit withheld (the client does not read) or granted since: not empty yet
             wait = GET_GRACE if self.ch.client.sock.backpressured \
@@ -423,6 +433,14 @@ class Consumer091:
                     (self.prefetch and len(self.unsettled) >= self.prefetch)
                     or (ch.global_prefetch and ch.unacked >= ch.global_prefetch)):
                 break  # the prefetch is full: waits for an ack (of any consumer if global)
+            if self.getter and self.held[0].left is None:
+                head = self.held[0]
+                head.left = COUNTING
+                if self.route.count_left(self, partial(self._counted, head)):
+                    break
+                head.left = -1
+            if self.getter and self.held[0].left == COUNTING:
+                break  # get-ok waits for the count (_counted)
             msg = self.held.popleft()
             exchange = msg.where.exchange or ""
             if not exchange and self.temporary is not None and self.temporary.binding:
@@ -431,8 +449,10 @@ class Consumer091:
                 else self.route.queue
             if self.getter:
                 no_ack = self.gets.popleft()[1]
+                left = msg.left if msg.left is not None and msg.left >= 0 else 0
+                # (held beyond it: the broker counts them out, RabbitMQ's 0-9-1 in)
                 tag = engine.get_ok(ch.number, exchange, key, msg.body, msg.properties,
-                                    message_count=len(self.held),
+                                    message_count=left + len(self.held),
                                     redelivered=msg.where.redelivered, no_ack=no_ack)
             else:
                 no_ack = self.no_ack
@@ -450,6 +470,13 @@ class Consumer091:
             self.route.recount()
             if self.getter:
                 self._time_window()
+
+    def _counted(self, head: _Held, left: int | None) -> None:
+        """The broker said how many messages it has ready (None: it could not): the get
+        ``head`` answers goes out (:meth:`Consume091.count_left`)."""
+        head.left = -1 if left is None else max(0, left)
+        if not self.closed:
+            self.pump()
 
     def settle(self, tag: int, state: int, reason: str = "") -> None:
         """Give the 1.0 delivery behind delivery tag ``tag`` its outcome."""
@@ -533,6 +560,12 @@ class Consume091(FacadeConsume):
         the bridge, else its façade exchange)."""
         return self.translator.amqp10_to_legacy091(
             message, own_routing_key=True, published_exchange_only=published_exchange_only)
+
+    def count_left(self, consumer: Consumer091, done: Callable[[int | None], None]) -> bool:
+        """Ask the broker how many messages the queue has ready, for ``consumer``'s
+        get-ok (``done`` later, on the loop: the count, or None); False: this route cannot
+        ask, and a get-ok counts the messages the bridge holds for the getter."""
+        return False
 
     def consumer_terms(self, arguments: dict[str, Any] | None) -> ConsumerTerms | None:
         """What a consumer's link attaches with for its ``basic.consume`` arguments

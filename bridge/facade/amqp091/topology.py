@@ -207,6 +207,18 @@ class TopologyConsume091(Consume091):
         (the backend's answer: RabbitMQ 4 spreads them over the pool)."""
         return self.mode.backend.consumer_connection(self.queue)
 
+    def count_left(self, consumer: Consumer091, done: Callable[[int | None], None]) -> bool:
+        """RabbitMQ 4: a passive declare once the message is on its way to the bridge
+        (its count is then the messages left behind it, what RabbitMQ's get-ok says); a
+        1.0 delivery does not say it. Straight to the backend: the listener's own answer
+        to a redeclare would say 0 while the getter's link has credit."""
+        if self.mode.settings.broker != "rabbitmq4":
+            return False
+        self.mode.backend.declare_queue(
+            QueueSpec(self.queue, owner=consumer.ch.client.owner), True,
+            lambda info: done(info.message_count if isinstance(info, QueueInfo) else None))
+        return True
+
     def consumer_terms(self, arguments: dict[str, Any] | None) -> ConsumerTerms | None:
         """RabbitMQ 4 reads a consumer's 0-9-1 arguments (``x-priority``,
         ``x-stream-offset``, …) from its link's attach: they go there

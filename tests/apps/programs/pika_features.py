@@ -9,6 +9,7 @@ own prefetch, and ``basic.get`` of a stream, which RabbitMQ refuses), ``consumer
 consumer takes everything while it has room), ``dead_letters`` (``x-dead-letter-exchange``:
 rejected, nacked and expired messages consumed from the dead-letter queue, with their
 ``x-death`` and ``x-first-death-*`` headers and the exchange and key they come with),
+``get_counts`` (``basic.get``'s ``message_count``, and a loop draining a queue by it),
 ``requeue`` (``basic.reject`` / ``basic.nack`` with requeue, then ``basic.get`` again: on a
 classic queue the message given back comes again before the next one; on a quorum queue
 with its ``x-delivery-count``).
@@ -210,7 +211,37 @@ def stream_refusals() -> None:
         conn.close()
 
 
+def get_counts() -> None:
+    """basic.get's message_count: how many are left; a drain loop trusting it."""
+    conn = connect()
+    ch = conn.channel()
+    ch.confirm_delivery()
+    for kind in ("classic", "quorum"):
+        queue = f"test.features.get.{kind}.{TAG}"
+        ch.queue_declare(queue, durable=True, arguments={"x-queue-type": kind})
+        try:
+            for i in range(4):
+                ch.basic_publish("", queue, f"m{i}".encode())
+            seen = []
+            method, _, body = ch.basic_get(queue)
+            seen.append([body, method.message_count])
+            ch.basic_reject(method.delivery_tag, requeue=True)
+            while True:  # drain by the count, as applications do
+                method, _, body = ch.basic_get(queue, auto_ack=True)
+                if method is None:
+                    seen.append(None)
+                    break
+                seen.append([body, method.message_count])
+                if method.message_count == 0:
+                    break
+            result(queue=kind, seen=seen, empty=ch.basic_get(queue)[0] is None)
+        finally:
+            ch.queue_delete(queue)
+    conn.close()
+
+
 {"stream_offsets": stream_offsets, "stream_refusals": stream_refusals,
+ "get_counts": get_counts,
  "requeue": requeue, "consumer_priorities": consumer_priorities,
  "dead_letters": dead_letters}[SCENARIO]()
 print("done", flush=True)
