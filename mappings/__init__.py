@@ -7,6 +7,9 @@
 - :mod:`~mappings.amqp010` (with :mod:`~mappings.amqp010_values`): AMQP 0-10 ⇄ 1.0;
 - :mod:`~mappings.amqp091` (with :mod:`~mappings.amqp091_values`): AMQP 0-9-1 ⇄ 1.0, on
   pamqp's property and method types (not yet wired into the bridge: issue 14);
+- :mod:`~mappings.rabbitmq_annotations`: what RabbitMQ 4 annotates a 1.0 delivery with
+  (dead letters' deaths, stream offsets, quorum delivery counts) as its own 0-9-1
+  consumers get it (headers ``x-death`` …, the dead-letter routing);
 - :mod:`~mappings.user_id`: the route option ``user_id``, one rule for both legacy mappings;
 - :mod:`~mappings.cloudevents`: CloudEvents over AMQP 1.0, both modes, and templates.
 

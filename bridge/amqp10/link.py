@@ -115,7 +115,9 @@ class Amqp10Link:
 
     def __init__(self, container: Container, connection: Any, address: str | None, *,
                  sender: bool, owner: LinkOwner, name: str, route: str = "",
-                 browse: bool = False, pinned: bool = False) -> None:
+                 browse: bool = False, pinned: bool = False,
+                 filters: dict[Any, Any] | None = None,
+                 properties: dict[Any, Any] | None = None) -> None:
         self.container = container
         self.connection = connection
         self.address = address
@@ -125,6 +127,11 @@ class Amqp10Link:
         self.browse = browse
         """A receiver whose source has distribution-mode copy: it sees the node's messages
         without taking them (a 0-10 not-acquired subscription, qpid.messaging's browse)."""
+        self.filters = filters
+        """A receiver's source filter set (symbol → described value), sent on every attach
+        (a consumer's 0-9-1 arguments, :mod:`bridge.topology.consumer_args`)."""
+        self.properties = properties
+        """The link's properties, sent on every attach."""
         self.owner = owner
         self.name = name
         self.route = route
@@ -431,6 +438,10 @@ class Amqp10Link:
             link.source.address = self.address
             if self.browse:
                 link.source.distribution_mode = Terminus.DIST_MODE_COPY
+            if self.filters:
+                link.source.filter.put_dict(self.filters)
+        if self.properties:
+            link.properties = self.properties
         link.handler = self
         link.open()
         self.session, self.link = session, link

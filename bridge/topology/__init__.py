@@ -26,6 +26,8 @@ Theory of operation
   declares over 0-9-1 for RabbitMQ 3.x (:mod:`~bridge.topology.rabbitmq091`), and
   exchanges emulated as routing tables over plain queues, as kombu's virtual
   transport does (:mod:`~bridge.topology.routing`).
+- :mod:`~bridge.topology.consumer_args`: a 0-9-1 consumer's arguments (``x-priority``,
+  ``x-stream-offset``, …) as the attach terms of its 1.0 link that RabbitMQ 4 reads.
 - the management protocols the first two speak are strategies (a
   :class:`~bridge.topology.request_response.LinkPair`) of one request/response client
   (:mod:`~bridge.topology.request_response`: pipelining, timeouts, connection loss,

@@ -75,6 +75,10 @@ class QueueInfo:
     name: str
     message_count: int | None = None
     consumer_count: int | None = None
+    queue_type: str | None = field(default=None, compare=False)
+    """The broker's queue type (RabbitMQ 4: ``classic``, ``quorum``, ``stream``) where it
+    says, else None; not part of the answer's equality (what a declare answers is the
+    name and the counts)."""
 
 
 SERVER_NAMED_PREFIX = "amqp-bridge.gen-"

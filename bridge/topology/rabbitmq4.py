@@ -139,8 +139,10 @@ def error_of(response: Response) -> TopologyError:
 def _queue_info(body: Any, name: str) -> QueueInfo:
     if not isinstance(body, dict):
         return QueueInfo(name)
+    kind = body.get("type")
     return QueueInfo(str(body.get("name", name)),
-                     _count(body.get("message_count")), _count(body.get("consumer_count")))
+                     _count(body.get("message_count")), _count(body.get("consumer_count")),
+                     kind if isinstance(kind, str) else None)
 
 
 def _count(value: Any) -> int | None:

@@ -370,7 +370,9 @@ class Commands091:
         if self.facade.stopping:
             raise ChannelRefused(ReplyCode.RESOURCE_LOCKED, "amqp-bridge is shutting down")
         self._check_consumer_room(ch)
-        consumer = route.consume(ch, tag, no_ack=bool(m.no_ack), exclusive=bool(m.exclusive))
+        terms = route.consumer_terms(dict(m.arguments or {}))
+        consumer = route.consume(ch, tag, no_ack=bool(m.no_ack), exclusive=bool(m.exclusive),
+                                 terms=terms)
         ch.consumers[tag] = consumer
         return None if m.nowait else C.Basic.ConsumeOk(consumer_tag=tag)
 

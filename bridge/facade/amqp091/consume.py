@@ -47,6 +47,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
@@ -68,6 +69,7 @@ from ..core.state import TemporaryQueue
 from .state import Channel091
 
 if TYPE_CHECKING:
+    from ...topology.consumer_args import ConsumerTerms
     from .listener import Facade091
 
 log = logging.getLogger("bridge.facade")
@@ -98,6 +100,13 @@ class _Held:
     t0: float = 0.0
     data: bytes | None = None
     """The 1.0 message as received, kept when the route's tap records deliveries."""
+    left: int | None = None
+    """A getter's: the messages the broker had ready once this one was on its way to the
+    bridge (:data:`COUNTING` while asked, None: not asked, -1: unknown)."""
+
+
+COUNTING = -2
+""":attr:`_Held.left` while the broker is asked."""
 
 
 class Consumer091:
@@ -105,7 +114,8 @@ class Consumer091:
 
     def __init__(self, route: Consume091, ch: Channel091, tag: str | None, *, no_ack: bool,
                  exclusive: bool, prefetch: int, getter: bool = False,
-                 temporary: TemporaryQueue | None = None) -> None:
+                 temporary: TemporaryQueue | None = None,
+                 terms: ConsumerTerms | None = None) -> None:
         self.route = route
         self.ch = ch
         """The channel it delivers on (a temporary queue's: the binding's until adopted)."""
@@ -132,10 +142,14 @@ class Consumer091:
         self.cancelled = False
         self.closed = False
         self._retry_scheduled = False
+        self._credit_held = False
+        """A give-back's disposition is not written yet: no new credit (:meth:`_hold_credit`)."""
         address = route.address if temporary is None or temporary.binding is None \
             else route.binding_address(temporary.binding[1])
-        self.link = route.subscription_link(self, address,
-                                            pinned_to=route.consumer_connection())
+        self.link = route.subscription_link(
+            self, address, pinned_to=route.consumer_connection(),
+            filters=terms.filters if terms else None,
+            properties=terms.properties if terms else None)
 
     @property
     def engine(self) -> Any:
@@ -176,7 +190,8 @@ class Consumer091:
         credit added."""
         route = self.route
         if self.closed or self.cancelled or not self.link.up or not self.ch.live \
-                or route.paused or (route.tap is not None and route.tap.backpressured):
+                or self._credit_held or route.paused \
+                or (route.tap is not None and route.tap.backpressured):
             return 0
         promised = self.promised
         if self.getter:
@@ -290,6 +305,8 @@ class Consumer091:
         """A get's grace is over: if nothing came, it is answered get-empty (a message that
         comes later for its credit is released: see :meth:`on_delivery`)."""
         self.pump()
+        if self.held and self.held[0].left == COUNTING:
+            return  # a message came: its get-ok waits only for the broker's count
         if self.gets and self.gets[0][0] == serial and self.ch.live:
             # credit withheld (the client does not read) or granted since: not empty yet
             wait = GET_GRACE if self.ch.client.sock.backpressured \
@@ -416,6 +433,14 @@ class Consumer091:
                     (self.prefetch and len(self.unsettled) >= self.prefetch)
                     or (ch.global_prefetch and ch.unacked >= ch.global_prefetch)):
                 break  # the prefetch is full: waits for an ack (of any consumer if global)
+            if self.getter and self.held[0].left is None:
+                head = self.held[0]
+                head.left = COUNTING
+                if self.route.count_left(self, partial(self._counted, head)):
+                    break
+                head.left = -1
+            if self.getter and self.held[0].left == COUNTING:
+                break  # get-ok waits for the count (_counted)
             msg = self.held.popleft()
             exchange = msg.where.exchange or ""
             if not exchange and self.temporary is not None and self.temporary.binding:
@@ -424,8 +449,10 @@ class Consumer091:
                 else self.route.queue
             if self.getter:
                 no_ack = self.gets.popleft()[1]
+                left = msg.left if msg.left is not None and msg.left >= 0 else 0
+                # (held beyond it: the broker counts them out, RabbitMQ's 0-9-1 in)
                 tag = engine.get_ok(ch.number, exchange, key, msg.body, msg.properties,
-                                    message_count=len(self.held),
+                                    message_count=left + len(self.held),
                                     redelivered=msg.where.redelivered, no_ack=no_ack)
             else:
                 no_ack = self.no_ack
@@ -444,14 +471,40 @@ class Consumer091:
             if self.getter:
                 self._time_window()
 
+    def _counted(self, head: _Held, left: int | None) -> None:
+        """The broker said how many messages it has ready (None: it could not): the get
+        ``head`` answers goes out (:meth:`Consume091.count_left`)."""
+        head.left = -1 if left is None else max(0, left)
+        if not self.closed:
+            self.pump()
+
     def settle(self, tag: int, state: int, reason: str = "") -> None:
         """Give the 1.0 delivery behind delivery tag ``tag`` its outcome."""
         if not self.route.settle_unsettled(self, tag, self.ch.deliveries, state, reason):
             return
+        if state not in (Delivery.ACCEPTED, Delivery.REJECTED):
+            self._hold_credit()
         if self.cancelled:
             self._close_when_idle()
         else:
             self.pump()  # room in the prefetch for what the 1.0 broker sent beyond it
+
+    def _hold_credit(self) -> None:
+        """A message was given back: no new credit on the link until that disposition
+        has been written. Proton writes a session's flow frames before its dispositions,
+        so credit granted in the same burst reached RabbitMQ first, and it sent the next
+        message before it had the given-back one again — a basic.get after
+        basic.reject(requeue) had the message after it, where RabbitMQ's 0-9-1 gives the
+        requeued one (at its place in the queue) again. The credit follows on the next
+        round of the loop, after this one's writes."""
+        if not self._credit_held:
+            self._credit_held = True
+            self.route.container.schedule(0, Timer(self._credit_hold_over))
+
+    def _credit_hold_over(self) -> None:
+        self._credit_held = False
+        if not self.closed:
+            self.route.grant()
 
     # -- the end ------------------------------------------------------------------------------
 
@@ -508,11 +561,24 @@ class Consume091(FacadeConsume):
         return self.translator.amqp10_to_legacy091(
             message, own_routing_key=True, published_exchange_only=published_exchange_only)
 
-    def consume(self, ch: Channel091, tag: str, *, no_ack: bool, exclusive: bool
-                ) -> Consumer091:
-        """A new consumer of ``ch`` on the route's queue (its 1.0 link attaching)."""
+    def count_left(self, consumer: Consumer091, done: Callable[[int | None], None]) -> bool:
+        """Ask the broker how many messages the queue has ready, for ``consumer``'s
+        get-ok (``done`` later, on the loop: the count, or None); False: this route cannot
+        ask, and a get-ok counts the messages the bridge holds for the getter."""
+        return False
+
+    def consumer_terms(self, arguments: dict[str, Any] | None) -> ConsumerTerms | None:
+        """What a consumer's link attaches with for its ``basic.consume`` arguments
+        (None: nothing; a configured route's consumers attach as the route says). Raises
+        :class:`ChannelRefused` for an argument the broker would refuse."""
+        return None
+
+    def consume(self, ch: Channel091, tag: str, *, no_ack: bool, exclusive: bool,
+                terms: ConsumerTerms | None = None) -> Consumer091:
+        """A new consumer of ``ch`` on the route's queue (its 1.0 link attaching, with
+        ``terms``: :meth:`consumer_terms`)."""
         consumer = Consumer091(self, ch, tag, no_ack=no_ack, exclusive=exclusive,
-                               prefetch=ch.prefetch)
+                               prefetch=ch.prefetch, terms=terms)
         self.subscriptions.add(consumer)
         return consumer
 

@@ -68,8 +68,9 @@ from proton.reactor import Container
 
 from amqp091.events import MessageReceived
 from amqp091.methods import ReplyCode
-from mappings.amqp091 import H_SUBJECT, H_TO, Delivery091
+from mappings.amqp091 import H_DELIVERY_COUNT, H_SUBJECT, H_TO, Delivery091
 from mappings.message import AmqpMessage
+from mappings.rabbitmq_annotations import broker_data
 
 from ...amqp10.link import Amqp10Link
 from ...config import ListenerTopology, Route
@@ -83,6 +84,7 @@ from ...topology import (
     Topology,
     TopologyError,
 )
+from ...topology.consumer_args import ConsumerTerms, rabbitmq_consumer_terms
 from ...topology.rabbitmq091 import RabbitMQ091Topology
 from ..core.publish import PublishEntry
 from ..core.topology import TopologyCore
@@ -186,7 +188,9 @@ class TopologyPublish091(Publish091):
         self.bytes -= entry.size
         ch: Any = entry.st
         self.facade.publish_refused(ch.client.sock.peer, text, route=self.name)
-        self.facade.refuse_publish(ch, ReplyCode.NOT_FOUND, f"NOT_FOUND - {text}")
+        # RabbitMQ's own words ("no exchange 'X' in vhost '/'"), as its 0-9-1 says them
+        self.facade.refuse_publish(ch, ReplyCode.NOT_FOUND,
+                                   f"NOT_FOUND - {text.removeprefix(condition + ': ')}")
 
 
 class TopologyConsume091(Consume091):
@@ -203,6 +207,29 @@ class TopologyConsume091(Consume091):
         (the backend's answer: RabbitMQ 4 spreads them over the pool)."""
         return self.mode.backend.consumer_connection(self.queue)
 
+    def count_left(self, consumer: Consumer091, done: Callable[[int | None], None]) -> bool:
+        """RabbitMQ 4: a passive declare once the message is on its way to the bridge
+        (its count is then the messages left behind it, what RabbitMQ's get-ok says); a
+        1.0 delivery does not say it. Straight to the backend: the listener's own answer
+        to a redeclare would say 0 while the getter's link has credit."""
+        if self.mode.settings.broker != "rabbitmq4":
+            return False
+        self.mode.backend.declare_queue(
+            QueueSpec(self.queue, owner=consumer.ch.client.owner), True,
+            lambda info: done(info.message_count if isinstance(info, QueueInfo) else None))
+        return True
+
+    def consumer_terms(self, arguments: dict[str, Any] | None) -> ConsumerTerms | None:
+        """RabbitMQ 4 reads a consumer's 0-9-1 arguments (``x-priority``,
+        ``x-stream-offset``, …) from its link's attach: they go there
+        (:mod:`bridge.topology.consumer_args`); other brokers get none."""
+        if self.mode.settings.broker != "rabbitmq4" or not arguments:
+            return None
+        terms = rabbitmq_consumer_terms(arguments)
+        if isinstance(terms, TopologyError):
+            raise refusal(terms)
+        return terms or None
+
     def take_delivery(self, sub: Any, link: Any, delivery: Any, wanted: bool,
                       translate: Any) -> Any:
         """As the core takes it; a whole message from the broker also counts the queue's
@@ -215,14 +242,24 @@ class TopologyConsume091(Consume091):
     def to_legacy091(self, message: AmqpMessage, *, published_exchange_only: bool = False
                      ) -> Any:
         """The route's translation, less the ``to`` a topology-mode publish carries; a
-        ``reply_to`` that is a queue's 1.0 address becomes the queue's name."""
+        ``reply_to`` that is a queue's 1.0 address becomes the queue's name; RabbitMQ 4's
+        dead-letter and stream annotations as the headers and routing its own 0-9-1
+        consumers get (:mod:`mappings.rabbitmq_annotations`)."""
+        broker = broker_data(message) if self.mode.settings.broker == "rabbitmq4" else None
+        if broker is not None:
+            message = broker.message
         properties, where, body = super().to_legacy091(
             message, published_exchange_only=published_exchange_only)
         backend = self.mode.backend
         headers = properties.headers
         if headers:
             key = where.routing_key or ""
-            if headers.get(H_TO, self) == backend.publish_address(where.exchange or "", key):
+            exchange, published_key = where.exchange, key
+            if broker is not None and broker.routing is not None:  # (dead-lettered: the
+                exchange = broker.published[0]                       # publish's own `to`)
+                published_key = broker.published[1] or message.properties.subject or ""
+            if headers.get(H_TO, self) == backend.publish_address(exchange or "",
+                                                                  published_key):
                 del headers[H_TO]
             if headers.get(H_SUBJECT, self) == key:  # (the key says it: RabbitMQ 4
                 del headers[H_SUBJECT]                 # annotates the key it routed by)
@@ -232,6 +269,14 @@ class TopologyConsume091(Consume091):
             name = self.mode.queue_named_by(properties.reply_to)
             if name is not None:
                 properties.reply_to = name
+        if broker is not None:
+            if broker.headers:
+                properties.headers = {**(properties.headers or {}), **broker.headers}
+                if properties.headers.get(H_DELIVERY_COUNT, self) \
+                        == broker.headers.get("x-delivery-count"):
+                    del properties.headers[H_DELIVERY_COUNT]  # (RabbitMQ's says it)
+            if broker.routing is not None:
+                where = Delivery091(broker.routing[0], broker.routing[1], where.redelivered)
         return properties, where, body
 
     def forget(self, consumer: Any) -> None:
@@ -487,9 +532,32 @@ class TopologyMode:
         passive declare: 404 otherwise, as RabbitMQ answers a consume of a missing
         queue)."""
         self.check_exclusive(ch, queue)
+
+        def exists(info: QueueInfo) -> Frame | None:
+            if not ch.live:
+                return None
+            if info.queue_type == "stream":
+                self._stream_rules(ch, method, queue)
+            return then()
+
         self.call(ch, method, lambda done: self.backend.declare_queue(
-            QueueSpec(queue, owner=ch.client.owner), True, done),
-            lambda _: then() if ch.live else None)
+            QueueSpec(queue, owner=ch.client.owner), True, done), exists)
+
+    @staticmethod
+    def _stream_rules(ch: Channel091, method: Frame, queue: str) -> None:
+        """RabbitMQ's refusals of what a stream does not serve over 0-9-1: basic.get
+        (540, closing the connection) and a consumer without its own prefetch (406).
+        Through the 1.0 link neither is refused: the get was answered get-empty and the
+        consumer read with the listener's credit."""
+        where = f"queue '{queue}' in vhost '{ch.client.virtual_host or '/'}'"
+        if isinstance(method, C.Basic.Get):
+            raise ConnectionRefused(ReplyCode.NOT_IMPLEMENTED,
+                                    f"NOT_IMPLEMENTED - basic.get not supported by stream "
+                                    f"queues {where}")
+        if isinstance(method, C.Basic.Consume) and not ch.prefetch:
+            raise ChannelRefused(ReplyCode.PRECONDITION_FAILED,
+                                 f"PRECONDITION_FAILED - consumer prefetch count is not set "
+                                 f"for stream {where}")
 
     # -- direct reply-to -------------------------------------------------------------------
 

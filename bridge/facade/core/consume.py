@@ -192,14 +192,17 @@ class FacadeConsume:
         return data if tap is not None and tap.wants_delivered else None
 
     def subscription_link(self, owner: Any, address: str, *, pinned_to: Any = None,
-                          browse: bool = False) -> Amqp10Link:
+                          browse: bool = False, filters: dict[Any, Any] | None = None,
+                          properties: dict[Any, Any] | None = None) -> Amqp10Link:
         """A subscriber's own receiving link on ``address`` (``browse``: a non-destructive
-        source), attached on ``pinned_to`` if given (the 1.0 connection that declared an
-        exclusive queue: the only one the broker lets consume it), else on the route's
+        source; ``filters`` and ``properties``: its source's filter set and the link's
+        properties), attached on ``pinned_to`` if given (the 1.0 connection that declared
+        an exclusive queue: the only one the broker lets consume it), else on the route's
         connection (any of its pool)."""
         return Amqp10Link(self.container, pinned_to or self.amqp10, address, sender=False,
                           owner=owner, name=f"{self.name}.{uuid.uuid4().hex[:12]}",
-                          route=self.name, browse=browse, pinned=pinned_to is not None)
+                          route=self.name, browse=browse, pinned=pinned_to is not None,
+                          filters=filters, properties=properties)
 
     def take_delivery(self, sub: Any, link: Amqp10Link, delivery: Delivery, wanted: bool,
                       translate: Callable[[AmqpMessage], T]) -> tuple[bytes, T] | None:
