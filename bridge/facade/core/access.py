@@ -19,12 +19,21 @@ The same goes for a message's user-id (:meth:`Access.user_id_refused`): unless t
 listener trusts user ids (``trust_user_id``), a user-id other than the publisher's
 login is refused (counted with the permission ``user_id``), as RabbitMQ and qpidd
 refuse it.
+
+A declare may also name another exchange its messages go on to: a queue's dead-letter
+exchange (argument ``x-dead-letter-exchange``), an exchange's or (0-10) a queue's
+alternate exchange (``alternate-exchange``). RabbitMQ then also checks *read* on the
+declared name and *write* on that exchange (:func:`forwarding_checks`), so that a user
+cannot route into an exchange it may not publish to through a queue or exchange of
+its own (a message that expires, is rejected or is unroutable there).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ...security.permissions import Kind, Permission, Permissions, checked_name
 
@@ -46,6 +55,29 @@ class Check:
     def shown_name(self) -> str:
         """The name as refusals show it (the default exchange: ``amq.default``)."""
         return checked_name(self.kind, self.name)
+
+
+DEAD_LETTER_EXCHANGE = "x-dead-letter-exchange"
+ALTERNATE_EXCHANGE = "alternate-exchange"
+"""The declare arguments that name an exchange messages go on to."""
+
+
+def exchange_named_by(value: Any) -> str:
+    """The exchange name an argument's value gives (a byte string as its UTF-8 text,
+    undecodable bytes kept as surrogate escapes, so a pattern still sees them)."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    return value if isinstance(value, str) else str(value)
+
+
+def forwarding_checks(kind: Kind, name: str, exchanges: Iterable[Any]) -> list[Check]:
+    """What a declare of ``name`` needs, beyond configure, for the exchanges it names as
+    where its messages go on to (``None``: not named; ``""``: the default exchange):
+    read on ``name`` and write on each exchange, RabbitMQ's rule (module docstring)."""
+    targets = [exchange_named_by(v) for v in exchanges if v is not None]
+    if not targets:
+        return []
+    return [Check("read", kind, name), *(Check("write", "exchange", t) for t in targets)]
 
 
 class Access:
@@ -109,4 +141,5 @@ class Access:
         self.refused[key] = self.refused.get(key, 0) + 1
 
 
-__all__ = ["USER_ID", "Access", "Check"]
+__all__ = ["ALTERNATE_EXCHANGE", "DEAD_LETTER_EXCHANGE", "USER_ID", "Access", "Check",
+           "exchange_named_by", "forwarding_checks"]

@@ -1,0 +1,199 @@
+"""A user with limited permissions against both façades in topology mode (issue 22),
+RabbitMQ 4 behind: what RabbitMQ's own permission rules refuse, the bridge refuses —
+also when the name the user may not touch only appears in a declare's arguments
+(a dead-letter exchange, an alternate exchange), through which the user's own queue or
+exchange would pass messages on into it (docs/operations.md "Who may do what").
+
+One ``amqp-bridge run`` serves the module: a 0-9-1 and a 0-10 topology-mode listener,
+each with user ``victim`` (every permission) and ``att`` (its own ``att.`` names, and
+write on ``amq.topic``). The victim's queue and exchange are made straight at RabbitMQ.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pika
+import pika.exceptions
+import pytest
+
+from amqp010.events import ExecutionExceptionReceived
+from amqp010.spec import ErrorCode
+from amqp010.transport import BlockingClient, ClientError
+from tests.support.bridge import BridgeRun, free_port, wait_listening
+from tests.support.rabbitmq import queue_depth_if_any
+
+pytestmark = pytest.mark.rabbitmq(4)
+
+USERS = {"victim": "victim-pw", "att": "att-pw"}
+PERMISSIONS = r"""
+      victim: {configure: ".*", write: ".*", read: ".*"}
+      att: {configure: "^att\\.", write: "^att\\.|^amq\\.topic$", read: "^att\\."}"""
+
+
+@dataclass
+class Running:
+    rabbitmq_url: str
+    port091: int
+    port010: int
+    proc: BridgeRun
+
+    def client091(self, user: str) -> pika.BlockingConnection:
+        return pika.BlockingConnection(pika.ConnectionParameters(
+            "127.0.0.1", self.port091, credentials=pika.PlainCredentials(user, USERS[user]),
+            connection_attempts=1, heartbeat=0))
+
+    def client010(self, user: str) -> BlockingClient:
+        return BlockingClient.connect(f"amqp://{user}:{USERS[user]}@127.0.0.1:{self.port010}")
+
+    def broker(self) -> pika.BlockingConnection:
+        """A connection straight to RabbitMQ (its own login: every permission)."""
+        return pika.BlockingConnection(pika.URLParameters(self.rabbitmq_url + "/%2F"))
+
+
+@pytest.fixture(scope="module")
+def bridge(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    port091, port010 = free_port(), free_port()
+    users = ", ".join(f"{u}: {p}" for u, p in USERS.items())
+    config = f"""
+connections:
+  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+listeners:
+  rabbit:
+    protocol: amqp0-9-1
+    bind: "127.0.0.1:{port091}"
+    users: {{{users}}}
+    topology: {{connection: cloud, broker: rabbitmq4}}
+    permissions: {PERMISSIONS}
+  qpid:
+    protocol: amqp0-10
+    bind: "127.0.0.1:{port010}"
+    users: {{{users}}}
+    topology: {{connection: cloud, broker: rabbitmq4}}
+    permissions: {PERMISSIONS}
+"""
+    proc = BridgeRun(config, tmp_path_factory.mktemp("topology-access")).start()
+    try:
+        wait_listening(port091, proc)
+        wait_listening(port010, proc)
+        yield Running(rabbitmq_url, port091, port010, proc)
+    finally:
+        rc = proc.stop()
+    assert rc == 0, proc.log()
+    assert "level=error" not in proc.log(), proc.log()
+
+
+@dataclass
+class Names:
+    tag: str
+    victim_queue: str
+    victim_exchange: str
+
+    def att(self, kind: str) -> str:
+        return f"att.{kind}.{self.tag}"
+
+
+@pytest.fixture
+def names(bridge: Running) -> Iterator[Names]:
+    """The victim's queue, bound with key ``k`` to its direct exchange, at RabbitMQ; what
+    the test made there under the attacker's names is deleted after it."""
+    tag = uuid.uuid4().hex[:8]
+    made = Names(tag, f"victim.q.{tag}", f"victim.x.{tag}")
+    with bridge.broker() as conn:
+        ch = conn.channel()
+        ch.queue_declare(made.victim_queue)
+        ch.exchange_declare(made.victim_exchange, "direct")
+        ch.queue_bind(made.victim_queue, made.victim_exchange, "k")
+    yield made
+    with bridge.broker() as conn:
+        ch = conn.channel()
+        for queue in (made.victim_queue, made.att("q"), made.att("dl")):
+            ch.queue_delete(queue)
+        for exchange in (made.victim_exchange, made.att("x"), made.att("ae")):
+            ch.exchange_delete(exchange)
+
+
+def refused091(call: Callable[[], object]) -> tuple[int, str]:
+    with pytest.raises(pika.exceptions.ChannelClosedByBroker) as closed:
+        call()
+    return closed.value.reply_code, closed.value.reply_text
+
+
+def refused010(call: Callable[[], object]) -> ExecutionExceptionReceived:
+    with pytest.raises(ClientError) as info:
+        call()
+    event = info.value.event
+    assert isinstance(event, ExecutionExceptionReceived), info.value
+    return event
+
+
+def access_refused(name: str) -> tuple[int, str]:
+    return 403, f"ACCESS_REFUSED - access to exchange '{name}' in vhost '/' refused for " \
+                f"user 'att'"
+
+
+def test_091_a_dead_letter_exchange_needs_write_on_it(bridge: Running, names: Names) -> None:
+    """RabbitMQ checks write on a queue's x-dead-letter-exchange: else a queue of one's
+    own with a TTL of 0 dead-letters into any queue (here through the default
+    exchange, by the victim queue's name, or through the victim's exchange)."""
+    dl = names.att("dl")
+    with bridge.client091("att") as conn:
+        assert refused091(lambda: conn.channel().queue_declare(dl, arguments={
+            "x-dead-letter-exchange": "", "x-dead-letter-routing-key": names.victim_queue,
+            "x-message-ttl": 0})) == access_refused("amq.default")
+        assert refused091(lambda: conn.channel().queue_declare(dl, arguments={
+            "x-dead-letter-exchange": names.victim_exchange, "x-message-ttl": 0})) \
+            == access_refused(names.victim_exchange)
+        assert queue_depth_if_any(bridge.rabbitmq_url, dl) is None  # never declared
+        ch = conn.channel()  # an exchange of its own is fine
+        ch.exchange_declare(names.att("x"), "direct")
+        assert ch.queue_declare(dl, arguments={"x-dead-letter-exchange": names.att("x")}) \
+            .method.queue == dl
+
+
+def test_091_an_alternate_exchange_needs_write_on_it(bridge: Running, names: Names) -> None:
+    """RabbitMQ checks write on an exchange's alternate-exchange: else what one publishes
+    to an exchange of one's own with a key nothing binds goes on to the victim's."""
+    with bridge.client091("att") as conn:
+        assert refused091(lambda: conn.channel().exchange_declare(
+            names.att("ae"), "direct", arguments={"alternate-exchange": names.victim_exchange})) \
+            == access_refused(names.victim_exchange)
+        ch = conn.channel()
+        ch.exchange_declare(names.att("x"), "direct")
+        ch.exchange_declare(names.att("ae"), "direct",
+                            arguments={"alternate-exchange": names.att("x")})
+        ch.confirm_delivery()
+        ch.basic_publish(names.att("ae"), "k", b"unbound")  # to att.x, then nowhere
+    assert queue_depth_if_any(bridge.rabbitmq_url, names.victim_queue) == 0
+
+
+def test_010_a_dead_letter_or_alternate_exchange_needs_write_on_it(
+        bridge: Running, names: Names) -> None:
+    """The same rule for 0-10 declares (qpid.messaging's x-declare): a queue's
+    x-dead-letter-exchange argument, and the alternate-exchange of a queue (where qpidd
+    puts what is rejected) or of an exchange."""
+    attempts: list[Callable[[BlockingClient], object]] = [
+        lambda c: c.declare_queue(names.att("dl"), arguments={
+            "x-dead-letter-exchange": "", "x-dead-letter-routing-key": names.victim_queue,
+            "x-message-ttl": 0}),
+        lambda c: c.declare_queue(names.att("dl"), alternate_exchange=names.victim_exchange),
+        lambda c: c.declare_exchange(names.att("ae"), "direct",
+                                     alternate_exchange=names.victim_exchange),
+        lambda c: c.declare_exchange(names.att("ae"), "direct", arguments={
+            "alternate-exchange": names.victim_exchange}),
+    ]
+    for attempt, missing in zip(attempts, ["amq.default", *[names.victim_exchange] * 3],
+                                strict=True):
+        with bridge.client010("att") as client:
+            error = refused010(lambda: attempt(client))  # noqa: B023 (called at once)
+        assert error.error_code == ErrorCode.UNAUTHORIZED_ACCESS
+        assert error.description.endswith(
+            f"(amqp-bridge: no write permission on exchange '{missing}')"), error.description
+    assert queue_depth_if_any(bridge.rabbitmq_url, names.att("dl")) is None
+    with bridge.client010("att") as client:  # its own names are fine
+        client.declare_exchange(names.att("x"), "direct")
+        client.declare_queue(names.att("dl"), alternate_exchange=names.att("x"),
+                             arguments={"x-dead-letter-exchange": names.att("x")})
+        client.declare_exchange(names.att("ae"), "direct", alternate_exchange=names.att("x"))
