@@ -4,16 +4,23 @@ also when the name the user may not touch only appears in a declare's arguments
 (a dead-letter exchange, an alternate exchange), through which the user's own queue or
 exchange would pass messages on into it (docs/operations.md "Who may do what").
 
+And what one user does with the 1.0 connection's sessions (its consumers) does not
+wedge the bridge for the others once that user is gone.
+
 One ``amqp-bridge run`` serves the module: a 0-9-1 and a 0-10 topology-mode listener,
 each with user ``victim`` (every permission) and ``att`` (its own ``att.`` names, and
 write on ``amq.topic``). The victim's queue and exchange are made straight at RabbitMQ.
+The sessions' test runs a bridge of its own, on a pool of one 1.0 connection.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pika
 import pika.exceptions
@@ -22,6 +29,7 @@ import pytest
 from amqp010.events import ExecutionExceptionReceived
 from amqp010.spec import ErrorCode
 from amqp010.transport import BlockingClient, ClientError
+from bridge.amqp10.connection import ENDING_LIMIT
 from tests.support.bridge import BridgeRun, free_port, wait_listening
 from tests.support.rabbitmq import queue_depth_if_any
 
@@ -53,13 +61,14 @@ class Running:
         return pika.BlockingConnection(pika.URLParameters(self.rabbitmq_url + "/%2F"))
 
 
-@pytest.fixture(scope="module")
-def bridge(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+@contextmanager
+def serving(rabbitmq_url: str, tmp_path: Path, connection: str = "") -> Iterator[Running]:
+    """A bridge with both listeners (``connection``: more settings of the 1.0 one)."""
     port091, port010 = free_port(), free_port()
     users = ", ".join(f"{u}: {p}" for u, p in USERS.items())
     config = f"""
 connections:
-  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"}}
+  cloud: {{protocol: amqp1.0, url: "{rabbitmq_url}"{connection}}}
 listeners:
   rabbit:
     protocol: amqp0-9-1
@@ -74,7 +83,7 @@ listeners:
     topology: {{connection: cloud, broker: rabbitmq4}}
     permissions: {PERMISSIONS}
 """
-    proc = BridgeRun(config, tmp_path_factory.mktemp("topology-access")).start()
+    proc = BridgeRun(config, tmp_path).start()
     try:
         wait_listening(port091, proc)
         wait_listening(port010, proc)
@@ -83,6 +92,12 @@ listeners:
         rc = proc.stop()
     assert rc == 0, proc.log()
     assert "level=error" not in proc.log(), proc.log()
+
+
+@pytest.fixture(scope="module")
+def bridge(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    with serving(rabbitmq_url, tmp_path_factory.mktemp("topology-access")) as running:
+        yield running
 
 
 @dataclass
@@ -197,3 +212,42 @@ def test_010_a_dead_letter_or_alternate_exchange_needs_write_on_it(
         client.declare_queue(names.att("dl"), alternate_exchange=names.att("x"),
                              arguments={"x-dead-letter-exchange": names.att("x")})
         client.declare_exchange(names.att("ae"), "direct", alternate_exchange=names.att("x"))
+
+
+def test_a_users_consumers_past_the_session_limit_do_not_wedge_the_connection(
+        rabbitmq_url: str, tmp_path: Path) -> None:
+    """``att`` holds more consumers than the 1.0 connection has sessions (a pool of one:
+    64), so the rest wait for one, the victim's too; once they have waited longer than
+    ENDING_LIMIT, ``att`` leaves: its links' sessions end in a burst, and the waiting
+    begins must not be made beside those ends before they are written — proton then
+    finds no channel ("unable to find an open available channel"), its transport
+    fails, and the connection stays open but dead: every declare of every user of the
+    bridge unanswered for good (RESOURCE_ERROR 506). The victim's consumer gets its
+    message once ``att`` is gone, and the bridge still declares."""
+    tag = uuid.uuid4().hex[:8]
+    mine, theirs = f"att.c.{tag}", f"victim.c.{tag}"
+    with serving(rabbitmq_url, tmp_path, ", max_connections: 1") as running:
+        attacker = running.client091("att")
+        ch = attacker.channel()
+        ch.queue_declare(mine, auto_delete=True)
+        for _ in range(70):
+            ch.basic_consume(mine, lambda *_: None)
+        with running.client091("victim") as victim:
+            vch = victim.channel()
+            vch.queue_declare(theirs, auto_delete=True)
+            got: list[bytes] = []
+            vch.basic_consume(theirs, lambda _c, _m, _p, body: got.append(body),
+                              auto_ack=True)
+            vch.basic_publish("", theirs, b"for the victim")
+            time.sleep(ENDING_LIMIT + 1)  # (the victim's begin waits longer than that)
+            attacker.close()
+            deadline = time.monotonic() + 30
+            while not got and time.monotonic() < deadline:
+                victim.process_data_events(time_limit=0.2)
+            assert got == [b"for the victim"], running.proc.log()[-3000:]
+            assert vch.queue_declare(f"victim.d.{tag}", auto_delete=True).method.queue \
+                == f"victim.d.{tag}"
+        assert "unable to find an open available channel" not in running.proc.log()
+        with running.broker() as conn:
+            for queue in (mine, theirs, f"victim.d.{tag}"):
+                conn.channel().queue_delete(queue)
