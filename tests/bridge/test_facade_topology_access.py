@@ -184,6 +184,20 @@ def test_091_an_alternate_exchange_needs_write_on_it(bridge: Running, names: Nam
     assert queue_depth_if_any(bridge.rabbitmq_url, names.victim_queue) == 0
 
 
+def test_091_a_server_named_queue_needs_configure_on_its_name(bridge: Running) -> None:
+    """RabbitMQ checks a server-named queue's declare against the name it gets: ``att``
+    may configure ``att.`` names only, so it may not make one (on RabbitMQ 4 the bridge
+    names it ``amqp-bridge.gen-…``); ``victim`` may."""
+    with bridge.client091("att") as conn:
+        code, text = refused091(lambda: conn.channel().queue_declare("", exclusive=True))
+    assert code == 403
+    assert text.startswith("ACCESS_REFUSED - access to queue 'amqp-bridge.gen-"), text
+    assert text.endswith("' in vhost '/' refused for user 'att'"), text
+    with bridge.client091("victim") as conn:
+        assert conn.channel().queue_declare("", exclusive=True).method.queue \
+            .startswith("amqp-bridge.gen-")
+
+
 def test_010_a_dead_letter_or_alternate_exchange_needs_write_on_it(
         bridge: Running, names: Names) -> None:
     """The same rule for 0-10 declares (qpid.messaging's x-declare): a queue's

@@ -15,7 +15,8 @@ Declares, deletes, purges and bindings
     refused as RabbitMQ refuses it (:data:`ERROR_CODES`: 404, 405, 406, 403 close the
     channel; 540, 506 the connection). While an operation is pending, what the
     connection sends next (methods and publishes) is held, and its socket not read:
-    a broker executes a connection's methods in order.
+    a broker executes a connection's methods in order. A server-named queue's declare
+    is checked for configure by the name it will get, as RabbitMQ checks it.
 
 Publishes
     Every publish no route takes goes to ONE anonymous-terminus sender
@@ -83,8 +84,11 @@ from ...topology import (
     Topology,
     TopologyError,
 )
+from ...topology.model import server_name
 from ...topology.rabbitmq091 import RabbitMQ091Topology
+from ..core.access import DEAD_LETTER_EXCHANGE, Check
 from ..core.publish import PublishEntry
+from ..core.state import server_named_queue
 from ..core.topology import TopologyCore
 from .consume import Consume091, Consumer091
 from .declare_cache import DeclareCache
@@ -401,6 +405,8 @@ class TopologyMode:
         """queue.declare at the broker; or its answer at once (returned) when it is a
         redeclare the bridge can answer (:class:`DeclareCache`)."""
         name = m.queue or ""
+        if not name and not m.passive:  # checked by the name it will get, as RabbitMQ does
+            self.facade.authorize(ch, self._server_named_checks(m), m)
         self.check_exclusive(ch, name)
         client = ch.client
         exclusive = bool(m.exclusive) and not m.passive
@@ -423,6 +429,19 @@ class TopologyMode:
         self.call(ch, m, lambda done: self.backend.declare_queue(spec, bool(m.passive), done),
                   answer)
         return None
+
+    def _server_named_checks(self, m: C.Queue.Declare) -> list[Check]:
+        """What a server-named queue's declare needs: configure on the name the broker
+        will give it (RabbitMQ 3.x: ``amq.gen-…``; else the backend's
+        ``amqp-bridge.gen-…``: both random past the prefix, so a name like it stands for
+        it), and read on it when it names a dead-letter exchange (write on that exchange
+        is checked with the method)."""
+        sample = server_named_queue() if isinstance(self.backend, RabbitMQ091Topology) \
+            else server_name()
+        checks = [Check("configure", "queue", sample)]
+        if DEAD_LETTER_EXCHANGE in (m.arguments or {}):
+            checks.append(Check("read", "queue", sample))
+        return checks
 
     def queue_bind(self, ch: Channel091, m: C.Queue.Bind | C.Queue.Unbind) -> None:
         self.check_exclusive(ch, m.queue or "")
