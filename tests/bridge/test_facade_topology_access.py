@@ -10,7 +10,8 @@ wedge the bridge for the others once that user is gone.
 One ``amqp-bridge run`` serves the module: a 0-9-1 and a 0-10 topology-mode listener,
 each with user ``victim`` (every permission) and ``att`` (its own ``att.`` names, and
 write on ``amq.topic``). The victim's queue and exchange are made straight at RabbitMQ.
-The sessions' test runs a bridge of its own, on a pool of one 1.0 connection.
+The tests of the 1.0 connection's sessions run a bridge of their own, on a pool of one
+1.0 connection.
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ class Running:
 
 
 @contextmanager
-def serving(rabbitmq_url: str, tmp_path: Path, connection: str = "") -> Iterator[Running]:
-    """A bridge with both listeners (``connection``: more settings of the 1.0 one)."""
+def serving(rabbitmq_url: str, tmp_path: Path, connection: str = "", listener: str = ""
+            ) -> Iterator[Running]:
+    """A bridge with both listeners (``connection``: more settings of the 1.0 one;
+    ``listener``: more lines of each listener's)."""
     port091, port010 = free_port(), free_port()
     users = ", ".join(f"{u}: {p}" for u, p in USERS.items())
     config = f"""
@@ -75,13 +78,13 @@ listeners:
     bind: "127.0.0.1:{port091}"
     users: {{{users}}}
     topology: {{connection: cloud, broker: rabbitmq4}}
-    permissions: {PERMISSIONS}
+    permissions: {PERMISSIONS}{listener}
   qpid:
     protocol: amqp0-10
     bind: "127.0.0.1:{port010}"
     users: {{{users}}}
     topology: {{connection: cloud, broker: rabbitmq4}}
-    permissions: {PERMISSIONS}
+    permissions: {PERMISSIONS}{listener}
 """
     proc = BridgeRun(config, tmp_path).start()
     try:
@@ -265,3 +268,47 @@ def test_a_users_consumers_past_the_session_limit_do_not_wedge_the_connection(
         with running.broker() as conn:
             for queue in (mine, theirs, f"victim.d.{tag}"):
                 conn.channel().queue_delete(queue)
+
+
+def test_a_user_holds_at_most_max_consumers_per_user(rabbitmq_url: str, tmp_path: Path
+                                                     ) -> None:
+    """One login's consumers over all its connections are bounded (``max_consumers_per_
+    user``), refused past it as past the per-connection bound, so it cannot take every
+    session of the 1.0 connection (64 on a pool of one) and leave the victim's consumers
+    waiting: the victim's consumer, made while ``att`` holds its maximum, gets its
+    message. Both façades."""
+    tag = uuid.uuid4().hex[:8]
+    mine, theirs = f"att.c.{tag}", f"victim.c.{tag}"
+    with serving(rabbitmq_url, tmp_path, ", max_connections: 1",
+                 "\n    max_consumers_per_user: 20") as running:
+        first, second = running.client091("att"), running.client091("att")
+        first.channel().queue_declare(mine, auto_delete=True)
+        for _ in range(10):
+            first.channel().basic_consume(mine, lambda *_: None)
+        ch = second.channel()
+        for _ in range(10):
+            ch.basic_consume(mine, lambda *_: None)
+        with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as closed:
+            ch.basic_consume(mine, lambda *_: None)
+        assert (closed.value.reply_code, closed.value.reply_text) == (
+            530, "NOT_ALLOWED - reached maximum (20) of consumers for user 'att' (listener "
+                 "rabbit: max_consumers_per_user)")
+        with running.client010("att") as client:  # the 0-10 listener counts its own
+            for n in range(20):
+                client.subscribe(mine, f"d{n}")
+            error = refused010(lambda: client.subscribe(mine, "d20"))
+            assert error.error_code == ErrorCode.RESOURCE_LIMIT_EXCEEDED
+            assert error.description == "reached maximum (20) of subscriptions for user " \
+                                        "'att' (listener qpid: max_consumers_per_user)"
+            with running.client091("victim") as victim:  # not held back meanwhile
+                vch = victim.channel()
+                vch.queue_declare(theirs, auto_delete=True)
+                got: list[bytes] = []
+                vch.basic_consume(theirs, lambda _c, _m, _p, body: got.append(body),
+                                  auto_ack=True)
+                vch.basic_publish("", theirs, b"for the victim")
+                deadline = time.monotonic() + 30
+                while not got and time.monotonic() < deadline:
+                    victim.process_data_events(time_limit=0.2)
+                assert got == [b"for the victim"]
+        first.close()

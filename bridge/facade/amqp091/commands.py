@@ -135,14 +135,25 @@ class Commands091:
 
     def _check_consumer_room(self, ch: Channel091) -> None:
         """One more 1.0 receiver for this connection, or 530 past the listener's
-        ``max_consumers_per_connection`` (each is a link on the route's shared 1.0
-        connection: one client must not make it hold without bound)."""
-        limit = self.facade.settings.max_consumers_per_connection
+        ``max_consumers_per_connection`` or, over all its user's connections,
+        ``max_consumers_per_user`` (each is a link on the route's shared 1.0 connection,
+        whose sessions are bounded: one client or user must not take them all)."""
+        settings = self.facade.settings
+        limit = settings.max_consumers_per_connection
         if ch.client.consumer_links >= limit:
             raise ConnectionRefused(ReplyCode.NOT_ALLOWED,
                                     f"reached maximum ({limit}) of consumers per connection "
                                     f"(listener {self.facade.name}: "
                                     f"max_consumers_per_connection)")
+        per_user = settings.max_consumers_per_user
+        user = ch.client.user
+        if per_user is not None and sum(
+                c.consumer_links for c in self.facade.clients.values() if c.user == user) \
+                >= per_user:
+            raise ConnectionRefused(ReplyCode.NOT_ALLOWED,
+                                    f"reached maximum ({per_user}) of consumers for user "
+                                    f"'{user or ''}' (listener {self.facade.name}: "
+                                    f"max_consumers_per_user)")
 
     def _known_exchange(self, name: str) -> bool:
         return name in self.facade.exchanges or name in self.facade.exchange_subscriptions
