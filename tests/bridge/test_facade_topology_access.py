@@ -312,3 +312,29 @@ def test_a_user_holds_at_most_max_consumers_per_user(rabbitmq_url: str, tmp_path
                     victim.process_data_events(time_limit=0.2)
                 assert got == [b"for the victim"]
         first.close()
+
+
+def test_another_listeners_exclusive_queue_is_locked(bridge: Running, names: Names) -> None:
+    """Both listeners declare on one 1.0 connection, so RabbitMQ cannot lock one's
+    clients out of an exclusive queue of the other's: the bridge does, as RabbitMQ
+    locks another connection out (405 / resource-locked) — permissions are not the
+    barrier here (``victim`` may do everything)."""
+    with bridge.client091("victim") as owner:
+        ch = owner.channel()
+        ch.confirm_delivery()
+        queue = ch.queue_declare("", exclusive=True).method.queue
+        ch.basic_publish("", queue, b"the owner's reply")
+        for attempt in (lambda c: c.purge_queue(queue), lambda c: c.delete_queue(queue),
+                        lambda c: c.bind(queue, "amq.direct", "k")):
+            with bridge.client010("victim") as client:
+                error = refused010(lambda: attempt(client))  # noqa: B023 (called at once)
+            assert error.error_code == ErrorCode.RESOURCE_LOCKED, error
+        assert ch.queue_declare(queue, passive=True).method.message_count == 1
+    with bridge.client010("victim") as client:  # and the other way round
+        queue = f"victim.excl.{names.tag}"
+        client.declare_queue(queue, exclusive=True, auto_delete=True)
+        with bridge.client091("victim") as other:
+            for call in (lambda c: c.queue_purge(queue), lambda c: c.queue_delete(queue),
+                         lambda c: c.queue_bind(queue, "amq.direct", "k")):
+                code, _text = refused091(lambda: call(other.channel()))  # noqa: B023
+                assert code == 405

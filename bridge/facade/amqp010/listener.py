@@ -82,12 +82,14 @@ class Facade(ListenerCore):
         self.topology: TopologyMode | None = None
         """The topology mode (``listeners.<name>.topology``), or None: routes' names only."""
 
-    def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None) -> None:
+    def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None,
+                        held: dict[str, str] | None = None) -> None:
         """Serve every name no route configures from the 1.0 broker of ``amqp10`` through
-        ``backend`` (:mod:`~bridge.facade.amqp010.topology`)."""
+        ``backend`` (:mod:`~bridge.facade.amqp010.topology`); ``held``: the exclusive
+        queues' owners, shared by the listeners on the same broker connection."""
         assert self.settings.topology is not None
         self.topology = self.commands.topology = TopologyMode(
-            self, self.container, backend, amqp10, self.settings.topology, login_user)
+            self, self.container, backend, amqp10, self.settings.topology, login_user, held)
 
     # -- setup ----------------------------------------------------------------------------
 

@@ -252,15 +252,17 @@ class TopologyMode:
 
     def __init__(self, facade: Facade091, container: Container, backend: Topology,
                  amqp10: Any, settings: ListenerTopology, login_user: str | None,
-                 publisher: Callable[..., Any] | None = None) -> None:
+                 publisher: Callable[..., Any] | None = None,
+                 held: dict[str, str] | None = None) -> None:
         """``publisher`` makes the route of the publishes no route takes (default: one
-        anonymous-terminus sender, :class:`TopologyPublish091`)."""
+        anonymous-terminus sender, :class:`TopologyPublish091`); ``held``: the exclusive
+        queues' owners shared with the other listeners on the broker connection."""
         self.facade = facade
         self.container = container
         self.backend = backend
         self.amqp10 = amqp10
         self.settings = settings
-        self.core = TopologyCore(facade.name, backend, settings, login_user)
+        self.core = TopologyCore(facade.name, backend, settings, login_user, held)
         self.publisher = (publisher or TopologyPublish091)(container, self.core.template,
                                                            facade, amqp10, self)
         self.queues: dict[str, TopologyConsume091] = {}
@@ -288,6 +290,7 @@ class TopologyMode:
         """The connection ended: its exclusive queues go (at the broker too)."""
         for name in [q for q, c in self.exclusive.items() if c is client]:
             del self.exclusive[name]
+            self.core.release(name)
             self.declares.forget(name)
             if self.local is not None:
                 self.local.forget(name)
@@ -307,9 +310,11 @@ class TopologyMode:
         return self.core.queue_named_by(address)
 
     def check_exclusive(self, ch: Channel091, queue: str) -> None:
-        """405 RESOURCE_LOCKED for an exclusive queue of another connection."""
+        """405 RESOURCE_LOCKED for an exclusive queue of another connection (of this
+        listener, or of another on the same broker connection)."""
         owner = self.exclusive.get(queue)
-        if owner is not None and owner is not ch.client:
+        if (owner is not None and owner is not ch.client) or (
+                owner is None and self.core.held_by_other(queue, ch.client.owner)):
             raise ChannelRefused(
                 ReplyCode.RESOURCE_LOCKED,
                 f"RESOURCE_LOCKED - cannot obtain exclusive access to locked queue "
@@ -424,6 +429,7 @@ class TopologyMode:
                     self.backend.forget_owner(client.owner)
                 else:
                     self.exclusive[info.name] = client
+                    self.core.hold(info.name, client.owner)
             return None if m.nowait else _declare_ok(info)
 
         self.call(ch, m, lambda done: self.backend.declare_queue(spec, bool(m.passive), done),
@@ -467,6 +473,7 @@ class TopologyMode:
 
         def answer(count: int | None) -> Frame | None:
             self.exclusive.pop(name, None)
+            self.core.release(name)
             self.declares.forget(name)
             return None if m.nowait else C.Queue.DeleteOk(message_count=count or 0)
 
@@ -531,6 +538,7 @@ class TopologyMode:
                 self.backend.forget_owner(client.owner)
                 return None
             self.exclusive[info.name] = client
+            self.core.hold(info.name, client.owner)
             if not ch.live:
                 return None  # (the connection's queue until it goes)
             ch.reply_queue = info.name
