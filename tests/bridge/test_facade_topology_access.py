@@ -244,30 +244,38 @@ def test_a_users_consumers_past_the_session_limit_do_not_wedge_the_connection(
     tag = uuid.uuid4().hex[:8]
     mine, theirs = f"att.c.{tag}", f"victim.c.{tag}"
     with serving(rabbitmq_url, tmp_path, ", max_connections: 1") as running:
-        attacker = running.client091("att")
-        ch = attacker.channel()
-        ch.queue_declare(mine, auto_delete=True)
-        for _ in range(70):
-            ch.basic_consume(mine, lambda *_: None)
-        with running.client091("victim") as victim:
-            vch = victim.channel()
-            vch.queue_declare(theirs, auto_delete=True)
-            got: list[bytes] = []
-            vch.basic_consume(theirs, lambda _c, _m, _p, body: got.append(body),
-                              auto_ack=True)
-            vch.basic_publish("", theirs, b"for the victim")
-            time.sleep(ENDING_LIMIT + 1)  # (the victim's begin waits longer than that)
-            attacker.close()
-            deadline = time.monotonic() + 30
-            while not got and time.monotonic() < deadline:
-                victim.process_data_events(time_limit=0.2)
-            assert got == [b"for the victim"], running.proc.log()[-3000:]
-            assert vch.queue_declare(f"victim.d.{tag}", auto_delete=True).method.queue \
-                == f"victim.d.{tag}"
-        assert "unable to find an open available channel" not in running.proc.log()
-        with running.broker() as conn:
-            for queue in (mine, theirs, f"victim.d.{tag}"):
-                conn.channel().queue_delete(queue)
+        try:
+            starved_until_the_attacker_leaves(running, mine, theirs, tag)
+        finally:
+            with running.broker() as conn:
+                for queue in (mine, theirs, f"victim.d.{tag}"):
+                    conn.channel().queue_delete(queue)
+
+
+def starved_until_the_attacker_leaves(running: Running, mine: str, theirs: str, tag: str
+                                      ) -> None:
+    """What the wedge test does (the caller cleans up at RabbitMQ)."""
+    attacker = running.client091("att")
+    ch = attacker.channel()
+    ch.queue_declare(mine, auto_delete=True)
+    for _ in range(70):
+        ch.basic_consume(mine, lambda *_: None)
+    with running.client091("victim") as victim:
+        vch = victim.channel()
+        vch.queue_declare(theirs, auto_delete=True)
+        got: list[bytes] = []
+        vch.basic_consume(theirs, lambda _c, _m, _p, body: got.append(body),
+                          auto_ack=True)
+        vch.basic_publish("", theirs, b"for the victim")
+        time.sleep(ENDING_LIMIT + 1)  # (the victim's begin waits longer than that)
+        attacker.close()
+        deadline = time.monotonic() + 30
+        while not got and time.monotonic() < deadline:
+            victim.process_data_events(time_limit=0.2)
+        assert got == [b"for the victim"], running.proc.log()[-3000:]
+        assert vch.queue_declare(f"victim.d.{tag}", auto_delete=True).method.queue \
+            == f"victim.d.{tag}"
+    assert "unable to find an open available channel" not in running.proc.log()
 
 
 def test_a_user_holds_at_most_max_consumers_per_user(rabbitmq_url: str, tmp_path: Path
@@ -338,3 +346,38 @@ def test_another_listeners_exclusive_queue_is_locked(bridge: Running, names: Nam
                          lambda c: c.queue_bind(queue, "amq.direct", "k")):
                 code, _text = refused091(lambda: call(other.channel()))  # noqa: B023
                 assert code == 405
+
+
+def test_091_a_name_the_facade_cannot_carry_is_refused_at_its_declare(
+        bridge: Running, names: Names) -> None:
+    """pamqp writes the façade's frames and takes only some characters in a name: an
+    exchange named ``att.é…`` made through the bridge faulted every delivery from it
+    (the consumer stuck on its first message, an ERROR per message), a queue so named
+    left the client's declare unanswered. Both are refused at the declare (406), the
+    broker not asked, the connection still served."""
+    exchange, queue = f"att.é.{names.tag}", f"att.q?{names.tag}"
+    try:
+        refused_at_declare(bridge, names, exchange, queue)
+    finally:
+        with bridge.broker() as conn:  # (made there without the refusal)
+            conn.channel().exchange_delete(exchange)
+            conn.channel().queue_delete(queue)
+
+
+def refused_at_declare(bridge: Running, names: Names, exchange: str, queue: str) -> None:
+    with bridge.client091("att") as conn:
+        code, text = refused091(lambda: conn.channel().exchange_declare(exchange, "direct"))
+        assert code == 406
+        assert text == (f"PRECONDITION_FAILED - exchange name {exchange!r} cannot be carried "
+                        f"by the amqp-bridge façade (it takes letters, digits, space and "
+                        f"-_.:@#,/+, at most 127 of them)")
+        code, text = refused091(lambda: conn.channel().queue_declare(queue))
+        assert (code, text.split(" cannot")[0]) == (
+            406, f"PRECONDITION_FAILED - queue name {queue!r}")
+        assert conn.channel().queue_declare(names.att("q"), auto_delete=True).method.queue \
+            == names.att("q")
+    assert queue_depth_if_any(bridge.rabbitmq_url, queue) is None
+    with bridge.broker() as conn:  # (not made there: a passive declare finds none)
+        with pytest.raises(pika.exceptions.ChannelClosedByBroker) as info:
+            conn.channel().exchange_declare(exchange, "direct", passive=True)
+        assert info.value.reply_code == 404
