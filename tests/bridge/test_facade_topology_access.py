@@ -67,7 +67,7 @@ def serving(rabbitmq_url: str, tmp_path: Path, connection: str = "", listener: s
             ) -> Iterator[Running]:
     """A bridge with both listeners (``connection``: more settings of the 1.0 one;
     ``listener``: more lines of each listener's)."""
-    port091, port010 = free_port(), free_port()
+    port091, port010, port_prod = free_port(), free_port(), free_port()
     users = ", ".join(f"{u}: {p}" for u, p in USERS.items())
     config = f"""
 connections:
@@ -85,11 +85,19 @@ listeners:
     users: {{{users}}}
     topology: {{connection: cloud, broker: rabbitmq4}}
     permissions: {PERMISSIONS}{listener}
+  prod:
+    protocol: amqp0-9-1
+    bind: "127.0.0.1:{port_prod}"
+    users: {{{users}}}
+    topology: {{connection: cloud, broker: rabbitmq4}}
+    permissions:
+      victim: {{configure: ".*", write: ".*", read: ".*", vhosts: {{"/prod": {{read: ".*"}}}}}}
 """
     proc = BridgeRun(config, tmp_path).start()
     try:
         wait_listening(port091, proc)
         wait_listening(port010, proc)
+        wait_listening(port_prod, proc)
         yield Running(rabbitmq_url, port091, port010, proc)
     finally:
         rc = proc.stop()
@@ -381,3 +389,16 @@ def refused_at_declare(bridge: Running, names: Names, exchange: str, queue: str)
         with pytest.raises(pika.exceptions.ChannelClosedByBroker) as info:
             conn.channel().exchange_declare(exchange, "direct", passive=True)
         assert info.value.reply_code == 404
+
+
+def test_per_vhost_permissions_that_restrict_nothing_are_warned_of(bridge: Running) -> None:
+    """Listener ``prod`` gives ``victim`` read only in vhost ``/prod`` — but every vhost
+    serves the same names, and ``victim`` may open ``/`` with its full permissions: the
+    restriction is an illusion, and the bridge says so at start (the per-vhost grant is
+    kept only when the listener's ``virtual_hosts`` lists nothing else)."""
+    lines = [line for line in bridge.proc.log().splitlines()
+             if "event=permissions_vhost_not_kept" in line]
+    assert len(lines) == 1, bridge.proc.log()
+    assert "level=warning" in lines[0] and "listener=prod user=victim" in lines[0], lines
+    assert "msg=\"façade prod: user 'victim': its permissions per virtual host restrict " \
+           "nothing" in lines[0], lines

@@ -91,8 +91,18 @@ class Access:
         self.refused: dict[tuple[str, str], int] = {}
         """Refusals by (operation, permission or ``user_id``)."""
 
-    def announce(self) -> None:
-        """Log, once at start, what an unrestricted listener lets everyone do."""
+    def announce(self, virtual_hosts: frozenset[str] | None = None) -> None:
+        """Log, once at start, what an unrestricted listener lets everyone do, and users
+        whose per-vhost grants do not restrict them (the listener opens ``virtual_hosts``,
+        None: any; :meth:`~bridge.security.permissions.Permissions.vhost_grants_not_kept`)."""
+        for user in self.permissions.vhost_grants_not_kept(virtual_hosts):
+            log.warning("façade %s: user %r: its permissions per virtual host restrict nothing: "
+                        "every virtual host of the listener serves the same exchanges and "
+                        "queues, and it may open one its vhosts do not list, with its other "
+                        "permissions (list them all in the listener's virtual_hosts, or "
+                        "narrow its top-level permissions)", self.listener, user,
+                        extra={"event": "permissions_vhost_not_kept",
+                               "listener": self.listener, "user": user})
         if self.permissions.unrestricted:
             log.info("façade %s: no permissions configured: every user who logs in may "
                      "configure, write and read every exchange and queue", self.listener,
