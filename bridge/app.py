@@ -105,6 +105,10 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         self.amqp10_pools: dict[str, ConnectionPool] = {}
         """Each configured 1.0 connection's pool (:mod:`bridge.amqp10.pool`)."""
         self.legacy: dict[str, LegacyConnection | Amqp091Connection] = {}
+        self.exclusive_held: dict[str, dict[str, str]] = {}
+        """The owners of the façades' exclusive queues, by the connection that declares
+        them (``declare_via``, else the 1.0 one): one table for all the topology-mode
+        listeners on it, whose clients the broker cannot tell apart."""
         self.routes: list[RouteRuntime] = []
         self.stop_requested = False
         self.stopping_since: float | None = None
@@ -179,7 +183,8 @@ class Bridge(MessagingHandler):  # type: ignore[misc]
         backend = topology_backend(container, amqp10, settings, name=facade.name,
                                    declare_via=via)
         login_user = self.config.connections[settings.connection].login_user
-        facade.enable_topology(backend, amqp10, login_user)
+        held = self.exclusive_held.setdefault(settings.declare_via or settings.connection, {})
+        facade.enable_topology(backend, amqp10, login_user, held)
         pool = self.amqp10_pools[settings.connection]
         # what the broker held for the clients may be gone with the connection (with any
         # connection of its pool: a client's links and publishers may be on several)

@@ -23,8 +23,9 @@ it back while such a session remains; the sessions' handlers report the peer's e
 (:meth:`~Amqp10ConnectionHandler.session_ended`). When the peer ended a session first,
 our end answers it and frees the channel at once on our side: begins then wait
 :data:`PEER_END_HOLD`, time for the peer's old session to go. Begins also wait for the
-peer's open and for a free channel within its ``channel-max`` (RabbitMQ 4 allows 64
-sessions per connection and closes the connection at a begin on channel 64; proton
+peer's open and for a free channel within its ``channel-max``, counting the sessions
+still ending (RabbitMQ 4 allows 64 sessions per connection and closes the connection at
+a begin on channel 64; proton
 begins sessions before the open is read, on its own channel-max, and on a new transport
 it begins every session still open again at once: the links free theirs when the
 transport drops (:meth:`bridge.amqp10.link.Amqp10Link.on_disconnected`), so that a
@@ -263,8 +264,13 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         return transport.channel_max + 1 if transport is not None else 0
 
     def _sessions_begun(self) -> int:
-        """Our sessions begun and not ended yet (each holds a channel)."""
-        count = 0
+        """Our sessions begun and not ended yet (each holds a channel), and those we ended
+        whose end the peer has not answered (within :data:`ENDING_LIMIT`): the peer counts
+        them against its limit until it reads our end, and proton frees their channel
+        only once it has written the end — after the begins of the same pass, so a begin
+        made beside a burst of ends would find no channel ("unable to find an open
+        available channel", a transport error that leaves the connection dead, open)."""
+        count = len(self.ending)
         session = self.connection.session_head(Endpoint.LOCAL_ACTIVE)
         while session is not None:
             count += 1
@@ -281,7 +287,9 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
                           + ENDING_LIMIT)
         elif reason == HELD_BY_HOLD:
             self._wake_by(self._quiet_until)
-        elif reason == HELD_BY_LIMIT and not self._full:
+        elif reason == HELD_BY_LIMIT and self.ending:  # (they count): until they are overdue
+            self._wake_by(min(since for _session, since in self.ending) + ENDING_LIMIT)
+        if reason == HELD_BY_LIMIT and not self._full:
             self._full = True
             log.warning("amqp1.0 %s: %d link(s) wait for a session: the peer allows %d "
                         "sessions per connection (RabbitMQ 4: session_max_per_connection)",

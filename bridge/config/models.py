@@ -390,6 +390,17 @@ class Listener(_Model):
                                 "connection's sessions; past it the subscribe or bind gets "
                                 "execution.exception resource-limit-exceeded ('reached "
                                 "maximum (N) of subscriptions per connection').")
+    max_consumers_per_user: int | None = Field(
+        None, ge=1, description="Consumers (as max_consumers_per_connection counts them) "
+                                "all the connections of one login may hold together; past "
+                                "it the consume is refused as past "
+                                "max_consumers_per_connection ('reached maximum (N) of "
+                                "consumers for user U'). Each is a 1.0 link, and the 1.0 "
+                                "connection's pool has a session for about 62 per "
+                                "connection (RabbitMQ 4; max_connections): without this "
+                                "bound one user can hold them all, and every other user's "
+                                "new consumers wait until it lets go. Default: no bound "
+                                "but the per-connection one.")
     handshake_timeout: float = Field(
         10.0, gt=0, description="Seconds a client has from connecting to a completed login "
                                 "(connection.open-ok sent); then its connection is closed "

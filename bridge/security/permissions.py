@@ -147,6 +147,17 @@ class Permissions:
         or queue ``name``."""
         return self.grant_for(user, vhost).allows(permission, kind, name)
 
+    def vhost_grants_not_kept(self, virtual_hosts: frozenset[str] | None) -> list[str]:
+        """The users (``*``: the default) whose per-vhost grants bind nothing: every
+        virtual host of a façade listener serves the same names, so a user who may open
+        a virtual host its ``vhosts`` do not list (``virtual_hosts``: the ones the
+        listener lets clients open, None: any) has its top-level grant on those same
+        names there (unless that grant is nothing)."""
+        grants = [*(self.users or {}).items(),
+                  *([("*", self.default)] if self.default is not None else [])]
+        return [user for user, grant in grants if grant.vhosts and grant.grant != NOTHING
+                and (virtual_hosts is None or not virtual_hosts <= set(grant.vhosts))]
+
     def describe(self) -> list[str]:
         """One line per user and the default, as ``amqp-bridge check`` prints them."""
         if self.unrestricted:

@@ -167,3 +167,18 @@ def test_access_counts_what_it_refuses_by_operation_and_permission() -> None:
     assert not trusting.user_id_refused("u", "v", "basic.publish")
     assert trusting.denied("anyone", "/", checks, "queue.bind") is None
     assert trusting.refused == {}
+
+
+def test_per_vhost_grants_that_bind_nothing_are_named() -> None:
+    """Every virtual host of a façade listener serves the same names: a user who may
+    open one its ``vhosts`` do not list has its top-level grant on them there, so a
+    narrower grant in ``/prod`` restricts nothing (the start WARNING names it) — unless
+    the listener opens only listed vhosts, or the top-level grant is nothing."""
+    everything = UserGrant(EVERYTHING, {"/prod": Grant(read=".*")})
+    nothing = UserGrant(NOTHING, {"/prod": Grant(read=".*")})
+    table = Permissions(users={"ops": everything, "reader": nothing,
+                               "plain": UserGrant(EVERYTHING)},
+                        default=UserGrant(Grant(read=".*"), {"/prod": Grant()}))
+    assert table.vhost_grants_not_kept(None) == ["ops", "*"]
+    assert table.vhost_grants_not_kept(frozenset({"/", "/prod"})) == ["ops", "*"]
+    assert table.vhost_grants_not_kept(frozenset({"/prod"})) == []

@@ -5,7 +5,10 @@ façade checks (one model for both, docs/operations.md "Who may do what"): a
 non-passive exchange-declare or queue-declare and a delete need *configure* on the
 name (a passive declare and the queries need nothing); exchange-bind and -unbind
 *write* on the queue and *read* on the exchange; queue-purge and message-subscribe
-*read* on the queue; message-transfer *write* on its destination exchange
+*read* on the queue; message-transfer *write* on its destination exchange; a declare
+naming an exchange its messages go on to (the ``alternate-exchange`` field or argument,
+a queue's ``x-dead-letter-exchange`` argument) also *read* on the name and *write* on
+that exchange, RabbitMQ's rule
 (:meth:`~bridge.facade.core.access.Access.publish_denied`; the default exchange is
 ``amq.default``).  qpid.messaging addresses reach the façade as these commands (a
 sender's address: a transfer to its exchange; a receiver's: a subscribe to its queue,
@@ -33,7 +36,7 @@ from amqp010.spec import (
     QueuePurge,
 )
 
-from ..core.access import Check
+from ..core.access import ALTERNATE_EXCHANGE, DEAD_LETTER_EXCHANGE, Check, forwarding_checks
 
 
 def _bind(c: Any) -> list[Check]:
@@ -41,15 +44,35 @@ def _bind(c: Any) -> list[Check]:
     return [Check("write", "queue", c.queue or ""), Check("read", "exchange", c.exchange or "")]
 
 
+def _alternate(c: Any) -> Any:
+    """The alternate exchange a declare names: its field, else its argument (None: none)."""
+    return c.alternate_exchange or (c.arguments or {}).get(ALTERNATE_EXCHANGE)
+
+
+def _exchange_declare(c: Any) -> list[Check]:
+    if c.passive:
+        return []
+    name = c.exchange or ""
+    return [Check("configure", "exchange", name),
+            *forwarding_checks("exchange", name, [_alternate(c)])]
+
+
+def _queue_declare(c: Any) -> list[Check]:
+    if c.passive:
+        return []
+    name = c.queue or ""
+    return [Check("configure", "queue", name),
+            *forwarding_checks("queue", name, [_alternate(c),
+                                               (c.arguments or {}).get(DEAD_LETTER_EXCHANGE)])]
+
+
 _CHECKS: dict[type[Command], tuple[str, Callable[[Any], list[Check]]]] = {
-    ExchangeDeclare: ("exchange create", lambda c: [] if c.passive
-                      else [Check("configure", "exchange", c.exchange or "")]),
+    ExchangeDeclare: ("exchange create", _exchange_declare),
     ExchangeDelete: ("exchange delete", lambda c: [Check("configure", "exchange",
                                                          c.exchange or "")]),
     ExchangeBind: ("exchange bind", _bind),
     ExchangeUnbind: ("exchange unbind", _bind),
-    QueueDeclare: ("queue create", lambda c: [] if c.passive
-                   else [Check("configure", "queue", c.queue or "")]),
+    QueueDeclare: ("queue create", _queue_declare),
     QueueDelete: ("queue delete", lambda c: [Check("configure", "queue", c.queue or "")]),
     QueuePurge: ("purge", lambda c: [Check("read", "queue", c.queue or "")]),
     MessageSubscribe: ("Queue subscribe", lambda c: [Check("read", "queue", c.queue or "")]),

@@ -74,6 +74,8 @@ class ServerCommands:
                  exchange_subscriptions: dict[str, Consume010],
                  stopping: Callable[[], bool], *, max_links: int,
                  links_of: Callable[[SessionState], int],
+                 max_user_links: int | None = None,
+                 user_links_of: Callable[[str | None], int] = lambda user: 0,
                  refused: Callable[[SessionState, int, str, str], None],
                  access: Access) -> None:
         self.name = name
@@ -86,6 +88,10 @@ class ServerCommands:
         self._links_of = links_of
         """The 1.0 receivers held by the connection of a session (:attr:`SessionState.links`
         over its sessions)."""
+        self.max_user_links = max_user_links
+        """The listener's ``max_consumers_per_user`` (None: no bound)."""
+        self._user_links_of = user_links_of
+        """The 1.0 receivers held by all the sessions of a user's connections."""
         self._refused = refused
         """Told of each command answered with execution.exception (code, text, log
         event): counted and logged by the listener."""
@@ -137,12 +143,20 @@ class ServerCommands:
 
     def _check_link_room(self, st: SessionState) -> None:
         """One more 1.0 receiver for this session's connection, or resource-limit-exceeded
-        past ``max_consumers_per_connection``: each is a link on the route's shared 1.0
-        connection, which one client must not make hold without bound."""
+        past ``max_consumers_per_connection`` (or, over all its user's connections,
+        ``max_consumers_per_user``): each is a link on the route's shared 1.0
+        connection, which one client or user must not make hold without bound."""
         if self._links_of(st) >= self.max_links:
             raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED,
                           f"reached maximum ({self.max_links}) of subscriptions per connection "
                           f"(listener {self.name}: max_consumers_per_connection)")
+        user = st.client.user
+        if self.max_user_links is not None \
+                and self._user_links_of(user) >= self.max_user_links:
+            raise Refused(ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+                          f"reached maximum ({self.max_user_links}) of subscriptions for "
+                          f"user '{user or ''}' (listener {self.name}: "
+                          f"max_consumers_per_user)")
 
     def _queue(self, name: str, field_index: int) -> Consume010:
         route = self.consume_routes.get(name)

@@ -68,7 +68,10 @@ class Facade(ListenerCore):
         self.commands = ServerCommands(name, self.publish_routes, self.consume_routes,
                                        self.exchange_subscriptions, lambda: self.stopping,
                                        max_links=settings.max_consumers_per_connection,
-                                       links_of=self._links_of, refused=self._refused,
+                                       links_of=self._links_of,
+                                       max_user_links=settings.max_consumers_per_user,
+                                       user_links_of=self._links_of_user,
+                                       refused=self._refused,
                                        access=self.access)
         """The model commands, answered from the route tables."""
         self.queue_publishers: dict[str, Publish010] = {}
@@ -79,12 +82,14 @@ class Facade(ListenerCore):
         self.topology: TopologyMode | None = None
         """The topology mode (``listeners.<name>.topology``), or None: routes' names only."""
 
-    def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None) -> None:
+    def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None,
+                        held: dict[str, str] | None = None) -> None:
         """Serve every name no route configures from the 1.0 broker of ``amqp10`` through
-        ``backend`` (:mod:`~bridge.facade.amqp010.topology`)."""
+        ``backend`` (:mod:`~bridge.facade.amqp010.topology`); ``held``: the exclusive
+        queues' owners, shared by the listeners on the same broker connection."""
         assert self.settings.topology is not None
         self.topology = self.commands.topology = TopologyMode(
-            self, self.container, backend, amqp10, self.settings.topology, login_user)
+            self, self.container, backend, amqp10, self.settings.topology, login_user, held)
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -106,6 +111,10 @@ class Facade(ListenerCore):
     def _links_of(self, st: SessionState) -> int:
         """The 1.0 receivers held by ``st``'s connection, over all its sessions."""
         return sum(other.links for other in self.sessions.values() if other.client is st.client)
+
+    def _links_of_user(self, user: str | None) -> int:
+        """The 1.0 receivers held by the sessions of all of ``user``'s connections."""
+        return sum(st.links for st in self.sessions.values() if st.client.user == user)
 
     def _can_log_in(self) -> bool:
         return bool(self.authenticator.mechanisms("client-certificate"))

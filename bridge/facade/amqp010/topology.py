@@ -195,12 +195,15 @@ class TopologyMode:
     """A topology-mode 0-10 listener's bond to its 1.0 broker (module docstring)."""
 
     def __init__(self, facade: Facade, container: Container, backend: Topology,
-                 amqp10: Any, settings: ListenerTopology, login_user: str | None) -> None:
+                 amqp10: Any, settings: ListenerTopology, login_user: str | None,
+                 held: dict[str, str] | None = None) -> None:
+        """``held``: the exclusive queues' owners shared with the other listeners on the
+        broker connection."""
         self.facade = facade
         self.container = container
         self.backend = backend
         self.amqp10 = amqp10
-        self.core = TopologyCore(facade.name, backend, settings, login_user)
+        self.core = TopologyCore(facade.name, backend, settings, login_user, held)
         self.cannot_browse = BROWSES.get(settings.broker, "the broker kind cannot browse")
         self.publisher = TopologyPublish(container, self.core.template, facade, amqp10,
                                          backend)
@@ -221,13 +224,16 @@ class TopologyMode:
         """The session ended: its exclusive queues go (at the broker too)."""
         for name in [q for q, owner in self.exclusive.items() if owner is st]:
             del self.exclusive[name]
+            self.core.release(name)
         if st.owner is not None:
             self.backend.forget_owner(st.owner)
 
     def check_exclusive(self, st: SessionState, queue: str) -> None:
-        """resource-locked for an exclusive queue of another session (qpidd's answer)."""
+        """resource-locked for an exclusive queue of another session (qpidd's answer; of
+        this listener, or a client's of another on the same broker connection)."""
         owner = self.exclusive.get(queue)
-        if owner is not None and owner is not st:
+        if (owner is not None and owner is not st) or (
+                owner is None and self.core.held_by_other(queue, st.owner)):
             raise Refused(ErrorCode.RESOURCE_LOCKED, f"cannot obtain exclusive access to "
                           f"queue {queue!r}: another session's exclusive queue", 0)
 
@@ -300,6 +306,7 @@ class TopologyMode:
                 return
             if st.live:
                 self.exclusive[info.name] = st
+                self.core.hold(info.name, st.owner)
             elif st.owner is not None:
                 self.backend.forget_owner(st.owner)  # its owner went while it was declared
 
@@ -333,6 +340,7 @@ class TopologyMode:
 
         def answer(_: int | None) -> None:
             self.exclusive.pop(name, None)
+            self.core.release(name)
 
         return self.call(st, cid, c, lambda done: self.backend.delete_queue(
             name, bool(c.if_unused), bool(c.if_empty), done), answer)

@@ -40,6 +40,14 @@ deletes and purges to the :class:`~bridge.facade.amqp091.topology.TopologyMode` 
 when the broker answered), consumes and gets check the queue there first, and
 ``basic.consume`` of ``amq.rabbitmq.reply-to`` is direct reply-to.
 
+A name the façade could not carry back in its own frames — a queue's in declare-ok, an
+exchange's in each basic.deliver, basic.get-ok and basic.return (pamqp, which writes
+them, takes letters, digits, space and ``-_.:@#,/+``, up to 127 characters in an
+exchange's name) — is refused at the declare, 406 PRECONDITION_FAILED, before the
+broker is asked (:func:`uncarried_name`): RabbitMQ takes any UTF-8 name, and one made
+at the broker through the bridge would have left the client's channel unanswered and
+its consumers stuck on their first message.
+
 Handlers raise :class:`~bridge.facade.amqp091.state.ChannelRefused` (channel.close) or
 :class:`~bridge.facade.amqp091.state.ConnectionRefused` (connection.close); they return
 the reply to send, or None when there is none (no-wait, or answered later).
@@ -52,6 +60,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pamqp import commands as C
+from pamqp import constants as pamqp_constants
 from pamqp.base import Frame
 from proton import Delivery
 
@@ -74,6 +83,26 @@ EXCHANGE_TYPES = frozenset({"direct", "fanout", "topic", "headers"})
 """Exchange types a declare of a façade exchange may name (the route decides the routing)."""
 
 
+NAME_LIMITS = {"queue": 255, "exchange": 127}
+"""The longest queue and exchange names pamqp writes (characters)."""
+
+
+def uncarried_name(method: Frame) -> str | None:
+    """Why the name ``method`` declares is one the façade cannot carry back in its frames
+    (module docstring), or None: it can (and for methods that declare no name)."""
+    if isinstance(method, C.Queue.Declare):
+        kind, name = "queue", method.queue or ""
+    elif isinstance(method, C.Exchange.Declare) and not method.passive:
+        kind, name = "exchange", method.exchange or ""
+    else:
+        return None
+    if len(name) <= NAME_LIMITS[kind] \
+            and pamqp_constants.DOMAIN_REGEX[f"{kind}-name"].fullmatch(name):
+        return None
+    return (f"{kind} name {name!r} cannot be carried by the amqp-bridge façade (it takes "
+            f"letters, digits, space and -_.:@#,/+, at most {NAME_LIMITS[kind]} of them)")
+
+
 class Commands091:
     """The methods of one 0-9-1 façade listener, answered from its route tables."""
 
@@ -94,6 +123,9 @@ class Commands091:
                 raise ConnectionRefused(ReplyCode.NOT_IMPLEMENTED,
                                         f"{method.name} is not implemented by the "
                                         f"amqp-bridge façade")
+            uncarried = uncarried_name(method)
+            if uncarried is not None:
+                raise ChannelRefused(ReplyCode.PRECONDITION_FAILED, uncarried)
             self.facade.authorize(ch, checks_for(method), method)
             reply = handler(self, ch, method)
         except ChannelRefused as exc:
@@ -135,14 +167,25 @@ class Commands091:
 
     def _check_consumer_room(self, ch: Channel091) -> None:
         """One more 1.0 receiver for this connection, or 530 past the listener's
-        ``max_consumers_per_connection`` (each is a link on the route's shared 1.0
-        connection: one client must not make it hold without bound)."""
-        limit = self.facade.settings.max_consumers_per_connection
+        ``max_consumers_per_connection`` or, over all its user's connections,
+        ``max_consumers_per_user`` (each is a link on the route's shared 1.0 connection,
+        whose sessions are bounded: one client or user must not take them all)."""
+        settings = self.facade.settings
+        limit = settings.max_consumers_per_connection
         if ch.client.consumer_links >= limit:
             raise ConnectionRefused(ReplyCode.NOT_ALLOWED,
                                     f"reached maximum ({limit}) of consumers per connection "
                                     f"(listener {self.facade.name}: "
                                     f"max_consumers_per_connection)")
+        per_user = settings.max_consumers_per_user
+        user = ch.client.user
+        if per_user is not None and sum(
+                c.consumer_links for c in self.facade.clients.values() if c.user == user) \
+                >= per_user:
+            raise ConnectionRefused(ReplyCode.NOT_ALLOWED,
+                                    f"reached maximum ({per_user}) of consumers for user "
+                                    f"'{user or ''}' (listener {self.facade.name}: "
+                                    f"max_consumers_per_user)")
 
     def _known_exchange(self, name: str) -> bool:
         return name in self.facade.exchanges or name in self.facade.exchange_subscriptions

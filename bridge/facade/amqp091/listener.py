@@ -100,15 +100,17 @@ class Facade091(ListenerCore):
         """``route`` feeds the consumers of ``queue``."""
         self._register(self.consume_routes, queue, route, f"queue {queue!r}", "target")
 
-    def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None) -> None:
+    def enable_topology(self, backend: Topology, amqp10: Any, login_user: str | None,
+                        held: dict[str, str] | None = None) -> None:
         """Serve every name no route configures from the 1.0 broker of ``amqp10`` through
-        ``backend`` (:mod:`~bridge.facade.amqp091.topology`)."""
+        ``backend`` (:mod:`~bridge.facade.amqp091.topology`); ``held``: the exclusive
+        queues' owners, shared by the listeners on the same broker connection."""
         settings = self.settings.topology
         assert settings is not None
         # (RabbitMQ 3.x never answers an attach to the anonymous terminus)
         publisher = AddressPublishers if settings.broker == "rabbitmq3" else None
         self.topology = TopologyMode(self, self.container, backend, amqp10, settings,
-                                     login_user, publisher)
+                                     login_user, publisher, held)
 
     def bound(self, client: Client091) -> None:
         """A temporary queue's binding exists now (or failed): publishes held for it go on."""

@@ -5,7 +5,9 @@ answers): a non-passive exchange.declare or queue.declare and a delete need
 *configure* on the name (a passive declare needs nothing); queue.bind and unbind
 *write* on the queue and *read* on the exchange (exchange.bind: write on the
 destination, read on the source); queue.purge, basic.consume and basic.get *read* on
-the queue; basic.publish *write* on the exchange
+the queue; basic.publish *write* on the exchange; a declare naming an exchange its
+messages go on to (a queue's ``x-dead-letter-exchange``, an exchange's
+``alternate-exchange``) also *read* on the name and *write* on that exchange
 (:meth:`~bridge.facade.core.access.Access.publish_denied`; the default exchange is
 ``amq.default``).  A server-named queue (queue.declare of ``""``) is checked by the
 handler once it has its ``amq.gen-…`` name, as RabbitMQ does.
@@ -22,16 +24,42 @@ from typing import Any
 from pamqp import commands as C
 from pamqp.base import Frame
 
-from ..core.access import Check
+from ..core.access import (
+    ALTERNATE_EXCHANGE,
+    DEAD_LETTER_EXCHANGE,
+    Check,
+    exchange_named_by,
+    forwarding_checks,
+)
+
+
+def _exchange_declare(m: C.Exchange.Declare) -> list[Check]:
+    if m.passive or not m.exchange:
+        return []
+    return [Check("configure", "exchange", m.exchange),
+            *forwarding_checks("exchange", m.exchange,
+                               [(m.arguments or {}).get(ALTERNATE_EXCHANGE)])]
+
+
+def _queue_declare(m: C.Queue.Declare) -> list[Check]:
+    """configure on the queue (a server-named one: by its name, in the handler), and
+    read on it and write on its dead-letter exchange if it names one."""
+    if m.passive:
+        return []
+    dead_letter = (m.arguments or {}).get(DEAD_LETTER_EXCHANGE)
+    if not m.queue:
+        return [] if dead_letter is None \
+            else [Check("write", "exchange", exchange_named_by(dead_letter))]
+    return [Check("configure", "queue", m.queue),
+            *forwarding_checks("queue", m.queue, [dead_letter])]
+
 
 _CHECKS: dict[type[Frame], Callable[[Any], list[Check]]] = {
-    C.Exchange.Declare: lambda m: [] if m.passive or not m.exchange
-    else [Check("configure", "exchange", m.exchange)],
+    C.Exchange.Declare: _exchange_declare,
     C.Exchange.Delete: lambda m: [Check("configure", "exchange", m.exchange or "")],
     C.Exchange.Bind: lambda m: [Check("write", "exchange", m.destination or ""),
                                 Check("read", "exchange", m.source or "")],
-    C.Queue.Declare: lambda m: [] if m.passive or not m.queue
-    else [Check("configure", "queue", m.queue)],
+    C.Queue.Declare: _queue_declare,
     C.Queue.Delete: lambda m: [Check("configure", "queue", m.queue or "")],
     C.Queue.Purge: lambda m: [Check("read", "queue", m.queue or "")],
     C.Queue.Bind: lambda m: [Check("write", "queue", m.queue or ""),

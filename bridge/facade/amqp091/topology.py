@@ -15,7 +15,8 @@ Declares, deletes, purges and bindings
     refused as RabbitMQ refuses it (:data:`ERROR_CODES`: 404, 405, 406, 403 close the
     channel; 540, 506 the connection). While an operation is pending, what the
     connection sends next (methods and publishes) is held, and its socket not read:
-    a broker executes a connection's methods in order.
+    a broker executes a connection's methods in order. A server-named queue's declare
+    is checked for configure by the name it will get, as RabbitMQ checks it.
 
 Publishes
     Every publish no route takes goes to ONE anonymous-terminus sender
@@ -85,8 +86,11 @@ from ...topology import (
     TopologyError,
 )
 from ...topology.consumer_args import ConsumerTerms, rabbitmq_consumer_terms
+from ...topology.model import server_name
 from ...topology.rabbitmq091 import RabbitMQ091Topology
+from ..core.access import DEAD_LETTER_EXCHANGE, Check
 from ..core.publish import PublishEntry
+from ..core.state import server_named_queue
 from ..core.topology import TopologyCore
 from .consume import Consume091, Consumer091
 from .declare_cache import DeclareCache
@@ -293,15 +297,17 @@ class TopologyMode:
 
     def __init__(self, facade: Facade091, container: Container, backend: Topology,
                  amqp10: Any, settings: ListenerTopology, login_user: str | None,
-                 publisher: Callable[..., Any] | None = None) -> None:
+                 publisher: Callable[..., Any] | None = None,
+                 held: dict[str, str] | None = None) -> None:
         """``publisher`` makes the route of the publishes no route takes (default: one
-        anonymous-terminus sender, :class:`TopologyPublish091`)."""
+        anonymous-terminus sender, :class:`TopologyPublish091`); ``held``: the exclusive
+        queues' owners shared with the other listeners on the broker connection."""
         self.facade = facade
         self.container = container
         self.backend = backend
         self.amqp10 = amqp10
         self.settings = settings
-        self.core = TopologyCore(facade.name, backend, settings, login_user)
+        self.core = TopologyCore(facade.name, backend, settings, login_user, held)
         self.publisher = (publisher or TopologyPublish091)(container, self.core.template,
                                                            facade, amqp10, self)
         self.queues: dict[str, TopologyConsume091] = {}
@@ -329,6 +335,7 @@ class TopologyMode:
         """The connection ended: its exclusive queues go (at the broker too)."""
         for name in [q for q, c in self.exclusive.items() if c is client]:
             del self.exclusive[name]
+            self.core.release(name)
             self.declares.forget(name)
             if self.local is not None:
                 self.local.forget(name)
@@ -348,9 +355,11 @@ class TopologyMode:
         return self.core.queue_named_by(address)
 
     def check_exclusive(self, ch: Channel091, queue: str) -> None:
-        """405 RESOURCE_LOCKED for an exclusive queue of another connection."""
+        """405 RESOURCE_LOCKED for an exclusive queue of another connection (of this
+        listener, or of another on the same broker connection)."""
         owner = self.exclusive.get(queue)
-        if owner is not None and owner is not ch.client:
+        if (owner is not None and owner is not ch.client) or (
+                owner is None and self.core.held_by_other(queue, ch.client.owner)):
             raise ChannelRefused(
                 ReplyCode.RESOURCE_LOCKED,
                 f"RESOURCE_LOCKED - cannot obtain exclusive access to locked queue "
@@ -446,6 +455,8 @@ class TopologyMode:
         """queue.declare at the broker; or its answer at once (returned) when it is a
         redeclare the bridge can answer (:class:`DeclareCache`)."""
         name = m.queue or ""
+        if not name and not m.passive:  # checked by the name it will get, as RabbitMQ does
+            self.facade.authorize(ch, self._server_named_checks(m), m)
         self.check_exclusive(ch, name)
         client = ch.client
         exclusive = bool(m.exclusive) and not m.passive
@@ -463,11 +474,25 @@ class TopologyMode:
                     self.backend.forget_owner(client.owner)
                 else:
                     self.exclusive[info.name] = client
+                    self.core.hold(info.name, client.owner)
             return None if m.nowait else _declare_ok(info)
 
         self.call(ch, m, lambda done: self.backend.declare_queue(spec, bool(m.passive), done),
                   answer)
         return None
+
+    def _server_named_checks(self, m: C.Queue.Declare) -> list[Check]:
+        """What a server-named queue's declare needs: configure on the name the broker
+        will give it (RabbitMQ 3.x: ``amq.gen-…``; else the backend's
+        ``amqp-bridge.gen-…``: both random past the prefix, so a name like it stands for
+        it), and read on it when it names a dead-letter exchange (write on that exchange
+        is checked with the method)."""
+        sample = server_named_queue() if isinstance(self.backend, RabbitMQ091Topology) \
+            else server_name()
+        checks = [Check("configure", "queue", sample)]
+        if DEAD_LETTER_EXCHANGE in (m.arguments or {}):
+            checks.append(Check("read", "queue", sample))
+        return checks
 
     def queue_bind(self, ch: Channel091, m: C.Queue.Bind | C.Queue.Unbind) -> None:
         self.check_exclusive(ch, m.queue or "")
@@ -493,6 +518,7 @@ class TopologyMode:
 
         def answer(count: int | None) -> Frame | None:
             self.exclusive.pop(name, None)
+            self.core.release(name)
             self.declares.forget(name)
             return None if m.nowait else C.Queue.DeleteOk(message_count=count or 0)
 
@@ -580,6 +606,7 @@ class TopologyMode:
                 self.backend.forget_owner(client.owner)
                 return None
             self.exclusive[info.name] = client
+            self.core.hold(info.name, client.owner)
             if not ch.live:
                 return None  # (the connection's queue until it goes)
             ch.reply_queue = info.name

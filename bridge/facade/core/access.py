@@ -19,12 +19,21 @@ The same goes for a message's user-id (:meth:`Access.user_id_refused`): unless t
 listener trusts user ids (``trust_user_id``), a user-id other than the publisher's
 login is refused (counted with the permission ``user_id``), as RabbitMQ and qpidd
 refuse it.
+
+A declare may also name another exchange its messages go on to: a queue's dead-letter
+exchange (argument ``x-dead-letter-exchange``), an exchange's or (0-10) a queue's
+alternate exchange (``alternate-exchange``). RabbitMQ then also checks *read* on the
+declared name and *write* on that exchange (:func:`forwarding_checks`), so that a user
+cannot route into an exchange it may not publish to through a queue or exchange of
+its own (a message that expires, is rejected or is unroutable there).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ...security.permissions import Kind, Permission, Permissions, checked_name
 
@@ -48,6 +57,29 @@ class Check:
         return checked_name(self.kind, self.name)
 
 
+DEAD_LETTER_EXCHANGE = "x-dead-letter-exchange"
+ALTERNATE_EXCHANGE = "alternate-exchange"
+"""The declare arguments that name an exchange messages go on to."""
+
+
+def exchange_named_by(value: Any) -> str:
+    """The exchange name an argument's value gives (a byte string as its UTF-8 text,
+    undecodable bytes kept as surrogate escapes, so a pattern still sees them)."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    return value if isinstance(value, str) else str(value)
+
+
+def forwarding_checks(kind: Kind, name: str, exchanges: Iterable[Any]) -> list[Check]:
+    """What a declare of ``name`` needs, beyond configure, for the exchanges it names as
+    where its messages go on to (``None``: not named; ``""``: the default exchange):
+    read on ``name`` and write on each exchange, RabbitMQ's rule (module docstring)."""
+    targets = [exchange_named_by(v) for v in exchanges if v is not None]
+    if not targets:
+        return []
+    return [Check("read", kind, name), *(Check("write", "exchange", t) for t in targets)]
+
+
 class Access:
     """A listener's permissions and user-id rule, and the count of what they refused."""
 
@@ -59,8 +91,18 @@ class Access:
         self.refused: dict[tuple[str, str], int] = {}
         """Refusals by (operation, permission or ``user_id``)."""
 
-    def announce(self) -> None:
-        """Log, once at start, what an unrestricted listener lets everyone do."""
+    def announce(self, virtual_hosts: frozenset[str] | None = None) -> None:
+        """Log, once at start, what an unrestricted listener lets everyone do, and users
+        whose per-vhost grants do not restrict them (the listener opens ``virtual_hosts``,
+        None: any; :meth:`~bridge.security.permissions.Permissions.vhost_grants_not_kept`)."""
+        for user in self.permissions.vhost_grants_not_kept(virtual_hosts):
+            log.warning("façade %s: user %r: its permissions per virtual host restrict nothing: "
+                        "every virtual host of the listener serves the same exchanges and "
+                        "queues, and it may open one its vhosts do not list, with its other "
+                        "permissions (list them all in the listener's virtual_hosts, or "
+                        "narrow its top-level permissions)", self.listener, user,
+                        extra={"event": "permissions_vhost_not_kept",
+                               "listener": self.listener, "user": user})
         if self.permissions.unrestricted:
             log.info("façade %s: no permissions configured: every user who logs in may "
                      "configure, write and read every exchange and queue", self.listener,
@@ -109,4 +151,5 @@ class Access:
         self.refused[key] = self.refused.get(key, 0) + 1
 
 
-__all__ = ["USER_ID", "Access", "Check"]
+__all__ = ["ALTERNATE_EXCHANGE", "DEAD_LETTER_EXCHANGE", "USER_ID", "Access", "Check",
+           "exchange_named_by", "forwarding_checks"]

@@ -190,7 +190,8 @@ class ListenerCore:
             raise ConfigError([f"listeners.{self.name}.bind: cannot listen on "
                                f"{self.settings.bind}: {exc.strerror or exc}"]) from None
         self.address = self.acceptor.address
-        self.access.announce()
+        self.access.announce(frozenset(self.settings.virtual_hosts)
+                             if self.settings.virtual_hosts else None)
         if not self._can_log_in():
             log.warning("façade %s: no users and anonymous logins disabled: every login "
                         "will be refused", self.name, extra=self.log_fields("no_logins"))

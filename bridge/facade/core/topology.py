@@ -11,6 +11,11 @@ legacy protocol, it needs the same few things, kept by a :class:`TopologyCore`:
 - *owner ids*: each client connection (0-9-1) or session (0-10) that may declare
   exclusive queues gets an opaque id (:meth:`TopologyCore.new_owner`); the backend
   deletes that owner's exclusive queues when it is forgotten;
+- *who holds each exclusive queue* (:attr:`TopologyCore.held`), shared with the other
+  topology-mode listeners on the same broker connection (the application passes one
+  table to them all): the broker sees one connection, theirs and this one's, so it
+  cannot lock one listener's clients out of another's exclusive queue; the fronts
+  refuse another owner's (:meth:`TopologyCore.held_by_other`) as resource-locked;
 - the *reply-to mapping back*: a 1.0 ``reply-to`` that is a queue's 1.0 address (a
   native 1.0 requester's) names that queue to a legacy consumer
   (:meth:`TopologyCore.queue_named_by`);
@@ -46,8 +51,11 @@ class TopologyCore:
     _owners = itertools.count(1)
 
     def __init__(self, listener: str, backend: Topology, settings: ListenerTopology,
-                 login_user: str | None) -> None:
+                 login_user: str | None, held: dict[str, str] | None = None) -> None:
         self.listener = listener
+        self.held: dict[str, str] = {} if held is None else held
+        """The owner id of each exclusive queue declared through this listener, or
+        another topology-mode listener sharing the table (module docstring)."""
         self.backend = backend
         self.settings = settings
         template = Route.model_validate({
@@ -63,6 +71,20 @@ class TopologyCore:
     def new_owner(self, peer: str) -> str:
         """A fresh owner id at the backend for a client connection or session of ``peer``."""
         return f"{self.listener}/{next(self._owners)}/{peer}"
+
+    def hold(self, queue: str, owner: str | None) -> None:
+        """``owner``'s exclusive queue ``queue`` was declared."""
+        if owner is not None:
+            self.held[queue] = owner
+
+    def release(self, queue: str) -> None:
+        """Exclusive queue ``queue`` was deleted, or its owner went."""
+        self.held.pop(queue, None)
+
+    def held_by_other(self, queue: str, owner: str | None) -> bool:
+        """Whether ``queue`` is an exclusive queue of an owner other than ``owner``."""
+        holder = self.held.get(queue)
+        return holder is not None and holder != owner
 
     def queue_route_settings(self, queue: str) -> Route:
         """The settings of the consume route of broker queue ``queue``."""
