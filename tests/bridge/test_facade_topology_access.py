@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pika
 import pika.exceptions
@@ -260,6 +261,24 @@ def test_a_users_consumers_past_the_session_limit_do_not_wedge_the_connection(
                     conn.channel().queue_delete(queue)
 
 
+def victim_consumes(victim: Any, queue: str) -> tuple[Any, list[bytes]]:
+    """The victim's consumer on a queue of its own, with a message published to it: the
+    channel, and the list its consumer appends what it gets to."""
+    vch = victim.channel()
+    vch.queue_declare(queue, auto_delete=True)
+    got: list[bytes] = []
+    vch.basic_consume(queue, lambda _c, _m, _p, body: got.append(body), auto_ack=True)
+    vch.basic_publish("", queue, b"for the victim")
+    return vch, got
+
+
+def wait_for_message(victim: Any, got: list[bytes]) -> None:
+    """Run the victim's connection until its consumer got something (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while not got and time.monotonic() < deadline:
+        victim.process_data_events(time_limit=0.2)
+
+
 def starved_until_the_attacker_leaves(running: Running, mine: str, theirs: str, tag: str
                                       ) -> None:
     """What the wedge test does (the caller cleans up at RabbitMQ)."""
@@ -269,17 +288,10 @@ def starved_until_the_attacker_leaves(running: Running, mine: str, theirs: str, 
     for _ in range(70):
         ch.basic_consume(mine, lambda *_: None)
     with running.client091("victim") as victim:
-        vch = victim.channel()
-        vch.queue_declare(theirs, auto_delete=True)
-        got: list[bytes] = []
-        vch.basic_consume(theirs, lambda _c, _m, _p, body: got.append(body),
-                          auto_ack=True)
-        vch.basic_publish("", theirs, b"for the victim")
+        vch, got = victim_consumes(victim, theirs)
         time.sleep(ENDING_LIMIT + 1)  # (the victim's begin waits longer than that)
         attacker.close()
-        deadline = time.monotonic() + 30
-        while not got and time.monotonic() < deadline:
-            victim.process_data_events(time_limit=0.2)
+        wait_for_message(victim, got)
         assert got == [b"for the victim"], running.proc.log()[-3000:]
         assert vch.queue_declare(f"victim.d.{tag}", auto_delete=True).method.queue \
             == f"victim.d.{tag}"
@@ -317,15 +329,8 @@ def test_a_user_holds_at_most_max_consumers_per_user(rabbitmq_url: str, tmp_path
             assert error.description == "reached maximum (20) of subscriptions for user " \
                                         "'att' (listener qpid: max_consumers_per_user)"
             with running.client091("victim") as victim:  # not held back meanwhile
-                vch = victim.channel()
-                vch.queue_declare(theirs, auto_delete=True)
-                got: list[bytes] = []
-                vch.basic_consume(theirs, lambda _c, _m, _p, body: got.append(body),
-                                  auto_ack=True)
-                vch.basic_publish("", theirs, b"for the victim")
-                deadline = time.monotonic() + 30
-                while not got and time.monotonic() < deadline:
-                    victim.process_data_events(time_limit=0.2)
+                _, got = victim_consumes(victim, theirs)
+                wait_for_message(victim, got)
                 assert got == [b"for the victim"]
         first.close()
 
