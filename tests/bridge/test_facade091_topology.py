@@ -380,3 +380,44 @@ def test_a_reply_through_a_second_bridge_reaches_a_temporary_queue(
     finally:
         owner.close()
         assert second.stop() == 0, second.log()
+
+
+def test_a_message_from_an_exchange_0_9_1_cannot_name_is_rejected_not_retried(
+        facade: Facade) -> None:
+    """An exchange made at RabbitMQ by another client may have a name no 0-9-1 frame of
+    the façade can carry (pamqp's rule): a message published through it cannot be
+    delivered to a façade consumer, so it is rejected (a WARNING line, the mapping-error
+    count) rather than given back and retried for ever, and the next message comes."""
+    exchange, queue = f"test.topology.é.{uuid.uuid4().hex[:8]}", name("uncarried")
+    metrics = metrics_port(facade.proc.log)
+    direct = broker(facade)
+    try:
+        dch = direct.channel()
+        dch.exchange_declare(exchange, "direct")
+        dch.queue_declare(queue)
+        dch.queue_bind(queue, exchange, "k")
+        dch.basic_publish(exchange, "k", b"from a name 0-9-1 cannot say")
+        dch.basic_publish("", queue, b"fine")
+        conn = facade.connect()
+        try:
+            got: list[bytes] = []
+            conn.channel().basic_consume(queue, lambda _c, _m, _p, body: got.append(body),
+                                         auto_ack=True)
+            deadline = time.monotonic() + 30
+            while not got and time.monotonic() < deadline:
+                conn.process_data_events(time_limit=0.2)
+            conn.process_data_events(time_limit=0.5)  # (nothing more may come)
+            assert got == [b"fine"]
+            # (the queue's route is made on demand, and goes with its consumer)
+            assert counted(metrics, "amqp_bridge_mapping_errors_total",
+                           route=f"legacy.queue.{queue}") == 1
+        finally:
+            conn.close()
+        assert broker_has_queue(facade, queue) == 0  # rejected: RabbitMQ dropped it
+        dch.queue_delete(queue)
+        dch.exchange_delete(exchange)
+    finally:
+        direct.close()
+    rejected = [r for r in records(facade.proc.log()) if r.get("event") == "message_rejected"
+                and "cannot be carried in an AMQP 0-9-1 basic.deliver" in r.get("msg", "")]
+    assert rejected, facade.proc.log()[-3000:]

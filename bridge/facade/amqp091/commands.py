@@ -60,7 +60,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pamqp import commands as C
-from pamqp import constants as pamqp_constants
 from pamqp.base import Frame
 from proton import Delivery
 
@@ -71,7 +70,7 @@ from ..core.access import Check
 from ..core.state import AlreadyBound, TemporaryQueue, server_named_queue
 from .consume import Consume091, Consumer091
 from .method_access import checks_for
-from .state import Channel091, ChannelRefused, ConnectionRefused
+from .state import NAME_LIMITS, Channel091, ChannelRefused, ConnectionRefused, carriable
 from .topology import DIRECT_REPLY_TO
 
 if TYPE_CHECKING:
@@ -83,10 +82,6 @@ EXCHANGE_TYPES = frozenset({"direct", "fanout", "topic", "headers"})
 """Exchange types a declare of a façade exchange may name (the route decides the routing)."""
 
 
-NAME_LIMITS = {"queue": 255, "exchange": 127}
-"""The longest queue and exchange names pamqp writes (characters)."""
-
-
 def uncarried_name(method: Frame) -> str | None:
     """Why the name ``method`` declares is one the façade cannot carry back in its frames
     (module docstring), or None: it can (and for methods that declare no name)."""
@@ -96,8 +91,7 @@ def uncarried_name(method: Frame) -> str | None:
         kind, name = "exchange", method.exchange or ""
     else:
         return None
-    if len(name) <= NAME_LIMITS[kind] \
-            and pamqp_constants.DOMAIN_REGEX[f"{kind}-name"].fullmatch(name):
+    if carriable(kind, name):
         return None
     return (f"{kind} name {name!r} cannot be carried by the amqp-bridge façade (it takes "
             f"letters, digits, space and -_.:@#,/+, at most {NAME_LIMITS[kind]} of them)")

@@ -14,6 +14,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pamqp import constants as pamqp_constants
+
 from amqp091.channel import ChannelState
 from amqp091.connection import Connection
 from amqp091.events import MessageReceived
@@ -24,6 +26,18 @@ from ..core.state import TemporaryQueue
 if TYPE_CHECKING:
     from ..core.publish import FacadePublish
     from .consume import Consumer091
+
+
+NAME_LIMITS = {"queue": 255, "exchange": 127}
+"""The longest queue and exchange names pamqp writes (characters)."""
+
+
+def carriable(kind: str, name: str) -> bool:
+    """Whether the façade's 0-9-1 frames can carry the ``kind`` (``queue``, ``exchange``)
+    name ``name`` (pamqp writes only names of its own rule: letters, digits, space and
+    -_.:@#,/+, at most :data:`NAME_LIMITS` characters)."""
+    return len(name) <= NAME_LIMITS[kind] \
+        and pamqp_constants.DOMAIN_REGEX[f"{kind}-name"].fullmatch(name) is not None
 
 
 class ChannelRefused(Exception):
@@ -143,4 +157,5 @@ class Channel091:
         return len(self.deliveries)
 
 
-__all__ = ["AccessRefused", "Channel091", "ChannelRefused", "Client091", "ConnectionRefused"]
+__all__ = ["NAME_LIMITS", "AccessRefused", "Channel091", "ChannelRefused", "Client091",
+           "ConnectionRefused", "carriable"]

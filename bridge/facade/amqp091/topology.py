@@ -70,6 +70,7 @@ from proton.reactor import Container
 from amqp091.events import MessageReceived
 from amqp091.methods import ReplyCode
 from mappings.amqp091 import H_DELIVERY_COUNT, H_SUBJECT, H_TO, Delivery091
+from mappings.errors import MappingError
 from mappings.message import AmqpMessage
 from mappings.rabbitmq_annotations import broker_data
 
@@ -96,7 +97,7 @@ from .consume import Consume091, Consumer091
 from .declare_cache import DeclareCache
 from .local_delivery import LocalDelivery
 from .publish import Publish091
-from .state import Channel091, ChannelRefused, Client091, ConnectionRefused
+from .state import Channel091, ChannelRefused, Client091, ConnectionRefused, carriable
 
 if TYPE_CHECKING:
     from .listener import Facade091
@@ -281,6 +282,11 @@ class TopologyConsume091(Consume091):
                     del properties.headers[H_DELIVERY_COUNT]  # (RabbitMQ's says it)
             if broker.routing is not None:
                 where = Delivery091(broker.routing[0], broker.routing[1], where.redelivered)
+        if not carriable("exchange", where.exchange or ""):
+            # (made at the broker by another client: a 0-9-1 frame cannot name it, so no
+            # consumer here can get the message; refused, not retried for ever)
+            raise MappingError(f"the exchange name {where.exchange!r} it was published to "
+                               "cannot be carried in an AMQP 0-9-1 basic.deliver")
         return properties, where, body
 
     def forget(self, consumer: Any) -> None:
