@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import resource
 import signal
 import socket
@@ -342,11 +343,31 @@ def recipe_bridge(recipe: str, tmp: Path, env: dict[str, str]) -> Iterator[Bridg
     assert "level=error" not in log, log
 
 
+# Ports handed out come from below the kernel's ephemeral range (32768-60999 on
+# Linux): a port the kernel picked with ``bind(0)`` can be taken again as the local
+# port of any outgoing connection before the bridge binds it (seen in CI: "Address
+# already in use" on a port free_port had just returned). Each xdist worker draws
+# from its own slice so two workers never hand out the same port.
+_PORT_BASE, _PORT_SLICE = 10_000, 2_500
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback port nobody listens on right now, outside the ephemeral range and
+    not handed out before by this process."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    first = _PORT_BASE + (int(worker) % 8 if worker.isdigit() else 0) * _PORT_SLICE
+    candidates = [p for p in range(first, first + _PORT_SLICE) if p not in _handed_out]
+    random.shuffle(candidates)
+    for port in candidates:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port left in {first}-{first + _PORT_SLICE - 1}")
 
 
 CREATED = 1_700_000_000  # seconds
