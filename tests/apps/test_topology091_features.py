@@ -138,3 +138,14 @@ def test_a_message_given_back_comes_again_first(feature: Feature) -> None:
         {"queue": "classic", "seen": classic},
         {"queue": "quorum", "seen": [["m0", False, None], ["m0", True, 1], ["m0", True, 2]]},
     ]
+
+
+def test_an_empty_queue_name_is_the_channels_last_declared_queue(feature: Feature) -> None:
+    """queue.bind (its routing key too), basic.get, basic.consume, queue.purge,
+    queue.unbind and queue.delete of ``""`` act on the channel's last declared queue, as
+    the 0-9-1 spec and RabbitMQ have it; 404 before any declare (the façade had taken
+    ``""`` as a queue's name: RabbitMQ refused the bind 403 on ``amq.default``)."""
+    assert feature.both("queue_shortcuts") == [
+        {"before_declare": [404, "NOT_FOUND - no previously declared queue"]},
+        {"got": [["m0", 1], ["m1", None]], "purged": 1, "after_unbind": "unroutable",
+         "deleted": 0}]

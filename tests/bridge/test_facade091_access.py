@@ -183,6 +183,27 @@ def test_a_user_without_read_is_refused_the_consume_and_get(bridge: Running) -> 
          lambda n: n == (before[0] + 1, before[1] + 1), 10, "the refusals counted")
 
 
+def test_an_empty_queue_name_is_checked_as_the_queue_it_stands_for(bridge: Running) -> None:
+    """basic.get of ``""`` after a passive declare of ``jobs`` reads ``jobs`` (the
+    channel's last declared queue): refused to a user who may not read it, naming it,
+    and served to one who may (the façade had checked and looked up a queue ``""``)."""
+    with bridge.connect("writer") as conn:
+        ch = conn.channel()
+        ch.queue_declare("jobs", passive=True)
+        assert _refused_with(lambda: ch.basic_get("")) \
+            == _access_refused("queue", "jobs", "writer")
+    send_messages(bridge.url, bridge.jobs, [Message(body=b"job-empty-name", inferred=True)])
+    with bridge.connect("reader") as conn:
+        ch = conn.channel()
+        ch.queue_declare("jobs", passive=True)
+        for _ in range(100):
+            method, _props, body = ch.basic_get("", auto_ack=True)
+            if method is not None:
+                break
+            conn.sleep(0.1)
+    assert body == b"job-empty-name"
+
+
 def test_a_bind_needs_write_on_the_queue_and_read_on_the_exchange(bridge: Running) -> None:
     with bridge.connect("reader") as conn:  # read on jobs, no write on it
         assert _refused_with(lambda: conn.channel().queue_bind("jobs", "orders", "k")) \

@@ -31,6 +31,8 @@ the permission for is 403 ACCESS_REFUSED first: :mod:`.method_access`):
   consumer tag is connection.close 530, an exclusive conflict 403;
 - ``basic.get`` is answered by the channel's getter; ``basic.recover`` (requeue) gives
   back what the channel holds unacknowledged (requeue false: 540, as RabbitMQ);
+- an empty queue name in a bind, unbind, purge, delete, consume or get is the channel's
+  last declared queue (:func:`expand_queue_shortcut`, before permissions are checked);
 - tx.* is 540 NOT_IMPLEMENTED (publisher confirms are the façade's way), and so is
   any other method.
 
@@ -82,6 +84,26 @@ EXCHANGE_TYPES = frozenset({"direct", "fanout", "topic", "headers"})
 """Exchange types a declare of a façade exchange may name (the route decides the routing)."""
 
 
+QUEUE_NAME_SHORTCUTS = (C.Queue.Bind, C.Queue.Unbind, C.Queue.Purge, C.Queue.Delete,
+                        C.Basic.Consume, C.Basic.Get)
+"""Methods whose empty queue name means the channel's last declared queue (and, for a
+binding with an empty routing key too, its routing key), as RabbitMQ expands them."""
+
+
+def expand_queue_shortcut(ch: Channel091, method: Frame) -> None:
+    """Fill in the queue name ``method`` left empty (:data:`QUEUE_NAME_SHORTCUTS`) with the
+    channel's last declared queue, before the method is checked or answered; 404 as
+    RabbitMQ when the channel declared none."""
+    if not isinstance(method, QUEUE_NAME_SHORTCUTS) or method.queue:
+        return
+    last = ch.last_declared_queue
+    if not last:
+        raise ChannelRefused(ReplyCode.NOT_FOUND, "no previously declared queue")
+    if isinstance(method, (C.Queue.Bind, C.Queue.Unbind)) and not method.routing_key:
+        method.routing_key = last
+    method.queue = last
+
+
 def uncarried_name(method: Frame) -> str | None:
     """Why the name ``method`` declares is one the façade cannot carry back in its frames
     (module docstring), or None: it can (and for methods that declare no name)."""
@@ -117,6 +139,7 @@ class Commands091:
                 raise ConnectionRefused(ReplyCode.NOT_IMPLEMENTED,
                                         f"{method.name} is not implemented by the "
                                         f"amqp-bridge façade")
+            expand_queue_shortcut(ch, method)
             uncarried = uncarried_name(method)
             if uncarried is not None:
                 raise ChannelRefused(ReplyCode.PRECONDITION_FAILED, uncarried)
@@ -241,6 +264,7 @@ class Commands091:
                 f"route to an exchange of the listener to bind it to)")
         else:
             raise self._not_configured(ch, "queue", name)
+        ch.last_declared_queue = name
         if m.nowait:
             return None
         return C.Queue.DeclareOk(queue=name, message_count=0, consumer_count=count)
@@ -514,4 +538,5 @@ HANDLERS: dict[type[Frame], Callable[[Commands091, Channel091, Any], Frame | Non
 """The façade's answer to each client method (any other: 540 NOT_IMPLEMENTED)."""
 
 
-__all__ = ["EXCHANGE_TYPES", "HANDLERS", "Commands091"]
+__all__ = ["EXCHANGE_TYPES", "HANDLERS", "QUEUE_NAME_SHORTCUTS", "Commands091",
+           "expand_queue_shortcut"]

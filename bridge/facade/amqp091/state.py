@@ -139,6 +139,10 @@ class Channel091:
     reply_queue: str | None = None
     """Topology mode: the channel's own queue at the 1.0 broker behind its consumer of
     ``amq.rabbitmq.reply-to`` (direct reply-to), or None."""
+    last_declared_queue: str = ""
+    """The name the channel's last queue.declare-ok gave (server-named ones too): what an
+    empty queue name in a later bind, unbind, purge, delete, consume or get stands for,
+    as on RabbitMQ ("" until a declare)."""
     ended: bool = False
 
     @property

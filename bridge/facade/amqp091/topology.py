@@ -471,6 +471,7 @@ class TopologyMode:
                          owner=client.owner)  # (the backend checks an exclusive one's)
         known = self.declares.lookup(spec, bool(m.passive))
         if known is not None:
+            ch.last_declared_queue = known.name
             return None if m.nowait else _declare_ok(known)
 
         def answer(info: QueueInfo) -> Frame | None:
@@ -481,6 +482,7 @@ class TopologyMode:
                 else:
                     self.exclusive[info.name] = client
                     self.core.hold(info.name, client.owner)
+            ch.last_declared_queue = info.name
             return None if m.nowait else _declare_ok(info)
 
         self.call(ch, m, lambda done: self.backend.declare_queue(spec, bool(m.passive), done),

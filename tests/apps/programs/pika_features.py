@@ -12,7 +12,8 @@ rejected, nacked and expired messages consumed from the dead-letter queue, with 
 ``get_counts`` (``basic.get``'s ``message_count``, and a loop draining a queue by it),
 ``requeue`` (``basic.reject`` / ``basic.nack`` with requeue, then ``basic.get`` again: on a
 classic queue the message given back comes again before the next one; on a quorum queue
-with its ``x-delivery-count``).
+with its ``x-delivery-count``), ``queue_shortcuts`` (an empty queue name standing for the
+channel's last declared queue).
 """
 
 from __future__ import annotations
@@ -240,7 +241,41 @@ def get_counts() -> None:
     conn.close()
 
 
-{"stream_offsets": stream_offsets, "stream_refusals": stream_refusals,
+def queue_shortcuts() -> None:
+    """An empty queue name in bind, get, consume, purge and delete: the channel's last
+    declared queue (a server-named one here); before any declare, 404."""
+    conn = connect()
+    try:
+        conn.channel().basic_get("")
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        result(before_declare=[exc.reply_code, exc.reply_text])
+    ch = conn.channel()
+    ch.confirm_delivery()
+    queue = ch.queue_declare("", exclusive=True).method.queue
+    ch.queue_bind("", "amq.direct")  # routing key empty too: the queue's name
+    for i in range(2):
+        ch.basic_publish("amq.direct", queue, f"m{i}".encode(), mandatory=True)
+    method, _, body = ch.basic_get("")
+    ch.basic_ack(method.delivery_tag)
+    got = [[body, method.message_count]]
+    tag = ch.basic_consume("", lambda c, m, p, b: (got.append([b, None]),
+                                                   c.basic_ack(m.delivery_tag)))
+    wait_until(conn, lambda: len(got) == 2)
+    ch.basic_cancel(tag)
+    ch.basic_publish("amq.direct", queue, b"m2", mandatory=True)
+    purged = ch.queue_purge("").method.message_count
+    ch.queue_unbind("", "amq.direct")
+    try:
+        ch.basic_publish("amq.direct", queue, b"m3", mandatory=True)
+        unbound = "routed"
+    except pika.exceptions.UnroutableError:
+        unbound = "unroutable"
+    deleted = ch.queue_delete("").method.message_count
+    result(got=got, purged=purged, after_unbind=unbound, deleted=deleted)
+    conn.close()
+
+
+{"stream_offsets": stream_offsets, "queue_shortcuts": queue_shortcuts, "stream_refusals": stream_refusals,
  "get_counts": get_counts,
  "requeue": requeue, "consumer_priorities": consumer_priorities,
  "dead_letters": dead_letters}[SCENARIO]()
