@@ -210,6 +210,37 @@ def test_091_a_server_named_queue_needs_configure_on_its_name(bridge: Running) -
             .startswith("amqp-bridge.gen-")
 
 
+def test_091_direct_reply_to_needs_no_permission(bridge: Running, names: Names) -> None:
+    """A user may consume ``amq.rabbitmq.reply-to`` without read on that name, as on
+    RabbitMQ (its consume clause checks none): ``att``'s request goes out with the reply
+    queue's name, and the victim's answer to it comes back (the façade had refused the
+    consume 403, and an RPC client with a restricted login could not start)."""
+    request = names.att("q")
+    with bridge.client091("att") as att, bridge.client091("victim") as victim:
+        ch = att.channel()
+        ch.queue_declare(request)
+        with bridge.broker() as broker:  # (att may write to amq.topic, not amq.default)
+            broker.channel().queue_bind(request, "amq.topic", request)
+        replies: list[bytes] = []
+        ch.basic_consume("amq.rabbitmq.reply-to",
+                         lambda c, m, p, body: replies.append(body), auto_ack=True)
+        ch.basic_publish("amq.topic", request, b"question",
+                         pika.BasicProperties(reply_to="amq.rabbitmq.reply-to"))
+        responder = victim.channel()
+        for _ in range(100):
+            method, props, body = responder.basic_get(request, auto_ack=True)
+            if method is not None:
+                break
+            victim.sleep(0.1)
+        assert body == b"question" and props.reply_to != "amq.rabbitmq.reply-to"
+        responder.basic_publish("", props.reply_to, b"answer")
+        for _ in range(100):
+            if replies:
+                break
+            att.process_data_events(0.1)
+    assert replies == [b"answer"]
+
+
 def test_010_a_dead_letter_or_alternate_exchange_needs_write_on_it(
         bridge: Running, names: Names) -> None:
     """The same rule for 0-10 declares (qpid.messaging's x-declare): a queue's

@@ -10,7 +10,10 @@ messages go on to (a queue's ``x-dead-letter-exchange``, an exchange's
 ``alternate-exchange``) also *read* on the name and *write* on that exchange
 (:meth:`~bridge.facade.core.access.Access.publish_denied`; the default exchange is
 ``amq.default``).  A server-named queue (queue.declare of ``""``) is checked by the
-handler once it has its ``amq.gen-…`` name, as RabbitMQ does.
+handler once it has its ``amq.gen-…`` name, as RabbitMQ does.  A consume of
+``amq.rabbitmq.reply-to`` (direct reply-to) needs nothing: RabbitMQ serves that
+pseudo-queue to every user, and so does the façade (the reply queue it makes for the
+channel at the 1.0 broker is the bridge's, not the user's).
 
 :func:`refusal` is RabbitMQ's text: ``access to queue 'q' in vhost '/' refused for user
 'u'`` (the engine prefixes ``ACCESS_REFUSED - ``).
@@ -31,6 +34,7 @@ from ..core.access import (
     exchange_named_by,
     forwarding_checks,
 )
+from .state import DIRECT_REPLY_TO
 
 
 def _exchange_declare(m: C.Exchange.Declare) -> list[Check]:
@@ -64,7 +68,8 @@ _CHECKS: dict[type[Frame], Callable[[Any], list[Check]]] = {
     C.Queue.Purge: lambda m: [Check("read", "queue", m.queue or "")],
     C.Queue.Bind: lambda m: [Check("write", "queue", m.queue or ""),
                              Check("read", "exchange", m.exchange or "")],
-    C.Basic.Consume: lambda m: [Check("read", "queue", m.queue or "")],
+    C.Basic.Consume: lambda m: [] if m.queue == DIRECT_REPLY_TO
+    else [Check("read", "queue", m.queue or "")],
     C.Basic.Get: lambda m: [Check("read", "queue", m.queue or "")],
 }
 _CHECKS[C.Exchange.Unbind] = _CHECKS[C.Exchange.Bind]

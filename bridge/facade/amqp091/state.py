@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from .consume import Consumer091
 
 
+DIRECT_REPLY_TO = "amq.rabbitmq.reply-to"
+"""RabbitMQ's pseudo-queue of direct reply-to."""
+
 NAME_LIMITS = {"queue": 255, "exchange": 127}
 """The longest queue and exchange names pamqp writes (characters)."""
 
@@ -161,5 +164,5 @@ class Channel091:
         return len(self.deliveries)
 
 
-__all__ = ["NAME_LIMITS", "AccessRefused", "Channel091", "ChannelRefused", "Client091",
+__all__ = ["DIRECT_REPLY_TO", "NAME_LIMITS", "AccessRefused", "Channel091", "ChannelRefused", "Client091",
            "ConnectionRefused", "carriable"]

@@ -97,7 +97,14 @@ from .consume import Consume091, Consumer091
 from .declare_cache import DeclareCache
 from .local_delivery import LocalDelivery
 from .publish import Publish091
-from .state import Channel091, ChannelRefused, Client091, ConnectionRefused, carriable
+from .state import (
+    DIRECT_REPLY_TO,
+    Channel091,
+    ChannelRefused,
+    Client091,
+    ConnectionRefused,
+    carriable,
+)
 
 if TYPE_CHECKING:
     from .listener import Facade091
@@ -108,8 +115,6 @@ DETACH_WAIT = 10.0
 DETACH_POLL = 0.02
 """Seconds a queue.delete through the listener waits at most for the detaches of its
 consumers' links, and how often it looks (``_consumers_gone``)."""
-DIRECT_REPLY_TO = "amq.rabbitmq.reply-to"
-"""RabbitMQ's pseudo-queue of direct reply-to."""
 
 ERROR_CODES: dict[str, tuple[int, bool]] = {
     "not-found": (ReplyCode.NOT_FOUND, False),
