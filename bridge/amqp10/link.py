@@ -163,10 +163,14 @@ class Amqp10Link:
         self.last_condition: str | None = None
         """The error condition's name with :attr:`last_error` (None: none given)."""
         self.down_since = time.monotonic()
+        """When the link was last lost, or first opened (while it is not :attr:`up`)."""
         self.overdrawn = 0
         """Receiver: messages the peer sent beyond the credit granted, in all (RabbitMQ 3.x
         does under load: it counts a top-up against a delivery count that lags)."""
-        """When the link was last lost, or first opened (while it is not :attr:`up`)."""
+        self._held_credit = 0
+        self._holding = False
+        """Receiver: a give-back's disposition is not written yet; credit added meanwhile
+        is :attr:`_held_credit`, flowed on the loop's next round (:meth:`hold_credit`)."""
         self._sent = 0
         """Messages sent on this link's generations (:meth:`send`'s delivery tags)."""
         self._direct = DirectDeliveries.of(container)
@@ -190,7 +194,8 @@ class Amqp10Link:
 
     @property
     def credit(self) -> int:
-        return self.link.credit if self.up else 0
+        """The link credit, with what :meth:`hold_credit` holds back (0 when not attached)."""
+        return self.link.credit + self._held_credit if self.up else 0
 
     # A receiver's credit can go below 0: RabbitMQ 3.x's 1.0 plugin counts a top-up
     # against its own delivery count, which lags behind the messages already on their
@@ -204,22 +209,45 @@ class Amqp10Link:
         yet (0 when not attached; credit overdrawn by the peer counts as none)."""
         if not self.up:
             return 0
-        return max(self.link.credit, 0) + self.link.queued
+        return max(self.link.credit, 0) + self.link.queued + self._held_credit
 
     def add_credit(self, room: int) -> None:
         """Receiver: let the peer send ``room`` more messages (``room`` > 0); credit
         the peer overdrew is written off first, so the link credit becomes ``room``
-        more than what was left, never negative."""
+        more than what was left, never negative. Held back while :meth:`hold_credit`
+        holds (counted in :attr:`credit` and :attr:`promised` meanwhile)."""
+        if self._holding:
+            self._held_credit += room
+            return
         if self.link.drain_mode:
             self.link.drain_mode = False
         overdrawn = -min(self.link.credit, 0)
         self.overdrawn += overdrawn
         self.link.flow(room + overdrawn)
 
+    def hold_credit(self) -> None:
+        """Receiver: one of its deliveries was just given back (released or modified):
+        credit added until the loop's next round is held back until then. Proton writes
+        a session's flow frames before its dispositions, so credit granted in the same
+        round would reach the broker before the give-back, and the broker would send the
+        next message first: the message given back would come after it, where from a
+        legacy broker (and from RabbitMQ over 0-9-1) it comes again first."""
+        if not self._holding:
+            self._holding = True
+            self.container.schedule(0, Timer(self._credit_hold_over))
+
+    def _credit_hold_over(self) -> None:
+        self._holding = False
+        room, self._held_credit = self._held_credit, 0
+        if room > 0 and self.up:  # (a link lost meanwhile: its owner grants anew)
+            self.add_credit(room)
+
     def drain(self) -> None:
         """Receiver: ask the peer to use up now, or give back, the credit it still has
         (drain). RabbitMQ 4 answers at once; RabbitMQ 3.x leaves a drain unanswered and
-        the credit simply stays. The next :meth:`add_credit` leaves drain mode."""
+        the credit simply stays. The next :meth:`add_credit` leaves drain mode; credit
+        :meth:`hold_credit` holds is dropped."""
+        self._held_credit = 0
         if self.up and self.link.credit > 0:
             self.link.drain_mode = True
             self.link.flow(0)
@@ -321,6 +349,7 @@ class Amqp10Link:
             if not self.up:
                 self.up = True
                 self.up_since = time.monotonic()
+                self._held_credit = 0  # (held for the link lost: the owner grants anew)
                 self.last_error = self.last_condition = None
                 self.peer_max_message_size = link.remote_max_message_size or None
                 log.info("route %s: 1.0 link %s attached to %s", self.route, self.name,

@@ -22,6 +22,7 @@ from proton import Message
 from amqp010.events import ExecutionExceptionReceived
 from amqp010.spec import (
     AcquireMode,
+    CreditUnit,
     DeliveryProperties,
     ErrorCode,
     MessageProperties,
@@ -342,3 +343,31 @@ def test_nothing_after_a_refused_command_is_executed(bridge: Running) -> None:
     assert bridge.depth(queue) == 0
     with bridge.client() as client:
         client.delete_queue(queue)
+
+
+def test_a_message_released_before_new_credit_comes_again_first(bridge: Running) -> None:
+    """message.release of a message and new credit in one write (what qpid.messaging
+    sends when an application releases what it fetched): the released message comes
+    again, redelivered, before the next one, as from qpidd, which handles the release
+    before the credit. Proton writes a session's credit before its dispositions, so the
+    link's new credit waits a loop round after a give-back (the next message had
+    overtaken the released one at RabbitMQ)."""
+    queue = name("release")
+    with bridge.client() as client:
+        client.declare_queue(queue)
+        try:
+            for i in range(3):
+                client.publish(f"m{i}".encode(), queue)
+            dest = client.subscribe(queue, messages=1)
+            seen = []
+            for _ in range(3):
+                got = client.receive(dest, timeout=20)
+                seen.append((got.body, bool(got.delivery_properties
+                                            and got.delivery_properties.redelivered)))
+                session = client._room()
+                session.message_release([got.command_id], set_redelivered=True)
+                session.message_flow(dest, CreditUnit.MESSAGE, 1)
+                client.transport.flush()
+            assert seen == [(b"m0", False), (b"m0", True), (b"m0", True)]
+        finally:
+            client.delete_queue(queue)

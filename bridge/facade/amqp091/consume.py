@@ -142,8 +142,6 @@ class Consumer091:
         self.cancelled = False
         self.closed = False
         self._retry_scheduled = False
-        self._credit_held = False
-        """A give-back's disposition is not written yet: no new credit (:meth:`_hold_credit`)."""
         address = route.address if temporary is None or temporary.binding is None \
             else route.binding_address(temporary.binding[1])
         self.link = route.subscription_link(
@@ -190,8 +188,7 @@ class Consumer091:
         credit added."""
         route = self.route
         if self.closed or self.cancelled or not self.link.up or not self.ch.live \
-                or self._credit_held or route.paused \
-                or (route.tap is not None and route.tap.backpressured):
+                or route.paused or (route.tap is not None and route.tap.backpressured):
             return 0
         promised = self.promised
         if self.getter:
@@ -482,29 +479,10 @@ class Consumer091:
         """Give the 1.0 delivery behind delivery tag ``tag`` its outcome."""
         if not self.route.settle_unsettled(self, tag, self.ch.deliveries, state, reason):
             return
-        if state not in (Delivery.ACCEPTED, Delivery.REJECTED):
-            self._hold_credit()
         if self.cancelled:
             self._close_when_idle()
         else:
             self.pump()  # room in the prefetch for what the 1.0 broker sent beyond it
-
-    def _hold_credit(self) -> None:
-        """A message was given back: no new credit on the link until that disposition
-        has been written. Proton writes a session's flow frames before its dispositions,
-        so credit granted in the same burst reached RabbitMQ first, and it sent the next
-        message before it had the given-back one again — a basic.get after
-        basic.reject(requeue) had the message after it, where RabbitMQ's 0-9-1 gives the
-        requeued one (at its place in the queue) again. The credit follows on the next
-        round of the loop, after this one's writes."""
-        if not self._credit_held:
-            self._credit_held = True
-            self.route.container.schedule(0, Timer(self._credit_hold_over))
-
-    def _credit_hold_over(self) -> None:
-        self._credit_held = False
-        if not self.closed:
-            self.route.grant()
 
     # -- the end ------------------------------------------------------------------------------
 

@@ -260,12 +260,15 @@ class FacadeConsume:
                          reason: str = "") -> bool:
         """The client's outcome for ``sub``'s delivery ``key`` (a 0-10 transfer id, a 0-9-1
         delivery tag): forgotten by ``sub`` and by ``index`` (its session's or channel's),
-        its 1.0 delivery settled (:meth:`settle_held`). False if ``sub`` had no such
-        delivery unsettled."""
+        its 1.0 delivery settled (:meth:`settle_held`); a give-back holds the link's new
+        credit for a round (:meth:`~bridge.amqp10.link.Amqp10Link.hold_credit`). False if
+        ``sub`` had no such delivery unsettled."""
         msg = sub.unsettled.pop(key, None)
         index.pop(key, None)
         if msg is None:
             return False
+        if state not in (Delivery.ACCEPTED, Delivery.REJECTED):
+            sub.link.hold_credit()  # the message given back comes again first
         self.settle_held(msg, state, reason)
         return True
 
