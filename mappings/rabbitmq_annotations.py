@@ -50,6 +50,8 @@ A_STREAM_OFFSET = symbol("x-stream-offset")
 A_DELIVERY_COUNT = symbol("x-delivery-count")
 COUNTS = (A_STREAM_OFFSET, A_DELIVERY_COUNT)
 """Integers RabbitMQ annotates and its 0-9-1 consumers get as headers (longs)."""
+_RABBITMQ_DATA = frozenset({A_DEATHS, *COUNTS})
+"""The annotations :func:`broker_data` rebuilds: a message with none of them is passed as is."""
 A_EXCHANGE = symbol("x-exchange")
 A_ROUTING_KEY = symbol("x-routing-key")
 DEATH_SUMMARY = tuple(symbol(f"x-{which}-death-{what}") for which in ("first", "last")
@@ -111,7 +113,7 @@ def broker_data(message: AmqpMessage) -> BrokerData:
     """RabbitMQ 4's delivery annotations of ``message`` as 0-9-1 headers and routing
     (module docstring); ``message`` itself when it has none."""
     annotations = message.message_annotations
-    if A_DEATHS not in annotations and not any(name in annotations for name in COUNTS):
+    if _RABBITMQ_DATA.isdisjoint(annotations):
         return BrokerData(message, {}, None)
     rest = dict(annotations)
     headers: dict[str, Any] = {}

@@ -10,6 +10,7 @@ the façade answers by closing the channel (as a broker would) raises
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ NAME_LIMITS = {"queue": 255, "exchange": 127}
 """The longest queue and exchange names pamqp writes (characters)."""
 
 
+@functools.lru_cache(maxsize=4096)  # (asked for each delivery's exchange: names repeat)
 def carriable(kind: str, name: str) -> bool:
     """Whether the façade's 0-9-1 frames can carry the ``kind`` (``queue``, ``exchange``)
     name ``name`` (pamqp writes only names of its own rule: letters, digits, space and
