@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from pipeline.replay import ReplayError, replay
 from pipeline.sender import SendError, send_all
 from tests.pipeline.conftest import Entry
 from tests.pipeline.conftest import sample_messages as messages
+from tests.support.bridge import free_port
 from tests.support.rabbitmq import queue_address, receive_messages, unique_queue, version_of
 
 Archive = Callable[[Iterable[Entry]], Path]
@@ -64,9 +64,7 @@ def test_one_partition_keeps_archive_order_and_bare_sends_no_header(
 
 
 def test_an_unreachable_peer_fails_the_replay(spark: SparkSession, archive: Archive) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed again below: nothing listens there
+    port = free_port()  # nothing listens there
     path = archive([("orders", "received", messages(1)[0])])
     with pytest.raises(ReplayError, match=r"replay to '/queue/nowhere' failed: .*Connection refused"):
         replay(spark, load_archive(spark, [path]), f"amqp://guest:guest@127.0.0.1:{port}", "/queue/nowhere",
