@@ -51,7 +51,7 @@ from .legacy.amqp091 import Amqp091Connection
 from .ops.logs import LastSeen, add_identities, add_secrets
 from .ops.metrics import MetricsServer
 from .routes import Amqp10ToLegacy, LegacyToAmqp10, RouteRuntime
-from .runtime import EngineSocket, Timer, reactor
+from .runtime import EngineSocket, Timer, host_port, reactor
 from .runtime.containment import Part, faults_of
 from .runtime.selector import raise_descriptor_limit
 from .security.tls import PERMANENT_EXIT_CODE, proton_domain
@@ -537,7 +537,7 @@ def start_metrics(config: BridgeConfig, bridge: Bridge) -> MetricsServer | None:
     except OSError as exc:
         raise ConfigError([f"metrics.bind: cannot listen on {config.metrics.bind}: "
                            f"{exc.strerror or exc}"]) from None
-    address = f"{server.address[0]}:{server.address[1]}"
+    address = host_port(*server.address)
     log.info("metrics: listening on %s", address,
              extra={"event": "metrics_listening", "address": address})
     return server

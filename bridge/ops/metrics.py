@@ -14,6 +14,7 @@ import bisect
 import contextlib
 import errno
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -487,12 +488,19 @@ class _QuietHandler(WSGIRequestHandler):
         pass
 
 
+class _Server6(_Server):
+    """The same on IPv6 (a ``bind`` such as ``[::1]:9090``)."""
+
+    address_family = socket.AF_INET6
+
+
 class MetricsServer:
     """The HTTP server, on a daemon thread so it never blocks the event loop."""
 
     def __init__(self, bridge: ObservedBridge, host: str, port: int) -> None:
-        self.server: WSGIServer = make_server(host, port, wsgi_app(bridge),
-                                              server_class=_Server, handler_class=_QuietHandler)
+        self.server: WSGIServer = make_server(
+            host, port, wsgi_app(bridge), server_class=_Server6 if ":" in host else _Server,
+            handler_class=_QuietHandler)
         bound = self.server.server_address
         self.address: tuple[str, int] = (str(bound[0]), int(bound[1]))
         """The bound address (the actual port when 0 was asked for)."""

@@ -46,6 +46,7 @@ from .listener import (
     AcceptLimits,
     EngineListener,
     ListenerStats,
+    host_port,
 )
 from .loop import EndOfBurst, LoopCalls, Timer
 from .sockets import (
@@ -61,4 +62,4 @@ from .sockets import (
 __all__ = ["ACCEPT_BACKOFF", "CONNECTION_FORCED", "FD_SETSIZE", "MAX_REFUSING", "REFUSAL_GRACE", "REFUSED_REASONS",
            "AcceptLimits", "Engine", "EngineListener", "EngineSocket", "EndOfBurst", "EventHandler",
            "ListenerStats", "LoopCalls", "SocketOwner", "Timer", "connect",
-           "register_selectable"]
+           "host_port", "register_selectable"]

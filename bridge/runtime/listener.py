@@ -111,6 +111,20 @@ def _ignore(sock: EngineSocket[Any], ev: Any) -> None:
     pass
 
 
+def host_port(host: str, port: int | str) -> str:
+    """``host:port`` as written in a URL: an IPv6 address in brackets (``[::1]:5672``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host`` (an IPv4 or IPv6 address or a name, without
+    brackets) and ``port``; ``::`` takes IPv4 connections too where the system can."""
+    ipv6 = ":" in host
+    return socket.create_server(
+        (host, port), family=socket.AF_INET6 if ipv6 else socket.AF_INET, reuse_port=False,
+        dualstack_ipv6=host == "::" and socket.has_dualstack_ipv6())
+
+
 class EngineListener(Generic[E]):
     """A listening socket whose accepted connections get a server-role engine from
     ``make_engine`` (behind a TLS handshake with ``ssl_context``), within ``limits`` (see the module's
@@ -143,7 +157,7 @@ class EngineListener(Generic[E]):
         self._backoff = 0.0
         self._shedding = False
         self._warn = RateLimited(log)
-        self.sock = socket.create_server((host, port), reuse_port=False)
+        self.sock = listening_socket(host, port)
         self.sock.setblocking(False)
         self.address = self.sock.getsockname()[:2]
         self.selectable = register_selectable(container, self, self.sock)
@@ -203,7 +217,7 @@ class EngineListener(Generic[E]):
 
     def _admit(self, sock: socket.socket, addr: Any) -> None:
         host = str(addr[0])
-        peer = f"{host}:{addr[1]}"
+        peer = host_port(host, addr[1])
         limits = self.limits
         if not SERVES_ANY_DESCRIPTOR and sock.fileno() >= FD_SETSIZE:
             sock.close()
@@ -337,4 +351,5 @@ class EngineListener(Generic[E]):
 
 
 __all__ = ["ACCEPT_BACKOFF", "FD_SETSIZE", "MAX_REFUSING", "REFUSAL_GRACE", "REFUSED_REASONS",
-           "AcceptLimits", "EngineListener", "ListenerStats"]
+           "AcceptLimits", "EngineListener", "ListenerStats", "host_port",
+           "listening_socket"]

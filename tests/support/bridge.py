@@ -313,13 +313,14 @@ def legacy_ids(messages: list[Message]) -> list[uuid.UUID]:
     return [cast(uuid.UUID, m.id) for m in messages]
 
 
-def wait_listening(port: int, bridge: BridgeRun, timeout: float = 20.0) -> None:
+def wait_listening(port: int, bridge: BridgeRun, timeout: float = 20.0,
+                   host: str = "127.0.0.1") -> None:
     """Until something accepts connections on loopback ``port`` (the bridge's façade)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert bridge.proc is not None and bridge.proc.poll() is None, bridge.log()
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            socket.create_connection((host, port), timeout=1).close()
             return
         except OSError:
             time.sleep(0.1)

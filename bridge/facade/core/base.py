@@ -44,7 +44,15 @@ from proton.reactor import Container
 
 from ...config import ConfigError, Listener
 from ...ops.logs import WarnLimiter
-from ...runtime import AcceptLimits, EndOfBurst, EngineListener, EngineSocket, LoopCalls, Timer
+from ...runtime import (
+    AcceptLimits,
+    EndOfBurst,
+    EngineListener,
+    EngineSocket,
+    LoopCalls,
+    Timer,
+    host_port,
+)
 from ...runtime.containment import Part
 from ...security.logins import REFUSAL_TEXT, LoginChecks, PendingLogin
 from ...security.passwords import PasswordTable
@@ -195,9 +203,10 @@ class ListenerCore:
         if not self._can_log_in():
             log.warning("façade %s: no users and anonymous logins disabled: every login "
                         "will be refused", self.name, extra=self.log_fields("no_logins"))
-        log.info("façade %s: listening on %s:%s%s", self.name, *self.address,
+        bound = host_port(*self.address)
+        log.info("façade %s: listening on %s%s", self.name, bound,
                  " (TLS)" if self.ssl_context is not None else "",
-                 extra=self.log_fields("listening", bind=f"{self.address[0]}:{self.address[1]}",
+                 extra=self.log_fields("listening", bind=bound,
                                        tls=self.ssl_context is not None,
                                        protocol=self.settings.protocol))
 
