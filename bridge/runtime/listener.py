@@ -336,7 +336,7 @@ class EngineListener(Generic[E]):
             return
         if sock in self.connections:
             self.connections.discard(sock)
-            host = sock.peer.rpartition(":")[0]
+            host = sock.peer.rpartition(":")[0].strip("[]")  # (an IPv6 one in brackets)
             left = self.per_peer.get(host, 1) - 1
             if left > 0:
                 self.per_peer[host] = left
