@@ -46,7 +46,6 @@ from .listener import (
     AcceptLimits,
     EngineListener,
     ListenerStats,
-    host_port,
 )
 from .loop import EndOfBurst, LoopCalls, Timer
 from .sockets import (
@@ -56,6 +55,7 @@ from .sockets import (
     EventHandler,
     SocketOwner,
     connect,
+    host_port,
     register_selectable,
 )
 

@@ -49,7 +49,7 @@ from proton.reactor import Container
 from ..ops.logs import RateLimited
 from .containment import Part
 from .selector import SERVES_ANY_DESCRIPTOR
-from .sockets import E, EngineSocket, EventHandler, register_selectable
+from .sockets import E, EngineSocket, EventHandler, host_port, register_selectable
 
 log = logging.getLogger(__package__)  # the package's one logger: "bridge.runtime"
 
@@ -109,11 +109,6 @@ class _Refused(EngineSocket[Any]):
 
 def _ignore(sock: EngineSocket[Any], ev: Any) -> None:
     pass
-
-
-def host_port(host: str, port: int | str) -> str:
-    """``host:port`` as written in a URL: an IPv6 address in brackets (``[::1]:5672``)."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -351,5 +346,4 @@ class EngineListener(Generic[E]):
 
 
 __all__ = ["ACCEPT_BACKOFF", "FD_SETSIZE", "MAX_REFUSING", "REFUSAL_GRACE", "REFUSED_REASONS",
-           "AcceptLimits", "EngineListener", "ListenerStats", "host_port",
-           "listening_socket"]
+           "AcceptLimits", "EngineListener", "ListenerStats", "listening_socket"]

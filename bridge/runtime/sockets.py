@@ -550,6 +550,11 @@ def register_selectable(container: Container, handler: Any, sock: socket.socket)
     return sel
 
 
+def host_port(host: str, port: int | str) -> str:
+    """``host:port`` as written in a URL: an IPv6 address in brackets (``[::1]:5672``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def connect(container: Container, host: str, port: int, engine: E,
             on_event: EventHandler, *, trace: Any = None, ssl_context: ssl.SSLContext | None = None,
             server_hostname: str | None = None,
@@ -569,7 +574,7 @@ def connect(container: Container, host: str, port: int, engine: E,
         raise OSError(err, f"connect to {host}:{port}: {errno.errorcode.get(err, err)}")
     engine.tick(time.time())
     hosted = EngineSocket(container, sock, engine, on_event, connecting=True,
-                          peer=f"{host}:{port}", trace=trace, tls=ssl_context,
+                          peer=host_port(host, port), trace=trace, tls=ssl_context,
                           server_hostname=server_hostname or host)
     if handshake_timeout:
         hosted.handshake_timeout = handshake_timeout
@@ -577,6 +582,5 @@ def connect(container: Container, host: str, port: int, engine: E,
     return hosted
 
 
-
 __all__ = ["CONNECTION_FORCED", "Engine", "EngineSocket", "EventHandler", "SocketOwner",
-           "TlsLayer", "connect", "register_selectable", "set_interest"]
+           "TlsLayer", "connect", "host_port", "register_selectable", "set_interest"]
