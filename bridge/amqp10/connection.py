@@ -53,7 +53,7 @@ from typing import Any, Protocol
 from proton import Endpoint, Handler
 
 from ..config import Connection, Reconnect
-from ..runtime import Timer
+from ..runtime import Timer, host_port
 from ..runtime.containment import Part
 from ..security.tls import (
     PermanentFault,
@@ -367,7 +367,7 @@ class Amqp10ConnectionHandler(Handler):  # type: ignore[misc]
         self.attempts += 1
         url = event.connection.url
         if url is not None:
-            self.peer = f"{url.host}:{url.port}"
+            self.peer = host_port(url.host, url.port)
         log.info("amqp1.0 %s: connecting to %s", self.name, self.peer,
                  extra=self.log_fields("connecting", attempt=self.attempts))
 

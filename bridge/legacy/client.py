@@ -37,7 +37,7 @@ from proton.reactor import Container
 
 from ..config import ConfigError, Reconnect, redact_url
 from ..config import Connection as ConnectionSettings
-from ..runtime import EndOfBurst, EngineSocket, Timer, connect
+from ..runtime import EndOfBurst, EngineSocket, Timer, connect, host_port
 from ..runtime.containment import Part
 from ..security.tls import (
     PermanentFault,
@@ -181,7 +181,7 @@ class LegacyClient:
     def _connect(self) -> None:
         url = self.urls[self.url_index % len(self.urls)]
         engine, host, port, tls = self._engine(url)
-        self.peer = f"{host}:{port}"
+        self.peer = host_port(host, port)
         self.log.info("%s %s: connecting to %s", self.protocol, self.name, redact_url(url),
                  extra=self.log_fields("connecting", url=redact_url(url)))
         settings_tls = self.settings.tls
