@@ -272,3 +272,18 @@ def _access_lines(bridge: Running) -> list[dict[str, Any]]:
     """The access_refused lines at INFO or above (the bridge logs at INFO)."""
     return [r for r in records(bridge.proc.log()) if r.get("event") == "access_refused"]
 
+
+
+def test_a_login_is_logged_with_the_name_the_client_gives(bridge: Running) -> None:
+    """The login's log line names the client as RabbitMQ's "client provided name" does:
+    ``connection_name`` and ``client`` (product and version), printable text only."""
+    params = pika.ConnectionParameters(
+        "127.0.0.1", bridge.port, credentials=pika.PlainCredentials("app", USERS["app"]),
+        client_properties={"connection_name": "orders-worker\x07 #3"}, connection_attempts=1)
+    with pika.BlockingConnection(params):
+        pass
+    opened = poll(lambda: [r for r in records(bridge.proc.log())
+                           if r.get("event") == "client_open" and "connection_name" in r],
+                  lambda found: len(found) == 1, 10, "the login's log line")
+    assert opened[0]["connection_name"] == "orders-worker #3"
+    assert opened[0]["client"] == f"Pika Python Client Library {pika.__version__}"
