@@ -12,7 +12,7 @@ from . import __version__
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="amqp-bridge")
 def main() -> None:
-    """Bridge AMQP 1.0 and legacy AMQP 0-10 messaging, with CloudEvents mapping."""
+    """Bridge AMQP 1.0 and legacy AMQP 0-10 / 0-9-1 messaging, with CloudEvents mapping."""
 
 
 @main.command()
