@@ -43,6 +43,7 @@ from ...config import Listener
 from ...runtime import EngineSocket
 from ...topology import Topology
 from ..core.base import BROKER_LOST_TEXT, ListenerCore
+from ..core.identity import client_identity, described
 from .command_access import transfer_refusal, user_id_refusal
 from .commands import ServerCommands
 from .consume import Consume010
@@ -176,8 +177,11 @@ class Facade(ListenerCore):
             self.check_login(sock, ev.user, ev.password)
         elif isinstance(ev, ConnectionOpened):
             client.user = ev.user
-            log.info("façade %s: %s logged in as %r", self.name, sock.peer, ev.user,
-                     extra=self.log_fields("client_open", peer=sock.peer, user=ev.user))
+            named = client_identity(ev.peer_properties)
+            log.info("façade %s: %s logged in as %r%s", self.name, sock.peer, ev.user,
+                     described(named),
+                     extra=self.log_fields("client_open", peer=sock.peer, user=ev.user,
+                                           **named))
         elif isinstance(ev, ConnectionClosed):
             if (not ev.by_peer and ev.code not in (None, CloseCode.NORMAL) and not self.stopping
                     and ev.text != BROKER_LOST_TEXT):  # counted by broker_lost

@@ -52,6 +52,7 @@ from ...runtime import EngineSocket
 from ...topology import Topology
 from ..core.access import Check
 from ..core.base import ListenerCore
+from ..core.identity import client_identity, described
 from .address_publish import AddressPublishers
 from .commands import Commands091
 from .consume import Consume091
@@ -66,27 +67,6 @@ _ORDINARY_CLOSES = frozenset({None, ReplyCode.REPLY_SUCCESS, ReplyCode.CONNECTIO
 """Close codes that are no client error (a transport end, a normal close, ours at stop)."""
 
 
-
-IDENTITY_LIMIT = 100
-"""Characters kept of each client-supplied name in the log (the rest is cut)."""
-
-
-def client_identity(properties: dict[str, Any]) -> dict[str, str]:
-    """What a client's connection.start-ok properties say of it, for the log line of its
-    login: ``connection_name`` (pika's and kombu's ``connection_name``, as RabbitMQ shows
-    "client provided name") and ``client`` (its ``product`` and ``version``). Only
-    printable text, each cut at :data:`IDENTITY_LIMIT`: the client chooses these."""
-    def text(value: Any) -> str:
-        if isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
-        if not isinstance(value, str):
-            return ""
-        return "".join(c for c in value if c.isprintable())[:IDENTITY_LIMIT].strip()
-
-    found = {"connection_name": text(properties.get("connection_name")),
-             "client": " ".join(filter(None, (text(properties.get("product")),
-                                              text(properties.get("version")))))}
-    return {k: v for k, v in found.items() if v}
 
 class Facade091(ListenerCore):
     """One configured amqp0-9-1 listener: accepts 0-9-1 applications, serves its routes."""
@@ -263,8 +243,7 @@ class Facade091(ListenerCore):
                 self.topology.client_opened(client)
             named = client_identity(ev.peer_properties)
             log.info("façade %s: %s logged in as %r (vhost %r)%s", self.name, sock.peer,
-                     ev.user, ev.virtual_host,
-                     f" ({', '.join(f'{k} {v}' for k, v in named.items())})" if named else "",
+                     ev.user, ev.virtual_host, described(named),
                      extra=self.log_fields("client_open", peer=sock.peer, user=ev.user,
                                            **named))
         elif isinstance(ev, ConnectionClosed):
