@@ -15,8 +15,8 @@ def test_pikas_and_qpid_messagings_properties() -> None:
     qpid = client_identity({"product": b"qpid python client", "qpid.client_version": b"1.40",
                             "platform": b"posix", "qpid.client_process": b"spout",
                             "qpid.client_pid": 4242, "qpid.client_ppid": 1})
-    assert qpid == {"client": "qpid python client 1.40", "process": "spout (pid 4242)"}
-    assert described(qpid) == " (client qpid python client 1.40, process spout (pid 4242))"
+    assert qpid == {"client": "qpid python client 1.40", "client_process": "spout (pid 4242)"}
+    assert described(qpid) == " (client qpid python client 1.40, client_process spout (pid 4242))"
     assert described({}) == ""
 
 
@@ -26,5 +26,5 @@ def test_what_a_client_sends_is_cut_to_printable_text() -> None:
                              "qpid.client_process": b"\xff\xfe"})
     assert named["connection_name"].startswith("a[31mredline")
     assert len(named["connection_name"]) == IDENTITY_LIMIT  # (the unprintables dropped first)
-    assert named["process"] == "\ufffd\ufffd"  # (undecodable bytes, replaced)
+    assert named["client_process"] == "\ufffd\ufffd"  # (undecodable bytes, replaced)
     assert "client" not in named  # (not text)

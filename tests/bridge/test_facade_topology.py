@@ -371,3 +371,20 @@ def test_a_message_released_before_new_credit_comes_again_first(bridge: Running)
             assert seen == [(b"m0", False), (b"m0", True), (b"m0", True)]
         finally:
             client.delete_queue(queue)
+
+
+def test_a_login_is_logged_with_what_the_client_says_of_itself(bridge: Running) -> None:
+    """qpid.messaging's connection properties (product, version, process and pid) in the
+    login's log line; the connection serves on (naming a log field ``process`` had
+    faulted every qpid.messaging client at login: a LogRecord attribute)."""
+    with BlockingClient.connect(
+            f"amqp://app:{USERS['app']}@127.0.0.1:{bridge.port}",
+            properties={"product": "qpid python client", "qpid.client_version": "1.40",
+                        "qpid.client_process": "identity-check", "qpid.client_pid": 4242}
+    ) as client:
+        queue = name("identity")
+        client.declare_queue(queue)
+        client.delete_queue(queue)
+    opened = [r for r in records(bridge.proc.log()) if r.get("event") == "client_open"
+              and r.get("client_process") == "identity-check (pid 4242)"]
+    assert len(opened) == 1 and opened[0]["client"] == "qpid python client 1.40"

@@ -12,7 +12,7 @@ def client_identity(properties: dict[str, Any]) -> dict[str, str]:
     """What a client's connection.start-ok properties say of it, for the log line of its
     login: ``connection_name`` (0-9-1: pika's and kombu's, as RabbitMQ shows "client
     provided name"), ``client`` (its ``product`` and ``version``; qpid.messaging's
-    ``qpid.client_version``) and ``process`` (qpid.messaging's ``qpid.client_process``
+    ``qpid.client_version``) and ``client_process`` (qpid.messaging's ``qpid.client_process``
     and ``qpid.client_pid``). Only printable text, each cut at :data:`IDENTITY_LIMIT`:
     the client chooses these."""
     def text(value: Any) -> str:
@@ -28,7 +28,7 @@ def client_identity(properties: dict[str, Any]) -> dict[str, str]:
     pid = properties.get("qpid.client_pid")
     found = {"connection_name": text(properties.get("connection_name")),
              "client": joined("product", "version", "qpid.client_version"),
-             "process": (joined("qpid.client_process") + (
+             "client_process": (joined("qpid.client_process") + (
                  f" (pid {pid})" if isinstance(pid, int) and not isinstance(pid, bool)
                  else "")).strip()}
     return {k: v for k, v in found.items() if v}
