@@ -569,16 +569,16 @@ def main() -> int:
         bridge_support.ROOT = args.code.resolve()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="soak-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    if args.topology:
-        return topology_main(args, workdir)
-    url = ensure_rabbitmq()
-    soak = Soak(args, url, workdir)
     if args.probe:
         os.environ["PYTHONPATH"] = f"{PROBE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
         os.environ["AMQP_BRIDGE_SOAK_PROBE"] = f"{workdir / 'probe.log'}:{args.sample}" + (
             ":collect" if args.probe == "collect" else "")
         if args.probe == "trace":
             os.environ["PYTHONTRACEMALLOC"] = "1"  # the bridge's, not this process's
+    if args.topology:
+        return topology_main(args, workdir)
+    url = ensure_rabbitmq()
+    soak = Soak(args, url, workdir)
     print(f"soak: {args.minutes} min, {args.rate} msg/s on each of {len(args.paths)} routes, "
           f"log {soak.bridge.log_path}", flush=True)
     try:

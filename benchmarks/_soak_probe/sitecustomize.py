@@ -33,7 +33,22 @@ def _types() -> Counter[str]:
     return Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects())
 
 
+def _is_the_bridge(within: float = 60.0) -> bool:
+    """Whether this process is the bridge (it imports ``bridge.app`` soon after it starts):
+    the applications beside it inherit the probe's environment and must not be probed."""
+    deadline = time.monotonic() + within
+    while "bridge.app" not in sys.modules:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
+
+
 def _run(path: str, every: float, collect: bool) -> None:
+    if not _is_the_bridge():
+        if tracemalloc.is_tracing():
+            tracemalloc.stop()
+        return
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = _MallInfo2
     first: Counter[str] | None = None
