@@ -4,7 +4,8 @@ RabbitMQ 4 and through the façade, what it saw compared:
 
 - dramatiq (pika): a four-thread worker, retries with backoff through its delay queue
   ``<q>.DQ``, ``send_with_options(delay=...)``, a message out of retries dead-lettered
-  into ``<q>.XQ`` by the queue's ``x-dead-letter-*`` arguments;
+  into ``<q>.XQ`` by the queue's ``x-dead-letter-*`` arguments, a pipeline, message
+  priorities (``x-max-priority``);
 - FastStream (aio-pika): subscriber → publisher, ``broker.request`` (RPC over
   ``amq.rabbitmq.reply-to``, which FastStream declares passively first: RabbitMQ answers
   declare-ok, the façade had closed the channel 404), a topic exchange.
@@ -15,6 +16,7 @@ One ``amqp-bridge run`` serves the module.
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +49,8 @@ class Framework:
 
     def both(self, program: str, tag: str) -> Any:
         """The program's result straight to RabbitMQ, checked equal to the façade's (each
-        run on its own names: the façade's declares them afresh)."""
+        run on names of its own, deleted at its end)."""
+        tag = f"{tag}_{secrets.token_hex(3)}"
         direct = self.result(program, self.direct_url, f"{tag}_direct")
         through = self.result(program, self.url, f"{tag}_facade")
         assert _untagged(through, f"{tag}_facade") == _untagged(direct, f"{tag}_direct")
@@ -72,13 +75,15 @@ def framework(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory
 
 def test_dramatiq_retries_delays_and_dead_letters(framework: Framework) -> None:
     """Every plain message once, each flaky one run three times (two retries through
-    ``<q>.DQ``), delayed ones not before their delay, the doomed one in ``<q>.XQ``, and
-    nothing left in any of the three queues."""
+    ``<q>.DQ``), delayed ones not before their delay, the doomed one in ``<q>.XQ``,
+    nothing left in any of the three queues, a pipeline's sum, and messages of a
+    ``max_priority`` queue got highest priority first."""
     assert framework.both("dramatiq_app.py", "dram") == {
         "plain": list(range(20)), "flaky": [[0, 3], [1, 3], [2, 3]],
         "later": [[0, True], [1, True], [2, True]], "attempts": {"0": 3, "1": 3, "2": 3},
         "dead": [["doomed", [7], None, False]],
-        "counts": {"fw_dram_<T>": 0, "fw_dram_<T>.DQ": 0, "fw_dram_<T>.XQ": 0}}
+        "counts": {"fw_dram_<T>": 0, "fw_dram_<T>.DQ": 0, "fw_dram_<T>.XQ": 0},
+        "pipeline": [13], "by_priority": [[9, 9], [5, 5], [3, 3], [1, 1], [0, 0]]}
 
 
 def test_faststream_publishes_requests_and_routes_by_topic(framework: Framework) -> None:

@@ -6,7 +6,9 @@ Usage: faststream_app.py URL TAG; prints ``result {json}`` then ``done``."""
 import asyncio
 import json
 import sys
+from contextlib import closing
 
+import pika
 from faststream.rabbit import ExchangeType, RabbitBroker, RabbitExchange, RabbitQueue
 
 url, tag = sys.argv[1], sys.argv[2]
@@ -55,6 +57,9 @@ async def main() -> None:
         await asyncio.sleep(0.5)
         print("result", json.dumps({"in": sorted(got["in"]), "out": sorted(got["out"]),
               "rpc": replies, "topic": sorted(got["topic"])}))
+    with closing(pika.BlockingConnection(pika.URLParameters(url))) as c:
+        for name in ("in", "out", "rpc"):
+            c.channel().queue_delete(f"fw_fs_{tag}.{name}")
     print("done")
 
 asyncio.run(main())
