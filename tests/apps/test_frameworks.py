@@ -8,7 +8,8 @@ RabbitMQ 4 and through the façade, what it saw compared:
   priorities (``x-max-priority``);
 - FastStream (aio-pika): subscriber → publisher, ``broker.request`` (RPC over
   ``amq.rabbitmq.reply-to``, which FastStream declares passively first: RabbitMQ answers
-  declare-ok, the façade had closed the channel 404), a topic exchange.
+  declare-ok, the façade had closed the channel 404), a topic exchange, ``NackMessage``
+  requeues on a quorum queue.
 
 One ``amqp-bridge run`` serves the module.
 """
@@ -89,8 +90,9 @@ def test_dramatiq_retries_delays_and_dead_letters(framework: Framework) -> None:
 def test_faststream_publishes_requests_and_routes_by_topic(framework: Framework) -> None:
     """Replies of ``broker.request`` (the façade had refused the passive declare of
     ``amq.rabbitmq.reply-to`` 404: the request raised), the subscriber's returns
-    published on, topic routing."""
+    published on, topic routing, messages nacked with requeue got again."""
     assert framework.both("faststream_app.py", "fs") == {
         "in": [0, 1, 2, 3, 4], "out": [0, 10, 20, 30, 40], "rpc": ["ALPHA", "BETA"],
         "topic": [["all", "a.b.error"], ["all", "db.error"], ["all", "web.info"],
-                  ["errors", "db.error"]]}
+                  ["errors", "db.error"]],
+        "nacked": [["q1", 3], ["q2", 3]]}
