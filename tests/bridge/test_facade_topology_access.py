@@ -241,6 +241,19 @@ def test_091_direct_reply_to_needs_no_permission(bridge: Running, names: Names) 
     assert replies == [b"answer"]
 
 
+def test_091_declaring_direct_reply_to_is_answered_unchecked(bridge: Running) -> None:
+    """``queue.declare`` of ``amq.rabbitmq.reply-to``, passive or not, by a user with no
+    permission on that name: declare-ok, 0 messages, 1 consumer, as RabbitMQ answers
+    every declare of it (FastStream declares it before ``broker.request``; the façade had
+    refused the passive one 404 and the other 403)."""
+    with bridge.client091("att") as att:
+        ch = att.channel()
+        for passive in (True, False):
+            ok = ch.queue_declare("amq.rabbitmq.reply-to", passive=passive).method
+            assert (ok.queue, ok.message_count, ok.consumer_count) == \
+                ("amq.rabbitmq.reply-to", 0, 1)
+
+
 def test_010_a_dead_letter_or_alternate_exchange_needs_write_on_it(
         bridge: Running, names: Names) -> None:
     """The same rule for 0-10 declares (qpid.messaging's x-declare): a queue's

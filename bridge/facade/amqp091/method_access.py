@@ -48,7 +48,7 @@ def _exchange_declare(m: C.Exchange.Declare) -> list[Check]:
 def _queue_declare(m: C.Queue.Declare) -> list[Check]:
     """configure on the queue (a server-named one: by its name, in the handler), and
     read on it and write on its dead-letter exchange if it names one."""
-    if m.passive:
+    if m.passive or m.queue == DIRECT_REPLY_TO:  # (RabbitMQ answers that one unchecked)
         return []
     dead_letter = (m.arguments or {}).get(DEAD_LETTER_EXCHANGE)
     if not m.queue:

@@ -466,6 +466,10 @@ class TopologyMode:
         """queue.declare at the broker; or its answer at once (returned) when it is a
         redeclare the bridge can answer (:class:`DeclareCache`)."""
         name = m.queue or ""
+        if name == DIRECT_REPLY_TO:  # every declare of it is passive, and it has a consumer
+            ch.last_declared_queue = name  # (FastStream declares it before an RPC request)
+            return None if m.nowait else C.Queue.DeclareOk(queue=name, message_count=0,
+                                                           consumer_count=1)
         if not name and not m.passive:  # checked by the name it will get, as RabbitMQ does
             self.facade.authorize(ch, self._server_named_checks(m), m)
         self.check_exclusive(ch, name)
