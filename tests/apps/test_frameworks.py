@@ -19,28 +19,19 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.apps import run_program
-from tests.support.bridge import BridgeRun, free_port, recipe_bridge
+from tests.support.apps import StraightAndThrough, run_program, straight_and_through
 
 pytestmark = pytest.mark.rabbitmq(4)
 
 PASSWORD = "frameworks-s3cret"
 
 
-@dataclass
-class Framework:
-    bridge: BridgeRun
-    url: str
-    """The applications' broker URL (the bridge's listener)."""
-    direct_url: str
-    """RabbitMQ 4's own 0-9-1 URL."""
-    tmp: Path
+class Framework(StraightAndThrough):
+    """The module's façade and RabbitMQ 4, and how it compares their runs."""
 
     def result(self, program: str, url: str, tag: str) -> Any:
         out = run_program([program, url, tag], self.tmp / f"{tag}.log", {})
@@ -66,12 +57,8 @@ def _untagged(result: Any, tag: str) -> Any:
 def framework(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory
               ) -> Iterator[Framework]:
     tmp = tmp_path_factory.mktemp("frameworks")
-    port = free_port()
-    with recipe_bridge("topology.yaml", tmp, {
-            "CLOUD_URL": rabbitmq_url, "APP_BIND": f"127.0.0.1:{port}",
-            "APP_PASSWORD": PASSWORD, "PORT": str(port)}) as bridge:
-        yield Framework(bridge, f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F",
-                        rabbitmq_url.rstrip("/") + "/%2F", tmp)
+    with straight_and_through(rabbitmq_url, tmp, PASSWORD) as runs:
+        yield Framework(runs.bridge, runs.url, runs.direct_url, runs.tmp)
 
 
 def test_dramatiq_retries_delays_and_dead_letters(framework: Framework) -> None:

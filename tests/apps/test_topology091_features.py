@@ -16,28 +16,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.apps import run_program
-from tests.support.bridge import BridgeRun, free_port, recipe_bridge
+from tests.support.apps import StraightAndThrough, run_program, straight_and_through
 
 pytestmark = pytest.mark.rabbitmq(4)
 
 PASSWORD = "features-s3cret"
 
 
-@dataclass
-class Feature:
-    bridge: BridgeRun
-    url: str
-    """The applications' broker URL (the bridge's listener)."""
-    direct_url: str
-    """RabbitMQ 4's own 0-9-1 URL."""
-    tmp: Path
+class Feature(StraightAndThrough):
+    """The module's façade and RabbitMQ 4, and how it compares their runs."""
 
     def results(self, scenario: str, url: str, name: str) -> list[Any]:
         out = run_program(["pika_features.py", url, scenario],
@@ -58,12 +49,8 @@ class Feature:
 def feature(rabbitmq_url: str, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[Feature]:
     tmp = tmp_path_factory.mktemp("features")
-    port = free_port()
-    with recipe_bridge("topology.yaml", tmp, {
-            "CLOUD_URL": rabbitmq_url, "APP_BIND": f"127.0.0.1:{port}",
-            "APP_PASSWORD": PASSWORD, "PORT": str(port)}) as bridge:
-        yield Feature(bridge, f"amqp://app:{PASSWORD}@127.0.0.1:{port}/%2F",
-                      rabbitmq_url.rstrip("/") + "/%2F", tmp)
+    with straight_and_through(rabbitmq_url, tmp, PASSWORD) as runs:
+        yield Feature(runs.bridge, runs.url, runs.direct_url, runs.tmp)
 
 
 def test_stream_consumers_start_at_the_offset_they_ask(feature: Feature) -> None:

@@ -4,13 +4,18 @@ by what it prints, and stopped by a signal as an operator would."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.bridge import BridgeRun, free_port, recipe_bridge
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "apps" / "programs"
 BIN = Path(sys.executable).parent
@@ -96,3 +101,30 @@ def run_program(command: list[str], log_path: Path, env: dict[str, str],
     rc = app.wait(timeout)
     assert rc == 0, f"{command} exited {rc}:\n{app.log()}"
     return app.log()
+
+
+@dataclass
+class StraightAndThrough:
+    """RabbitMQ 4 and a topology-mode 0-9-1 façade in front of it
+    (``examples/topology.yaml``, nothing configured per name), to run the same program
+    straight to the broker and through the bridge and compare what it saw."""
+
+    bridge: BridgeRun
+    url: str
+    """The applications' broker URL (the bridge's listener)."""
+    direct_url: str
+    """RabbitMQ 4's own 0-9-1 URL."""
+    tmp: Path
+
+
+@contextlib.contextmanager
+def straight_and_through(rabbitmq_url: str, tmp: Path, password: str
+                         ) -> Iterator[StraightAndThrough]:
+    """``amqp-bridge run`` with ``examples/topology.yaml`` in front of ``rabbitmq_url``
+    (user ``app``, ``password``), for as long as the block runs."""
+    port = free_port()
+    with recipe_bridge("topology.yaml", tmp, {
+            "CLOUD_URL": rabbitmq_url, "APP_BIND": f"127.0.0.1:{port}",
+            "APP_PASSWORD": password, "PORT": str(port)}) as bridge:
+        yield StraightAndThrough(bridge, f"amqp://app:{password}@127.0.0.1:{port}/%2F",
+                                 rabbitmq_url.rstrip("/") + "/%2F", tmp)
